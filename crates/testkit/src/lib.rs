@@ -1,0 +1,1 @@
+//! Dev-only test support.
