@@ -1,1 +1,17 @@
-//! NR.
+#![doc = include_str!("../README.md")]
+
+mod config;
+mod dispatch;
+mod error;
+mod log;
+mod nr;
+mod replica;
+mod rwlock;
+mod sync;
+mod topology;
+mod wait;
+
+pub use dispatch::Dispatch;
+pub use error::{BuildError, Poisoned, RegisterError};
+pub use nr::{Builder, NodeReplicated, ThreadHandle};
+pub use topology::*;

@@ -1,0 +1,140 @@
+//! Error types. Each variant documents its cause and the remedy.
+
+use std::fmt;
+
+use crate::TopologyError;
+
+/// Returned by every operation once the object is poisoned.
+///
+/// **Cause:** user code (`dispatch_mut`, or `clone` of a write operation) panicked while a
+/// replica was being updated. That replica may be half-updated and no longer equal to the others,
+/// so no further operation is accepted, exactly as a [`std::sync::Mutex`] refuses its guard after
+/// a panic while it was held. The thread whose operation panicked receives the panic itself (on
+/// the thread that ran the operation, which may be a combiner working for other threads).
+///
+/// **Remedy:** drop the object and rebuild it from a known-good state; fix the panicking
+/// operation. Operations are not retried: an operation that returned `Poisoned` may or may not
+/// have been applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Poisoned;
+
+impl fmt::Display for Poisoned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "the replicated object is poisoned: a write operation panicked while a replica was \
+             being updated, so replicas may differ; rebuild the object",
+        )
+    }
+}
+
+impl std::error::Error for Poisoned {}
+
+/// Why [`Builder::build`](crate::Builder::build) refused to build an object.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// **Cause:** the log size is not a power of two, is smaller than 2, or is smaller than the
+    /// number of threads per replica (one combiner batch holds one operation per thread and must
+    /// fit in the log). **Remedy:** pick a power of two at least `threads_per_replica`.
+    LogSize {
+        /// The rejected log size (entries).
+        entries: usize,
+        /// The configured threads per replica.
+        threads_per_replica: usize,
+    },
+    /// **Cause:** zero replicas, or zero threads per replica, were asked for.
+    /// **Remedy:** ask for at least one of each.
+    Zero(&'static str),
+    /// **Cause:** an explicit replica count and a topology disagree (one replica per node).
+    /// **Remedy:** set only one of them, or use `Topology::with_virtual_nodes`.
+    ReplicaCountMismatch {
+        /// Replicas asked for.
+        replicas: usize,
+        /// Nodes in the topology.
+        nodes: usize,
+    },
+    /// **Cause:** the topology could not be read, the `NR_VIRTUAL_NODES` override was invalid, or
+    /// a helper thread could not be pinned to a node's CPUs to place its replica.
+    /// **Remedy:** see the inner error.
+    Topology(TopologyError),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::LogSize {
+                entries,
+                threads_per_replica,
+            } => write!(
+                f,
+                "log size {entries} is invalid: it must be a power of two, at least 2 and at \
+                 least threads_per_replica ({threads_per_replica})"
+            ),
+            BuildError::Zero(what) => write!(f, "{what} must be at least 1"),
+            BuildError::ReplicaCountMismatch { replicas, nodes } => write!(
+                f,
+                "{replicas} replicas were asked for, but the topology has {nodes} nodes (one \
+                 replica per node); set only one, or split the topology into virtual nodes"
+            ),
+            BuildError::Topology(e) => write!(f, "topology: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Topology(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<TopologyError> for BuildError {
+    fn from(e: TopologyError) -> Self {
+        BuildError::Topology(e)
+    }
+}
+
+/// Why [`NodeReplicated::register`](crate::NodeReplicated::register) refused a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// **Cause:** the replica index is not below the number of replicas.
+    /// **Remedy:** use `0..nr.replicas()`, or `NodeReplicated::replica_for_cpu`.
+    NoSuchReplica {
+        /// The index asked for.
+        replica: usize,
+        /// How many replicas there are.
+        replicas: usize,
+    },
+    /// **Cause:** every thread slot of the replica is held by a live handle.
+    /// **Remedy:** drop handles that are no longer used, register with another replica, or build
+    /// with a larger `Builder::threads_per_replica`.
+    ReplicaFull {
+        /// The replica asked for.
+        replica: usize,
+        /// Its number of thread slots.
+        capacity: usize,
+    },
+    /// **Cause:** the object is poisoned (see [`Poisoned`]). **Remedy:** rebuild it.
+    Poisoned,
+}
+
+impl fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegisterError::NoSuchReplica { replica, replicas } => {
+                write!(f, "replica {replica} does not exist (there are {replicas})")
+            }
+            RegisterError::ReplicaFull { replica, capacity } => write!(
+                f,
+                "replica {replica} already has {capacity} registered threads; drop unused \
+                 handles or build with a larger threads_per_replica"
+            ),
+            RegisterError::Poisoned => Poisoned.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RegisterError {}

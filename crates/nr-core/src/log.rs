@@ -1,0 +1,282 @@
+//! The shared circular log of write operations (paper §5.1 and §5.6).
+//!
+//! Indices are logical and only grow: entry `i` lives in `entries[i % size]`, and `i / size` is
+//! its *lap*. An entry is *filled* for index `i` when its `alive` bit equals the parity expected
+//! for `i`'s lap (`true` on even laps, `false` on odd ones), so a slot left over from the previous
+//! lap reads as empty without ever being cleared (§5.6's alternating bit).
+//!
+//! Shared words (each on its own cache line):
+//!
+//! | word | meaning | written by |
+//! |---|---|---|
+//! | `tail` | first unreserved index (the paper's `logTail`) | appenders, one CAS per batch |
+//! | `completed_tail` | every op below it has completed on some replica (`completedTail`) | combiners, after applying their batch |
+//! | `head` | entries below it are consumed by every replica and may be reused (`logMin`) | any appender, lazily |
+//! | `local_tails[r]` | next index replica `r` will apply (`localTail`) | whoever holds replica `r`'s combiner lock |
+//!
+//! Invariants: `head <= min(local_tails) <= completed_tail <= tail <= head + size`; every index
+//! below `completed_tail` is filled; a replica's `local_tail` only moves while its combiner lock
+//! and its writer lock are held.
+
+use crossbeam_utils::CachePadded;
+
+use crate::config::HEAD_REFRESHES_PER_LAP;
+use crate::sync::{AtomicBool, AtomicUsize, Ordering, UnsafeCell};
+
+/// One slot of the circular buffer.
+struct Entry<T> {
+    op: UnsafeCell<Option<T>>,
+    /// Lap parity of the last write; see the module docs.
+    alive: AtomicBool,
+}
+
+/// The log was full: `reserve` could not proceed until some replica consumes entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogFull;
+
+/// The shared log.
+pub(crate) struct Log<T> {
+    entries: Box<[Entry<T>]>,
+    size: usize,
+    tail: CachePadded<AtomicUsize>,
+    completed_tail: CachePadded<AtomicUsize>,
+    head: CachePadded<AtomicUsize>,
+    local_tails: Box<[CachePadded<AtomicUsize>]>,
+}
+
+// SAFETY: the log hands out `&T` to several threads at once (replicas replaying the same entry
+// concurrently, which requires `T: Sync`) and moves `T`s written on one thread to be dropped on
+// another (requires `T: Send`). Every access to an entry's cell is ordered by its `alive` bit
+// (written once per lap, after the value) and by `head` (reuse only after every replica has moved
+// past the entry), as argued at each access.
+unsafe impl<T: Send + Sync> Sync for Log<T> {}
+// SAFETY: owning the log owns its `T`s; moving it moves them.
+unsafe impl<T: Send> Send for Log<T> {}
+
+impl<T> std::fmt::Debug for Log<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("size", &self.size)
+            .field("head", &self.head.load(Ordering::Relaxed))
+            .field(
+                "completed_tail",
+                &self.completed_tail.load(Ordering::Relaxed),
+            )
+            .field("tail", &self.tail.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Log<T> {
+    /// A log of `size` entries (a power of two, checked by the builder) for `replicas` replicas.
+    pub(crate) fn new(size: usize, replicas: usize) -> Self {
+        debug_assert!(size.is_power_of_two() && size >= 2);
+        Self {
+            entries: (0..size)
+                .map(|_| Entry {
+                    op: UnsafeCell::new(None),
+                    alive: AtomicBool::new(false),
+                })
+                .collect(),
+            size,
+            tail: CachePadded::new(AtomicUsize::new(0)),
+            completed_tail: CachePadded::new(AtomicUsize::new(0)),
+            head: CachePadded::new(AtomicUsize::new(0)),
+            local_tails: (0..replicas)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn entry(&self, idx: usize) -> &Entry<T> {
+        &self.entries[idx & (self.size - 1)]
+    }
+
+    /// The `alive` value that marks index `idx` as filled.
+    #[inline]
+    fn filled_parity(&self, idx: usize) -> bool {
+        (idx / self.size) % 2 == 0
+    }
+
+    /// Reserves `n` consecutive entries with one CAS on the tail (Algorithm 1, lines 9-12) and
+    /// returns the first index, or `LogFull` if they would overwrite entries some replica has
+    /// not consumed yet.
+    pub(crate) fn try_reserve(&self, n: usize) -> Result<usize, LogFull> {
+        debug_assert!(n >= 1 && n <= self.size);
+        // Relaxed: a stale tail only makes the CAS below fail and retry.
+        let mut tail = self.tail.load(Ordering::Relaxed);
+        loop {
+            // Acquire: pairs with the Release in `advance_head`. Every replica's reads of the
+            // entries below `head` happen before our writes into them in the next lap.
+            let head = self.head.load(Ordering::Acquire);
+            if tail + n > head + self.size {
+                return Err(LogFull);
+            }
+            // Relaxed: the CAS only makes reservations unique; the entries' contents are
+            // published by their `alive` bits, not by the tail.
+            match self.tail.compare_exchange_weak(
+                tail,
+                tail + n,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    // §5.6 "low mark": the appender whose batch crosses a refresh point
+                    // recomputes the head, so the log rarely fills when replicas keep up.
+                    let quantum = (self.size / HEAD_REFRESHES_PER_LAP).max(1);
+                    if tail / quantum != (tail + n) / quantum {
+                        self.advance_head();
+                    }
+                    return Ok(tail);
+                }
+                Err(current) => tail = current,
+            }
+        }
+    }
+
+    /// Writes `op` at reserved index `idx` and publishes it (Algorithm 1, line 16).
+    ///
+    /// Must be called exactly once per index returned by `try_reserve`, by the reserving thread.
+    pub(crate) fn write(&self, idx: usize, op: T) {
+        let entry = self.entry(idx);
+        // SAFETY:
+        // - exclusive access: `idx` was reserved by this thread alone (tail CAS), and the slot's
+        //   previous occupant `idx - size` is below `head` (checked in `try_reserve`), so every
+        //   replica finished reading it: their reads happen before this write through
+        //   local_tail (Release) -> advance_head (Acquire, then Release on head) -> our Acquire
+        //   load of head;
+        // - no reader touches the slot for index `idx` before the Release store below.
+        entry.op.with_mut(|cell| unsafe { *cell = Some(op) });
+        // Release: pairs with the Acquire in `is_filled`, publishing the value written above.
+        entry
+            .alive
+            .store(self.filled_parity(idx), Ordering::Release);
+    }
+
+    /// Whether index `idx` (which must be below `tail`, and at or above `head`) has been written.
+    #[inline]
+    pub(crate) fn is_filled(&self, idx: usize) -> bool {
+        // Acquire: pairs with the Release in `write`.
+        self.entry(idx).alive.load(Ordering::Acquire) == self.filled_parity(idx)
+    }
+
+    /// Runs `f` on the operation at index `idx`.
+    ///
+    /// The caller must have seen `is_filled(idx)` and must hold the combiner lock of a replica
+    /// whose local tail is at most `idx` (which keeps `head <= idx`, so the entry cannot be
+    /// reused while `f` runs).
+    #[inline]
+    pub(crate) fn read<R>(&self, idx: usize, f: impl FnOnce(&T) -> R) -> R {
+        let entry = self.entry(idx);
+        // SAFETY:
+        // - the value is initialized and visible: the caller observed `is_filled(idx)` (Acquire,
+        //   pairing with the Release in `write`);
+        // - no writer mutates it meanwhile: the next write to this slot is for `idx + size`,
+        //   which needs `head > idx`, but `head <= local_tail <= idx` for the caller's replica
+        //   until the caller moves that local tail, after this read;
+        // - other readers only take shared references (`T: Sync`).
+        let op = entry.op.with(|cell| unsafe { (*cell).as_ref() });
+        f(op.expect("invariant: a filled log entry holds an operation"))
+    }
+
+    /// The first unreserved index.
+    #[inline]
+    pub(crate) fn tail(&self) -> usize {
+        // Relaxed: used as a replay bound; each entry below it is checked through `is_filled`.
+        self.tail.load(Ordering::Relaxed)
+    }
+
+    /// The index below which every operation has completed.
+    #[inline]
+    pub(crate) fn completed_tail(&self) -> usize {
+        // Acquire: pairs with the Release in `advance_completed_tail`, so a reader that starts
+        // after a write completed sees the write's index (and, through `is_filled`, its entry).
+        self.completed_tail.load(Ordering::Acquire)
+    }
+
+    /// Raises `completed_tail` to at least `idx` (Algorithm 1, lines 30-31).
+    #[inline]
+    pub(crate) fn advance_completed_tail(&self, idx: usize) {
+        // Release: pairs with the Acquire in `completed_tail`.
+        self.completed_tail.fetch_max(idx, Ordering::Release);
+    }
+
+    /// Replica `r`'s local tail.
+    #[inline]
+    pub(crate) fn local_tail(&self, r: usize) -> usize {
+        // Acquire: pairs with the Release in `set_local_tail`; a reader that sees the replica
+        // up to date then takes the replica's reader lock, which orders it after the writer.
+        self.local_tails[r].load(Ordering::Acquire)
+    }
+
+    /// Sets replica `r`'s local tail; only the holder of `r`'s combiner lock may call this.
+    #[inline]
+    pub(crate) fn set_local_tail(&self, r: usize, idx: usize) {
+        // Release: pairs with the Acquire in `advance_head` (and `local_tail`): our reads of the
+        // entries below `idx` happen before anyone reuses them.
+        self.local_tails[r].store(idx, Ordering::Release);
+    }
+
+    /// Recomputes `head` as the smallest local tail. Returns the new head.
+    pub(crate) fn advance_head(&self) -> usize {
+        let min = (0..self.local_tails.len())
+            .map(|r| self.local_tail(r))
+            .min()
+            .expect("invariant: at least one replica");
+        // Release: pairs with the Acquire in `try_reserve`, carrying the replicas' reads (seen
+        // through the Acquire loads of their local tails) to the next writer of those entries.
+        let prev = self.head.fetch_max(min, Ordering::AcqRel);
+        prev.max(min)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alive_bit_flips_per_lap() {
+        let log: Log<u32> = Log::new(4, 1);
+        for i in 0..4 {
+            assert!(!log.is_filled(i));
+        }
+        assert_eq!(log.try_reserve(3), Ok(0));
+        log.write(0, 10);
+        log.write(1, 11);
+        assert!(log.is_filled(0) && log.is_filled(1) && !log.is_filled(2));
+        log.write(2, 12);
+        assert_eq!(log.read(1, |v| *v), 11);
+        // Full until replica 0 consumes.
+        assert_eq!(log.try_reserve(2), Err(LogFull));
+        log.set_local_tail(0, 3);
+        assert_eq!(log.advance_head(), 3);
+        assert_eq!(log.try_reserve(2), Ok(3));
+        log.write(3, 13);
+        log.write(4, 14);
+        // Index 4 is slot 0 on lap 1: filled with the opposite parity.
+        assert!(log.is_filled(4));
+        assert!(!log.is_filled(5), "slot 1 still holds lap 0's value");
+        assert_eq!(log.read(4, |v| *v), 14);
+    }
+
+    #[test]
+    fn head_is_the_slowest_replica() {
+        let log: Log<u32> = Log::new(8, 3);
+        log.set_local_tail(0, 5);
+        log.set_local_tail(1, 2);
+        log.set_local_tail(2, 7);
+        assert_eq!(log.advance_head(), 2);
+        // Never moves back.
+        log.set_local_tail(1, 1);
+        assert_eq!(log.advance_head(), 2);
+    }
+
+    #[test]
+    fn completed_tail_only_grows() {
+        let log: Log<u32> = Log::new(8, 1);
+        log.advance_completed_tail(5);
+        log.advance_completed_tail(3);
+        assert_eq!(log.completed_tail(), 5);
+    }
+}

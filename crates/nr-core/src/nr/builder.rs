@@ -1,0 +1,250 @@
+//! Configuration and construction of a [`NodeReplicated`] object.
+
+use std::marker::PhantomData;
+
+use crossbeam_utils::CachePadded;
+
+use super::NodeReplicated;
+use crate::config::{DEFAULT_LOG_ENTRIES, DEFAULT_THREADS_PER_REPLICA};
+use crate::log::Log;
+use crate::replica::Replica;
+use crate::sync::{run_pinned, AtomicBool};
+use crate::{BuildError, Dispatch, Topology};
+
+/// Configures a [`NodeReplicated`] object.
+///
+/// * Replicas: by default one per node of [`Topology::detect`] (which honours the
+///   `NR_VIRTUAL_NODES` override), each built in its node's memory; or one per node of an
+///   explicit [`topology`](Self::topology); or an explicit [`replicas`](Self::replicas) count, in
+///   which case nothing is placed or pinned.
+/// * [`log_size`](Self::log_size): entries in the shared log (default 65536).
+/// * [`threads_per_replica`](Self::threads_per_replica): how many threads may be registered with
+///   each replica at once (default 64). Chosen at run time; it sizes the combining slots and
+///   reader flags, while combiners scan only the slots ever used.
+///
+/// # Examples
+///
+/// ```
+/// use nr_core::{Dispatch, NodeReplicated, Topology};
+/// # #[derive(Clone, Default)] struct S(Vec<u32>);
+/// # impl Dispatch for S {
+/// #     type ReadOperation<'a> = (); type WriteOperation = u32; type Response = usize;
+/// #     fn dispatch(&self, _: ()) -> usize { self.0.len() }
+/// #     fn dispatch_mut(&mut self, v: u32) -> usize { self.0.push(v); self.0.len() }
+/// # }
+///
+/// // Two virtual nodes carved out of whatever this machine has (at least 2 CPUs needed).
+/// let topo = Topology::detect()?;
+/// if topo.num_cpus() >= 2 {
+///     let nr = NodeReplicated::builder()
+///         .topology(topo.with_virtual_nodes(2)?)
+///         .log_size(4096)
+///         .threads_per_replica(16)
+///         .build(|_replica| S::default())?;
+///     assert_eq!(nr.replicas(), 2);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Builder<D> {
+    topology: Option<Topology>,
+    replicas: Option<usize>,
+    log_entries: usize,
+    threads_per_replica: usize,
+    _structure: PhantomData<fn() -> D>,
+}
+
+impl<D> std::fmt::Debug for Builder<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("topology", &self.topology)
+            .field("replicas", &self.replicas)
+            .field("log_entries", &self.log_entries)
+            .field("threads_per_replica", &self.threads_per_replica)
+            .finish()
+    }
+}
+
+impl<D> Clone for Builder<D> {
+    fn clone(&self) -> Self {
+        Self {
+            topology: self.topology.clone(),
+            replicas: self.replicas,
+            ..*self
+        }
+    }
+}
+
+impl<D> Default for Builder<D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<D> Builder<D> {
+    /// A builder with the defaults described above.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[derive(Default)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let b = nr_core::Builder::<S>::new().replicas(2);
+    /// # let _ = b;
+    /// ```
+    pub fn new() -> Self {
+        Self {
+            topology: None,
+            replicas: None,
+            log_entries: DEFAULT_LOG_ENTRIES,
+            threads_per_replica: DEFAULT_THREADS_PER_REPLICA,
+            _structure: PhantomData,
+        }
+    }
+
+    /// One replica per node of `topology`, each built by a thread pinned to that node's CPUs so
+    /// that its memory is the node's (first touch).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Builder, Topology};
+    /// let b = Builder::<()>::new().topology(Topology::detect()?);
+    /// # let _ = b;
+    /// # Ok::<(), nr_core::TopologyError>(())
+    /// ```
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// Exactly `n` replicas. Without a [`topology`](Self::topology), replicas are built on the
+    /// calling thread and no thread is pinned; with one, `n` must equal its node count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = nr_core::Builder::<()>::new().replicas(4);
+    /// # let _ = b;
+    /// ```
+    pub fn replicas(mut self, n: usize) -> Self {
+        self.replicas = Some(n);
+        self
+    }
+
+    /// Entries in the shared log: a power of two, at least `threads_per_replica`. A larger log
+    /// lets replicas drift further apart before an appender must wait for (or help) the slowest.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = nr_core::Builder::<()>::new().log_size(1 << 20);
+    /// # let _ = b;
+    /// ```
+    pub fn log_size(mut self, entries: usize) -> Self {
+        self.log_entries = entries;
+        self
+    }
+
+    /// How many threads may be registered with each replica at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = nr_core::Builder::<()>::new().threads_per_replica(28);
+    /// # let _ = b;
+    /// ```
+    pub fn threads_per_replica(mut self, n: usize) -> Self {
+        self.threads_per_replica = n;
+        self
+    }
+}
+
+impl<D> Builder<D>
+where
+    D: Dispatch + Send + Sync,
+{
+    /// Builds the object; `init(i)` constructs replica `i`. Every call must return an equal
+    /// structure (see [`Dispatch`]'s determinism requirement).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] for an invalid configuration (log size, zero counts, a replica count that
+    /// contradicts the topology), an unreadable topology or a bad `NR_VIRTUAL_NODES`, or a failure
+    /// to pin a placement thread to a node's CPUs.
+    ///
+    /// # Panics
+    ///
+    /// A panic in `init` propagates to the caller.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated};
+    /// # #[derive(Default)] struct S(u64);
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = u64; type Response = u64;
+    /// #     fn dispatch(&self, _: ()) -> u64 { self.0 }
+    /// #     fn dispatch_mut(&mut self, v: u64) -> u64 { self.0 = v; v }
+    /// # }
+    /// let nr = NodeReplicated::builder().replicas(2).build(|_| S(7))?;
+    /// let mut h = nr.register(0)?;
+    /// assert_eq!(h.execute(())?, 7);
+    ///
+    /// let err = NodeReplicated::builder().replicas(1).log_size(1000).build(|_| S(0));
+    /// assert!(err.is_err(), "not a power of two");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build<F>(self, mut init: F) -> Result<NodeReplicated<D>, BuildError>
+    where
+        F: FnMut(usize) -> D + Send,
+    {
+        let threads = self.threads_per_replica;
+        if threads == 0 {
+            return Err(BuildError::Zero("threads_per_replica"));
+        }
+        let entries = self.log_entries;
+        if !entries.is_power_of_two() || entries < 2 || entries < threads {
+            return Err(BuildError::LogSize {
+                entries,
+                threads_per_replica: threads,
+            });
+        }
+        let topology = match (self.topology, self.replicas) {
+            (_, Some(0)) => return Err(BuildError::Zero("replicas")),
+            (Some(t), Some(n)) if n != t.num_nodes() => {
+                return Err(BuildError::ReplicaCountMismatch {
+                    replicas: n,
+                    nodes: t.num_nodes(),
+                })
+            }
+            (Some(t), _) => Some(t),
+            (None, Some(_)) => None,
+            (None, None) => Some(Topology::detect()?),
+        };
+        let replicas: Box<[Box<Replica<D>>]> = match &topology {
+            Some(t) => t
+                .nodes()
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let init = &mut init;
+                    run_pinned(node.cpus(), move || {
+                        Box::new(Replica::new(init(i), threads))
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+            None => (0..self.replicas.unwrap_or(1))
+                .map(|i| Box::new(Replica::new(init(i), threads)))
+                .collect(),
+        };
+        Ok(NodeReplicated {
+            log: Log::new(entries, replicas.len()),
+            replicas,
+            poisoned: CachePadded::new(AtomicBool::new(false)),
+            topology,
+        })
+    }
+}

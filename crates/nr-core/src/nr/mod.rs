@@ -1,0 +1,465 @@
+//! The replicated object: the paper's Algorithm 1 over a [`Log`] and one [`Replica`] per node.
+
+mod builder;
+mod handle;
+
+pub use builder::Builder;
+pub use handle::ThreadHandle;
+
+use crossbeam_utils::CachePadded;
+
+use crate::log::Log;
+use crate::replica::Replica;
+use crate::rwlock::DistRwLock;
+use crate::sync::{panicking, AtomicBool, Ordering};
+use crate::wait::Waiter;
+use crate::{Dispatch, Poisoned, Topology};
+
+/// A linearizable concurrent object made from a sequential [`Dispatch`] structure by Node
+/// Replication (Calciu, Sen, Balakrishnan, Aguilera: *Black-box Concurrent Data Structures for
+/// NUMA Architectures*, ASPLOS'17, Algorithm 1).
+///
+/// There is one replica of the structure per NUMA node, built in that node's memory. Write
+/// operations go through a shared circular log; within a node, one thread at a time (the
+/// *combiner*) gathers the node's pending writes, appends them to the log with one CAS, replays
+/// other nodes' writes into the local replica and applies the batch. Reads run directly on the
+/// local replica, in parallel, once it has caught up with every write that completed before the
+/// read started.
+///
+/// Threads first [`register`](Self::register) with a replica and then operate through the
+/// returned [`ThreadHandle`].
+///
+/// # Examples
+///
+/// ```
+/// use nr_core::{Dispatch, NodeReplicated};
+///
+/// #[derive(Default)]
+/// struct Counter(u64);
+///
+/// impl Dispatch for Counter {
+///     type ReadOperation<'a> = ();
+///     type WriteOperation = u64;
+///     type Response = u64;
+///     fn dispatch(&self, _: ()) -> u64 { self.0 }
+///     fn dispatch_mut(&mut self, add: u64) -> u64 { self.0 += add; self.0 }
+/// }
+///
+/// // Two replicas (as on a two-node machine), whatever this machine's topology.
+/// let nr = NodeReplicated::builder().replicas(2).build(|_| Counter::default())?;
+/// std::thread::scope(|s| {
+///     for t in 0..4 {
+///         let nr = &nr;
+///         s.spawn(move || {
+///             let mut h = nr.register(t % nr.replicas()).unwrap();
+///             for _ in 0..100 {
+///                 h.execute_mut(1).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// let mut h = nr.register(1)?;
+/// assert_eq!(h.execute(())?, 400);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Poisoning
+///
+/// If user code panics while a replica is being changed (`dispatch_mut`, or `clone` of a write
+/// operation), that replica may be left half-updated and different from the others. As with
+/// [`std::sync::Mutex`], the object is then *poisoned*: the panic propagates on the thread that
+/// ran the user code (a combiner may be running other threads' operations), every thread waiting
+/// inside the object wakes up and returns [`Poisoned`], and every later operation or
+/// registration fails with [`Poisoned`]. Nothing deadlocks and no lock stays held. An operation
+/// that returned `Poisoned` may or may not have been applied. A panic in `dispatch` (a read) does
+/// not poison: it releases the reader lock and propagates.
+pub struct NodeReplicated<D: Dispatch> {
+    log: Log<D::WriteOperation>,
+    replicas: Box<[Box<Replica<D>>]>,
+    poisoned: CachePadded<AtomicBool>,
+    topology: Option<Topology>,
+}
+
+impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeReplicated")
+            .field("replicas", &self.replicas.len())
+            .field("log", &self.log)
+            .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
+            .field("topology", &self.topology)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D> NodeReplicated<D>
+where
+    D: Dispatch + Send + Sync,
+{
+    /// Starts configuring an object; see [`Builder`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated};
+    /// # #[derive(Default)] struct S(u64);
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = u64; type Response = u64;
+    /// #     fn dispatch(&self, _: ()) -> u64 { self.0 }
+    /// #     fn dispatch_mut(&mut self, v: u64) -> u64 { self.0 = v; v }
+    /// # }
+    /// let nr = NodeReplicated::builder()
+    ///     .replicas(2)
+    ///     .log_size(1024)
+    ///     .threads_per_replica(8)
+    ///     .build(|_replica| S::default())?;
+    /// assert_eq!(nr.replicas(), 2);
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn builder() -> Builder<D> {
+        Builder::new()
+    }
+
+    /// Number of replicas.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated};
+    /// # #[derive(Default)] struct S;
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let nr = NodeReplicated::builder().replicas(3).build(|_| S)?;
+    /// assert_eq!(nr.replicas(), 3);
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn replicas(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// The topology the replicas were placed by, if they were placed (not when built with an
+    /// explicit [`Builder::replicas`] count alone).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated, Topology};
+    /// # #[derive(Default)] struct S;
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let topo = Topology::detect()?;
+    /// let nr = NodeReplicated::builder().topology(topo.clone()).build(|_| S)?;
+    /// assert_eq!(nr.topology(), Some(&topo));
+    /// assert_eq!(nr.replicas(), topo.num_nodes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn topology(&self) -> Option<&Topology> {
+        self.topology.as_ref()
+    }
+
+    /// The replica that serves threads running on `cpu` (its node's replica), if the object was
+    /// placed by a topology that contains `cpu`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated, Topology};
+    /// # #[derive(Default)] struct S;
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let topo = Topology::detect()?;
+    /// let cpu = topo.nodes()[0].cpus()[0];
+    /// let nr = NodeReplicated::builder().topology(topo).build(|_| S)?;
+    /// assert_eq!(nr.replica_for_cpu(cpu), Some(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replica_for_cpu(&self, cpu: usize) -> Option<usize> {
+        self.topology.as_ref()?.node_of_cpu(cpu)
+    }
+
+    /// Whether a panic in user code has poisoned the object (see [Poisoning](#poisoning)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated};
+    /// # #[derive(Default)] struct S;
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let nr = NodeReplicated::builder().replicas(1).build(|_| S)?;
+    /// assert!(!nr.is_poisoned());
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn is_poisoned(&self) -> bool {
+        // Acquire: pairs with the Release in `poison`.
+        self.poisoned.load(Ordering::Acquire)
+    }
+
+    fn poison(&self) {
+        // Release: pairs with the Acquire in `is_poisoned`.
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    #[inline]
+    fn check(&self) -> Result<(), Poisoned> {
+        if self.is_poisoned() {
+            Err(Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A write, from the thread registered in `slot` of replica `r` (Algorithm 1, `Combine`).
+    fn execute_mut(
+        &self,
+        r: usize,
+        slot: usize,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
+        self.check()?;
+        let replica = &self.replicas[r];
+        let own = replica.slot(slot);
+        own.post(op);
+        let mut waiter = Waiter::new();
+        loop {
+            if own.is_done() {
+                return Ok(own.take_response());
+            }
+            self.check()?;
+            if replica.try_lock_combiner() {
+                let _combiner = CombinerGuard { nr: self, replica };
+                // Our own operation was posted before we took the lock, so this batch serves it.
+                self.combine(r)?;
+                continue;
+            }
+            // Lines 38-39: wait while the response is missing and some combiner is at work.
+            waiter.snooze_or(|micros| replica.park_owner(slot, micros));
+        }
+    }
+
+    /// A read, from the thread registered in `slot` of replica `r` (Algorithm 1, `ReadOnly`).
+    fn execute(
+        &self,
+        r: usize,
+        slot: usize,
+        op: D::ReadOperation<'_>,
+    ) -> Result<D::Response, Poisoned> {
+        self.check()?;
+        let replica = &self.replicas[r];
+        // Line 43: the replica must reflect every write that completed before this read began,
+        // and need not reflect later ones.
+        let read_tail = self.log.completed_tail();
+        if self.log.local_tail(r) < read_tail {
+            self.catch_up(r, read_tail)?;
+        }
+        if !replica.rwlock.read_lock(slot, || self.is_poisoned()) {
+            return Err(Poisoned);
+        }
+        let _reader = ReadGuard {
+            lock: &replica.rwlock,
+            reader: slot,
+        };
+        // SAFETY: we hold the reader lock, so no writer mutates `data` until `_reader` drops;
+        // other readers only take shared references (`D: Sync`).
+        let data = replica.data.with(|p| unsafe { &*p });
+        Ok(data.dispatch(op))
+    }
+
+    /// Brings replica `r` up to at least `read_tail` (Algorithm 1, line 46 `WaitOrUpdate`):
+    /// waits for the node's combiner, or becomes the one that replays.
+    #[cold]
+    fn catch_up(&self, r: usize, read_tail: usize) -> Result<(), Poisoned> {
+        let replica = &self.replicas[r];
+        let mut waiter = Waiter::new();
+        while self.log.local_tail(r) < read_tail {
+            self.check()?;
+            if replica.try_lock_combiner() {
+                let _combiner = CombinerGuard { nr: self, replica };
+                let _writer = self.write_lock(replica)?;
+                // Every index below `completed_tail` is filled, so this reaches `read_tail`.
+                self.replay(r, self.log.tail(), false)?;
+            } else {
+                waiter.snooze();
+            }
+        }
+        Ok(())
+    }
+
+    /// The combiner's work for replica `r` (Algorithm 1, lines 22-35). The caller holds the
+    /// combiner lock of `r`.
+    fn combine(&self, r: usize) -> Result<(), Poisoned> {
+        let replica = &self.replicas[r];
+        // SAFETY: the batch scratch is only used under the combiner lock, which the caller holds.
+        let batch = replica.batch.with_mut(|p| unsafe { &mut *p });
+        let n = replica.collect(batch);
+        if n == 0 {
+            return Ok(());
+        }
+        let start = self.reserve(r, n)?;
+        for (k, op) in batch.ops.drain(..).enumerate() {
+            self.log.write(start + k, op);
+        }
+        let writer = self.write_lock(replica)?;
+        // Line 27: replay everything before our batch, waiting for entries still being written.
+        self.replay(r, start, true)?;
+        // SAFETY: we hold the combiner lock and the writer lock of replica `r`: no reader and no
+        // other writer touches `data` until `writer` drops.
+        let data = replica.data.with_mut(|p| unsafe { &mut *p });
+        // Lines 32-33: apply the batch from the slots (local), not from the log.
+        for &slot in &batch.slots {
+            replica.apply_own(data, slot);
+        }
+        // Lines 29-31. The local tail moves only after the batch is applied, because applying
+        // reads the slots' originals; `completed_tail` then tells readers everywhere.
+        self.log.set_local_tail(r, start + n);
+        self.log.advance_completed_tail(start + n);
+        drop(writer);
+        for &slot in &batch.slots {
+            replica.respond(slot);
+        }
+        Ok(())
+    }
+
+    /// Reserves `n` log entries for replica `r`'s combiner. When the log is full, brings the
+    /// replicas that hold it back up to date itself, so that no configuration deadlocks (e.g. a
+    /// replica whose threads are all idle, §6 "Inactive replica").
+    fn reserve(&self, r: usize, n: usize) -> Result<usize, Poisoned> {
+        let mut waiter = Waiter::new();
+        loop {
+            if let Ok(start) = self.log.try_reserve(n) {
+                return Ok(start);
+            }
+            self.check()?;
+            if !self.help_laggards(r)? {
+                waiter.snooze();
+            }
+        }
+    }
+
+    /// Replays the replicas whose local tail holds the log head back. Returns whether it moved
+    /// the head. The caller holds replica `own`'s combiner lock.
+    #[cold]
+    fn help_laggards(&self, own: usize) -> Result<bool, Poisoned> {
+        let head = self.log.advance_head();
+        let tail = self.log.tail();
+        for q in 0..self.replicas.len() {
+            if self.log.local_tail(q) > head {
+                continue;
+            }
+            let replica = &self.replicas[q];
+            if q == own {
+                let _writer = self.write_lock(replica)?;
+                self.replay(q, tail, false)?;
+            } else if replica.try_lock_combiner() {
+                // Only ever *try* another node's lock: a node whose combiner is busy is making
+                // progress on its own, and never blocking here rules out lock-order deadlocks.
+                let _combiner = CombinerGuard { nr: self, replica };
+                let _writer = self.write_lock(replica)?;
+                self.replay(q, tail, false)?;
+            }
+        }
+        Ok(self.log.advance_head() > head)
+    }
+
+    /// Applies log entries `local_tail(r)..to` to replica `r` (Algorithm 1, `UpdateFromLog`).
+    /// With `wait`, waits for entries still being written; otherwise stops at the first one.
+    /// The caller holds replica `r`'s combiner lock and writer lock.
+    fn replay(&self, r: usize, to: usize, wait: bool) -> Result<(), Poisoned> {
+        let replica = &self.replicas[r];
+        let from = self.log.local_tail(r);
+        if from >= to {
+            return Ok(());
+        }
+        // SAFETY: the caller holds replica `r`'s writer lock (and combiner lock).
+        let data = replica.data.with_mut(|p| unsafe { &mut *p });
+        let mut idx = from;
+        while idx < to {
+            if !self.log.is_filled(idx) {
+                if !wait {
+                    break;
+                }
+                self.wait_filled(idx)?;
+            }
+            // A replayed operation's response is dropped: it belongs to another node's thread.
+            self.log.read(idx, |op| drop(data.dispatch_mut(op.clone())));
+            idx += 1;
+        }
+        self.log.set_local_tail(r, idx);
+        Ok(())
+    }
+
+    /// Waits until log entry `idx` (already reserved by some combiner) is written. Writers never
+    /// block between reserving and writing, so this ends, unless the object gets poisoned.
+    #[cold]
+    fn wait_filled(&self, idx: usize) -> Result<(), Poisoned> {
+        let mut waiter = Waiter::new();
+        while !self.log.is_filled(idx) {
+            self.check()?;
+            waiter.snooze();
+        }
+        Ok(())
+    }
+
+    fn write_lock<'a>(&'a self, replica: &'a Replica<D>) -> Result<WriteGuard<'a, D>, Poisoned> {
+        if replica
+            .rwlock
+            .write_lock(replica.registered(), || self.is_poisoned())
+        {
+            Ok(WriteGuard {
+                nr: self,
+                lock: &replica.rwlock,
+            })
+        } else {
+            Err(Poisoned)
+        }
+    }
+}
+
+/// Holds a replica's combiner lock; releasing it during a panic poisons the object.
+struct CombinerGuard<'a, D: Dispatch + Send + Sync> {
+    nr: &'a NodeReplicated<D>,
+    replica: &'a Replica<D>,
+}
+
+impl<D: Dispatch + Send + Sync> Drop for CombinerGuard<'_, D> {
+    fn drop(&mut self) {
+        if panicking() {
+            self.nr.poison();
+        }
+        self.replica.unlock_combiner();
+    }
+}
+
+/// Holds a replica's writer lock; releasing it during a panic poisons the object.
+struct WriteGuard<'a, D: Dispatch + Send + Sync> {
+    nr: &'a NodeReplicated<D>,
+    lock: &'a DistRwLock,
+}
+
+impl<D: Dispatch + Send + Sync> Drop for WriteGuard<'_, D> {
+    fn drop(&mut self) {
+        if panicking() {
+            self.nr.poison();
+        }
+        self.lock.write_unlock();
+    }
+}
+
+/// Holds a reader lock; a panicking read releases it without poisoning.
+struct ReadGuard<'a> {
+    lock: &'a DistRwLock,
+    reader: usize,
+}
+
+impl Drop for ReadGuard<'_> {
+    fn drop(&mut self) {
+        self.lock.read_unlock(self.reader);
+    }
+}

@@ -1,0 +1,317 @@
+//! One node's replica: the data structure, its combiner lock, its reader-writer lock and the
+//! per-thread slots of flat combining (paper §5.2, Algorithm 1 lines 18-41).
+//!
+//! A slot goes through these states; the owner thread and the combiner alternate ownership of
+//! its `op` and `response` cells, each hand-off a Release store paired with an Acquire load:
+//!
+//! | `state` | who may touch `op`/`response` | next |
+//! |---|---|---|
+//! | `EMPTY` | the owner | owner writes `op`, stores `POSTED` |
+//! | `POSTED` | the combiner holding the combiner lock | combiner takes `op`, writes `response`, stores `DONE` |
+//! | `DONE` | the owner | owner takes `response`, stores `EMPTY` |
+
+use crossbeam_utils::CachePadded;
+
+use crate::rwlock::DistRwLock;
+use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Ordering, Parker, UnsafeCell};
+use crate::Dispatch;
+
+pub(crate) const EMPTY: u8 = 0;
+pub(crate) const POSTED: u8 = 1;
+pub(crate) const DONE: u8 = 2;
+
+/// A thread's combining slot (the paper's per-core `slot` and `response`).
+pub(crate) struct Slot<W, R> {
+    state: AtomicU8,
+    /// Set by the owner while it is parked waiting on this slot.
+    parked: AtomicBool,
+    /// Whether a live handle owns this slot.
+    in_use: AtomicBool,
+    op: UnsafeCell<Option<W>>,
+    response: UnsafeCell<Option<R>>,
+    /// Where the owner sleeps; belongs to the slot, not to a thread, so waking it is always safe.
+    parker: Parker,
+}
+
+impl<W, R> Slot<W, R> {
+    fn new() -> Self {
+        Self {
+            state: AtomicU8::new(EMPTY),
+            parked: AtomicBool::new(false),
+            in_use: AtomicBool::new(false),
+            op: UnsafeCell::new(None),
+            response: UnsafeCell::new(None),
+            parker: Parker::default(),
+        }
+    }
+
+    /// Owner: posts `op` for the combiner (Algorithm 1, line 19).
+    #[inline]
+    pub(crate) fn post(&self, op: W) {
+        debug_assert_eq!(self.state.load(Ordering::Relaxed), EMPTY);
+        // SAFETY: the slot is `EMPTY`, so only its owner (this thread, through its `&mut`
+        // handle) may touch `op`; no combiner reads it before the Release store below.
+        self.op.with_mut(|p| unsafe { *p = Some(op) });
+        // Release: pairs with the Acquire in `Replica::collect`, publishing `op`.
+        self.state.store(POSTED, Ordering::Release);
+    }
+
+    /// Owner: whether the response is ready.
+    #[inline]
+    pub(crate) fn is_done(&self) -> bool {
+        // Acquire: pairs with the SeqCst (Release) store in `Replica::respond`.
+        self.state.load(Ordering::Acquire) == DONE
+    }
+
+    /// Owner: takes the response after `is_done` returned true.
+    #[inline]
+    pub(crate) fn take_response(&self) -> R {
+        // SAFETY: the state is `DONE` (seen with Acquire by the caller), so the combiner has
+        // finished with the cell and ownership is back with the owner.
+        let r = self.response.with_mut(|p| unsafe { (*p).take() });
+        // Relaxed: the slot is only read again by a combiner after the owner's next Release
+        // store of `POSTED`.
+        self.state.store(EMPTY, Ordering::Relaxed);
+        r.expect("invariant: a DONE slot holds a response")
+    }
+
+    /// Owner: announces that it is about to park; returns whether it still should (the
+    /// response did not arrive in between). Must be followed by `unmark_parked`.
+    pub(crate) fn mark_parked(&self) -> bool {
+        // SeqCst: a Dekker pair with `Replica::respond` (store DONE, then load `parked`): either
+        // the combiner sees our flag and unparks us, or we see DONE here.
+        self.parked.store(true, Ordering::SeqCst);
+        self.state.load(Ordering::SeqCst) != DONE
+    }
+
+    /// Owner: clears the parked flag.
+    pub(crate) fn unmark_parked(&self) {
+        // Relaxed: at worst a combiner sends one needless unpark.
+        self.parked.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Scratch space of the combiner, only touched while the combiner lock is held.
+pub(crate) struct Batch<W> {
+    /// Slot indices in the current batch, in log order.
+    pub(crate) slots: Vec<usize>,
+    /// The clones that go into the log.
+    pub(crate) ops: Vec<W>,
+}
+
+/// One node's replica.
+pub(crate) struct Replica<D: Dispatch> {
+    /// The combiner lock (Algorithm 1, line 21). Also guards `local_tail` moves of this replica.
+    combiner: CachePadded<AtomicBool>,
+    /// Guards `data` between the combiner (writer) and readers.
+    pub(crate) rwlock: DistRwLock,
+    /// High-water mark: slots `0..registered` have been used; scans stop there.
+    registered: CachePadded<AtomicUsize>,
+    /// How many owners are parked (so that unlocking need not scan otherwise).
+    parked_owners: CachePadded<AtomicUsize>,
+    slots: Box<[CachePadded<Slot<D::WriteOperation, D::Response>>]>,
+    pub(crate) batch: UnsafeCell<Batch<D::WriteOperation>>,
+    pub(crate) data: CachePadded<UnsafeCell<D>>,
+}
+
+// SAFETY: `data` is read by many threads under the reader lock (`D: Sync`) and mutated by one
+// thread at a time under the writer lock, on whichever thread is combining (`D: Send`); write
+// operations move from the posting thread to the combiner (`W: Send`) and responses back
+// (`R: Send`). All cell accesses follow the slot protocol and locks documented above.
+unsafe impl<D> Sync for Replica<D>
+where
+    D: Dispatch + Send + Sync,
+    D::WriteOperation: Send,
+    D::Response: Send,
+{
+}
+// SAFETY: owning a replica owns its structure, queued operations and responses.
+unsafe impl<D> Send for Replica<D>
+where
+    D: Dispatch + Send,
+    D::WriteOperation: Send,
+    D::Response: Send,
+{
+}
+
+impl<D: Dispatch> std::fmt::Debug for Replica<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replica")
+            .field("combiner_locked", &self.combiner.load(Ordering::Relaxed))
+            .field("registered", &self.registered.load(Ordering::Relaxed))
+            .field("capacity", &self.slots.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: Dispatch> Replica<D> {
+    pub(crate) fn new(data: D, threads: usize) -> Self {
+        Self {
+            combiner: CachePadded::new(AtomicBool::new(false)),
+            rwlock: DistRwLock::new(threads),
+            registered: CachePadded::new(AtomicUsize::new(0)),
+            parked_owners: CachePadded::new(AtomicUsize::new(0)),
+            slots: (0..threads)
+                .map(|_| CachePadded::new(Slot::new()))
+                .collect(),
+            batch: UnsafeCell::new(Batch {
+                slots: Vec::with_capacity(threads),
+                ops: Vec::with_capacity(threads),
+            }),
+            data: CachePadded::new(UnsafeCell::new(data)),
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    #[inline]
+    pub(crate) fn slot(&self, idx: usize) -> &Slot<D::WriteOperation, D::Response> {
+        &self.slots[idx]
+    }
+
+    /// Slots that may be in use: the bound of every scan.
+    #[inline]
+    pub(crate) fn registered(&self) -> usize {
+        // SeqCst: pairs with the SeqCst `fetch_max` in `register`; a writer that takes its
+        // writer flag and then misses a new reader here is ordered before that reader's first
+        // flag store, which then sees the writer flag (see rwlock.rs).
+        self.registered.load(Ordering::SeqCst)
+    }
+
+    /// Claims a free slot for the calling thread.
+    pub(crate) fn register(&self) -> Option<usize> {
+        for (idx, slot) in self.slots.iter().enumerate() {
+            // Acquire: pairs with the Release in `deregister`: the previous owner is done.
+            if slot
+                .in_use
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                // Relaxed: the slot is ours; the Release of `post` publishes it.
+                slot.state.store(EMPTY, Ordering::Relaxed);
+                // SeqCst: see `registered`.
+                self.registered.fetch_max(idx + 1, Ordering::SeqCst);
+                return Some(idx);
+            }
+        }
+        None
+    }
+
+    /// Releases slot `idx` (its handle is dropped).
+    pub(crate) fn deregister(&self, idx: usize) {
+        // Release: pairs with the Acquire in `register`.
+        self.slots[idx].in_use.store(false, Ordering::Release);
+    }
+
+    /// Tries to become this node's combiner (Algorithm 1, line 21).
+    #[inline]
+    pub(crate) fn try_lock_combiner(&self) -> bool {
+        // Relaxed pre-check keeps a contended line shared instead of bouncing it with CASes.
+        // Acquire on success: pairs with the Release in `unlock_combiner`, so we see the previous
+        // combiner's changes to the replica, its batch scratch and its local tail.
+        !self.combiner.load(Ordering::Relaxed)
+            && self
+                .combiner
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Whether some thread holds the combiner lock.
+    #[inline]
+    pub(crate) fn combiner_locked(&self) -> bool {
+        // SeqCst: a Dekker pair with `unlock_combiner` for the parking protocol (see
+        // `park_owner`).
+        self.combiner.load(Ordering::SeqCst)
+    }
+
+    /// Releases the combiner lock and wakes one parked owner whose operation is still pending,
+    /// so that it can become the next combiner.
+    pub(crate) fn unlock_combiner(&self) {
+        // SeqCst: Release pairs with the Acquire in `try_lock_combiner`; SeqCst orders it with
+        // the load of `parked_owners` below against `park_owner`'s increment and re-check.
+        self.combiner.store(false, Ordering::SeqCst);
+        if self.parked_owners.load(Ordering::SeqCst) != 0 {
+            self.wake_one_pending();
+        }
+    }
+
+    #[cold]
+    fn wake_one_pending(&self) {
+        for slot in &self.slots[..self.registered()] {
+            // SeqCst: see `park_owner`.
+            if slot.state.load(Ordering::SeqCst) == POSTED && slot.parked.load(Ordering::SeqCst) {
+                Self::unpark(slot);
+                return;
+            }
+        }
+    }
+
+    fn unpark(slot: &Slot<D::WriteOperation, D::Response>) {
+        slot.parker.unpark();
+    }
+
+    /// Owner of slot `idx`: parks until its response is ready, the combiner lock is free, or
+    /// `micros` pass. The registration/re-check order makes wake-ups exact (no lost wake-up).
+    pub(crate) fn park_owner(&self, idx: usize, micros: u64) {
+        let slot = self.slot(idx);
+        // SeqCst: pairs with the SeqCst load in `unlock_combiner`.
+        self.parked_owners.fetch_add(1, Ordering::SeqCst);
+        if slot.mark_parked() && self.combiner_locked() {
+            slot.parker.park_timeout(micros);
+        }
+        slot.unmark_parked();
+        // Relaxed: a stale count only costs `unlock_combiner` one scan.
+        self.parked_owners.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Combiner: gathers posted operations into the batch scratch (Algorithm 1, lines 23-24).
+    /// Clones of them go to `batch.ops` (for the log); the originals stay in their slots until
+    /// `apply_own`. Returns the batch size.
+    ///
+    /// The caller must hold the combiner lock. User code (`Clone`) runs here, before anything is
+    /// reserved in the log, so a panic cannot leave a reserved entry unfilled.
+    pub(crate) fn collect(&self, batch: &mut Batch<D::WriteOperation>) -> usize {
+        batch.slots.clear();
+        batch.ops.clear();
+        for idx in 0..self.registered() {
+            let slot = self.slot(idx);
+            // Acquire: pairs with the Release in `Slot::post`, making `op` visible.
+            if slot.state.load(Ordering::Acquire) == POSTED {
+                // SAFETY: the slot is `POSTED` and we hold the combiner lock, so we alone may
+                // read `op`; the owner does not touch it until it sees `DONE`.
+                let op = slot.op.with(|p| unsafe { (*p).clone() });
+                batch
+                    .ops
+                    .push(op.expect("invariant: a POSTED slot holds an operation"));
+                batch.slots.push(idx);
+            }
+        }
+        batch.slots.len()
+    }
+
+    /// Combiner, holding the writer lock: applies the operation posted in slot `idx` to the
+    /// replica and stores the response (Algorithm 1, line 33). The slot stays `POSTED` until
+    /// `respond`.
+    pub(crate) fn apply_own(&self, data: &mut D, idx: usize) {
+        let slot = self.slot(idx);
+        // SAFETY: slot `idx` is in the batch we collected under the combiner lock we still hold;
+        // its owner waits for `DONE` and does not touch the cells.
+        let op = slot.op.with_mut(|p| unsafe { (*p).take() });
+        let response = data.dispatch_mut(op.expect("invariant: a batched slot holds its op"));
+        // SAFETY: as above.
+        slot.response.with_mut(|p| unsafe { *p = Some(response) });
+    }
+
+    /// Combiner: hands the response of slot `idx` to its owner and wakes it if it is parked.
+    pub(crate) fn respond(&self, idx: usize) {
+        let slot = self.slot(idx);
+        // SeqCst: Release pairs with the Acquire in `Slot::is_done` (publishing `response`);
+        // SeqCst pairs with `Slot::mark_parked` (Dekker).
+        slot.state.store(DONE, Ordering::SeqCst);
+        if slot.parked.load(Ordering::SeqCst) {
+            Self::unpark(slot);
+        }
+    }
+}

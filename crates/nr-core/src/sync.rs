@@ -1,0 +1,152 @@
+//! The one place that names `std::sync`, `std::thread` or `loom`.
+//!
+//! Everything the algorithms synchronize through comes from here: the standard library normally,
+//! `loom`'s model-checked replacements under `--cfg loom`. `clippy.toml` forbids the standard
+//! versions everywhere else in the crate, so no atomic escapes the model checker.
+//!
+//! Under loom the shim also mocks the environment: parking becomes a yield (loom cannot model
+//! timeouts) and building a replica "on its node" runs the closure in place.
+
+#[cfg(not(loom))]
+mod imp {
+    #[allow(clippy::disallowed_types)]
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    #[allow(clippy::disallowed_methods)]
+    pub(crate) use std::thread::yield_now;
+
+    /// Spin-loop hint for the CPU (`PAUSE` on x86, `YIELD`/`ISB` on Arm).
+    #[inline]
+    pub(crate) fn spin_loop() {
+        std::hint::spin_loop();
+    }
+
+    /// Sleeps the calling thread until unparked or until `micros` microseconds have passed.
+    #[allow(clippy::disallowed_methods)]
+    pub(crate) fn park_timeout(micros: u64) {
+        std::thread::park_timeout(std::time::Duration::from_micros(micros));
+    }
+
+    /// A wake-up token a thread can sleep on with a timeout; `unpark` before `park_timeout`
+    /// makes the next park return at once (no lost wake-up). Lives as long as its owner
+    /// (a combining slot), unlike a `Thread` handle, so it never needs to be swapped.
+    #[derive(Debug, Default)]
+    pub(crate) struct Parker {
+        #[allow(clippy::disallowed_types)]
+        notified: std::sync::Mutex<bool>,
+        wake: std::sync::Condvar,
+    }
+
+    impl Parker {
+        /// Sleeps until `unpark` or until `micros` microseconds pass; consumes the token.
+        pub(crate) fn park_timeout(&self, micros: u64) {
+            // A poisoned mutex only means another thread panicked while holding it; the bool
+            // inside is still meaningful.
+            let mut notified = self.notified.lock().unwrap_or_else(|e| e.into_inner());
+            if !*notified {
+                notified = match self
+                    .wake
+                    .wait_timeout(notified, std::time::Duration::from_micros(micros))
+                {
+                    Ok((guard, _)) => guard,
+                    Err(e) => e.into_inner().0,
+                };
+            }
+            *notified = false;
+        }
+
+        /// Wakes the sleeper, or makes its next `park_timeout` return at once.
+        pub(crate) fn unpark(&self) {
+            let mut notified = self.notified.lock().unwrap_or_else(|e| e.into_inner());
+            *notified = true;
+            self.wake.notify_one();
+        }
+    }
+
+    /// An `UnsafeCell` with loom's closure-based access API, so the same algorithm code runs
+    /// under both builds.
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Runs `f` with a shared raw pointer to the contents.
+        #[inline(always)]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Runs `f` with an exclusive raw pointer to the contents.
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    /// Runs `f` on a helper thread pinned to `cpus`, so that memory `f` allocates and touches
+    /// first is placed on the NUMA node those CPUs belong to (Linux's first-touch policy).
+    pub(crate) fn run_pinned<R: Send>(
+        cpus: &[usize],
+        f: impl FnOnce() -> R + Send,
+    ) -> Result<R, crate::TopologyError> {
+        #[allow(clippy::disallowed_methods)]
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| {
+                crate::pin_current_thread(cpus)?;
+                Ok(f())
+            });
+            match worker.join() {
+                Ok(result) => result,
+                // Re-raise a panic of the user's constructor on the caller's thread.
+                Err(payload) => std::panic::resume_unwind(payload),
+            }
+        })
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use loom::thread::yield_now;
+
+    /// Under loom parking is a yield (timeouts cannot be modelled), so `unpark` has nothing to do.
+    #[derive(Debug, Default)]
+    pub(crate) struct Parker;
+
+    impl Parker {
+        pub(crate) fn park_timeout(&self, _micros: u64) {
+            loom::thread::yield_now();
+        }
+
+        pub(crate) fn unpark(&self) {}
+    }
+
+    /// Under loom a spin is a yield, so the model checker can schedule the thread we wait for.
+    pub(crate) fn spin_loop() {
+        loom::thread::yield_now();
+    }
+
+    /// Loom cannot model timeouts: a bounded park is a yield.
+    pub(crate) fn park_timeout(_micros: u64) {
+        loom::thread::yield_now();
+    }
+
+    /// Loom builds run in one model; replicas are built in place.
+    pub(crate) fn run_pinned<R: Send>(
+        _cpus: &[usize],
+        f: impl FnOnce() -> R + Send,
+    ) -> Result<R, crate::TopologyError> {
+        Ok(f())
+    }
+}
+
+pub(crate) use imp::*;
+
+/// Whether the current thread is unwinding (the signal that poisons the object).
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn panicking() -> bool {
+    std::thread::panicking()
+}
