@@ -8,6 +8,8 @@ mod nr;
 mod replica;
 mod rwlock;
 mod sync;
+#[cfg(test)]
+mod tests;
 mod topology;
 mod wait;
 

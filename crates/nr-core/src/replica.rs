@@ -13,7 +13,7 @@
 use crossbeam_utils::CachePadded;
 
 use crate::rwlock::DistRwLock;
-use crate::sync::{AtomicBool, AtomicU8, AtomicUsize, Ordering, Parker, UnsafeCell};
+use crate::sync::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering, Parker, UnsafeCell};
 use crate::Dispatch;
 
 pub(crate) const EMPTY: u8 = 0;
@@ -59,7 +59,7 @@ impl<W, R> Slot<W, R> {
     /// Owner: whether the response is ready.
     #[inline]
     pub(crate) fn is_done(&self) -> bool {
-        // Acquire: pairs with the SeqCst (Release) store in `Replica::respond`.
+        // Acquire: pairs with the Release store in `Replica::respond`.
         self.state.load(Ordering::Acquire) == DONE
     }
 
@@ -78,10 +78,12 @@ impl<W, R> Slot<W, R> {
     /// Owner: announces that it is about to park; returns whether it still should (the
     /// response did not arrive in between). Must be followed by `unmark_parked`.
     pub(crate) fn mark_parked(&self) -> bool {
-        // SeqCst: a Dekker pair with `Replica::respond` (store DONE, then load `parked`): either
-        // the combiner sees our flag and unparks us, or we see DONE here.
-        self.parked.store(true, Ordering::SeqCst);
-        self.state.load(Ordering::SeqCst) != DONE
+        // Relaxed store + SeqCst fence: a Dekker pair with `Replica::respond` (store DONE, fence,
+        // load `parked`): either the combiner sees our flag and unparks us, or we see DONE here.
+        self.parked.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        // Relaxed: the caller re-checks with `is_done` (Acquire) before taking the response.
+        self.state.load(Ordering::Relaxed) != DONE
     }
 
     /// Owner: clears the parked flag.
@@ -105,8 +107,6 @@ pub(crate) struct Replica<D: Dispatch> {
     combiner: CachePadded<AtomicBool>,
     /// Guards `data` between the combiner (writer) and readers.
     pub(crate) rwlock: DistRwLock,
-    /// High-water mark: slots `0..registered` have been used; scans stop there.
-    registered: CachePadded<AtomicUsize>,
     /// How many owners are parked (so that unlocking need not scan otherwise).
     parked_owners: CachePadded<AtomicUsize>,
     slots: Box<[CachePadded<Slot<D::WriteOperation, D::Response>>]>,
@@ -138,7 +138,7 @@ impl<D: Dispatch> std::fmt::Debug for Replica<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Replica")
             .field("combiner_locked", &self.combiner.load(Ordering::Relaxed))
-            .field("registered", &self.registered.load(Ordering::Relaxed))
+            .field("registered", &self.rwlock.active())
             .field("capacity", &self.slots.len())
             .finish_non_exhaustive()
     }
@@ -149,7 +149,6 @@ impl<D: Dispatch> Replica<D> {
         Self {
             combiner: CachePadded::new(AtomicBool::new(false)),
             rwlock: DistRwLock::new(threads),
-            registered: CachePadded::new(AtomicUsize::new(0)),
             parked_owners: CachePadded::new(AtomicUsize::new(0)),
             slots: (0..threads)
                 .map(|_| CachePadded::new(Slot::new()))
@@ -171,13 +170,10 @@ impl<D: Dispatch> Replica<D> {
         &self.slots[idx]
     }
 
-    /// Slots that may be in use: the bound of every scan.
+    /// Slots that may be in use (ever registered): the bound of every scan.
     #[inline]
     pub(crate) fn registered(&self) -> usize {
-        // SeqCst: pairs with the SeqCst `fetch_max` in `register`; a writer that takes its
-        // writer flag and then misses a new reader here is ordered before that reader's first
-        // flag store, which then sees the writer flag (see rwlock.rs).
-        self.registered.load(Ordering::SeqCst)
+        self.rwlock.active()
     }
 
     /// Claims a free slot for the calling thread.
@@ -191,8 +187,7 @@ impl<D: Dispatch> Replica<D> {
             {
                 // Relaxed: the slot is ours; the Release of `post` publishes it.
                 slot.state.store(EMPTY, Ordering::Relaxed);
-                // SeqCst: see `registered`.
-                self.registered.fetch_max(idx + 1, Ordering::SeqCst);
+                self.rwlock.activate(idx);
                 return Some(idx);
             }
         }
@@ -218,21 +213,16 @@ impl<D: Dispatch> Replica<D> {
                 .is_ok()
     }
 
-    /// Whether some thread holds the combiner lock.
-    #[inline]
-    pub(crate) fn combiner_locked(&self) -> bool {
-        // SeqCst: a Dekker pair with `unlock_combiner` for the parking protocol (see
-        // `park_owner`).
-        self.combiner.load(Ordering::SeqCst)
-    }
-
     /// Releases the combiner lock and wakes one parked owner whose operation is still pending,
     /// so that it can become the next combiner.
     pub(crate) fn unlock_combiner(&self) {
-        // SeqCst: Release pairs with the Acquire in `try_lock_combiner`; SeqCst orders it with
-        // the load of `parked_owners` below against `park_owner`'s increment and re-check.
-        self.combiner.store(false, Ordering::SeqCst);
-        if self.parked_owners.load(Ordering::SeqCst) != 0 {
+        // Release: pairs with the Acquire in `try_lock_combiner`.
+        self.combiner.store(false, Ordering::Release);
+        // SeqCst fence: the unlocker half of a Dekker pair with `park_owner` (count, fence,
+        // re-check of the lock): either we see the parked owner, or it sees the lock free.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence above.
+        if self.parked_owners.load(Ordering::Relaxed) != 0 {
             self.wake_one_pending();
         }
     }
@@ -240,8 +230,10 @@ impl<D: Dispatch> Replica<D> {
     #[cold]
     fn wake_one_pending(&self) {
         for slot in &self.slots[..self.registered()] {
-            // SeqCst: see `park_owner`.
-            if slot.state.load(Ordering::SeqCst) == POSTED && slot.parked.load(Ordering::SeqCst) {
+            // Relaxed: ordered by the fences in `unlock_combiner` and `Slot::mark_parked`; a
+            // needless unpark is harmless.
+            if slot.state.load(Ordering::Relaxed) == POSTED && slot.parked.load(Ordering::Relaxed)
+            {
                 Self::unpark(slot);
                 return;
             }
@@ -256,9 +248,11 @@ impl<D: Dispatch> Replica<D> {
     /// `micros` pass. The registration/re-check order makes wake-ups exact (no lost wake-up).
     pub(crate) fn park_owner(&self, idx: usize, micros: u64) {
         let slot = self.slot(idx);
-        // SeqCst: pairs with the SeqCst load in `unlock_combiner`.
-        self.parked_owners.fetch_add(1, Ordering::SeqCst);
-        if slot.mark_parked() && self.combiner_locked() {
+        // Relaxed: ordered before the lock re-check by the fence inside `mark_parked`, which
+        // pairs with the fence in `unlock_combiner`.
+        self.parked_owners.fetch_add(1, Ordering::Relaxed);
+        // Relaxed load of the lock: after the fence in `mark_parked` (see above).
+        if slot.mark_parked() && self.combiner.load(Ordering::Relaxed) {
             slot.parker.park_timeout(micros);
         }
         slot.unmark_parked();
@@ -307,10 +301,12 @@ impl<D: Dispatch> Replica<D> {
     /// Combiner: hands the response of slot `idx` to its owner and wakes it if it is parked.
     pub(crate) fn respond(&self, idx: usize) {
         let slot = self.slot(idx);
-        // SeqCst: Release pairs with the Acquire in `Slot::is_done` (publishing `response`);
-        // SeqCst pairs with `Slot::mark_parked` (Dekker).
-        slot.state.store(DONE, Ordering::SeqCst);
-        if slot.parked.load(Ordering::SeqCst) {
+        // Release: pairs with the Acquire in `Slot::is_done`, publishing `response`.
+        slot.state.store(DONE, Ordering::Release);
+        // SeqCst fence: the combiner half of the Dekker pair with `Slot::mark_parked`.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence.
+        if slot.parked.load(Ordering::Relaxed) {
             Self::unpark(slot);
         }
     }

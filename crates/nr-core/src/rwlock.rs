@@ -9,24 +9,30 @@
 //!   is set, clear its flag and start over; otherwise it is in.
 //!
 //! The reader's "store own flag, then load writer flag" and the writer's "store writer flag, then
-//! load reader flags" are a Dekker pair: both sides use `SeqCst` so that at least one of them sees
-//! the other (Acquire/Release alone would allow both to miss, on any CPU with store buffers,
-//! x86 included).
+//! load reader flags" form a Dekker pair. Each side puts a `SeqCst` *fence* between its store and
+//! its load, so at least one side sees the other's store (with Acquire/Release alone both could
+//! miss, on any CPU with store buffers, x86 included). Fences rather than `SeqCst` accesses:
+//! that is the form the C++ memory model (and loom) guarantees for mixed flags.
+//!
+//! Reader slots are activated once (when a thread registers) and the writer scans only
+//! `0..active`; `activate` is ordered before the new reader's first flag store, and the writer
+//! reads `active` after its fence, so a reader the writer does not scan sees the writer flag.
 //!
 //! In NR only the node's combiner (or a thread replaying on its behalf, which holds the combiner
-//! lock) ever writes, so there is at most one writer waiting; the writer flag is still taken with
-//! a CAS so the lock stands on its own (and is model-checked on its own in
-//! `tests/loom_rwlock.rs`).
+//! lock) ever writes; the writer flag is still taken with a CAS so the lock stands on its own
+//! (model-checked in `src/tests/loom_rwlock.rs`).
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::wait::Waiter;
 
 /// The lock. Reader `i` is the thread registered in slot `i` of the replica.
 #[derive(Debug)]
 pub(crate) struct DistRwLock {
     writer: CachePadded<AtomicBool>,
+    /// High-water mark of activated reader slots.
+    active: CachePadded<AtomicUsize>,
     readers: Box<[CachePadded<AtomicBool>]>,
 }
 
@@ -34,10 +40,27 @@ impl DistRwLock {
     pub(crate) fn new(readers: usize) -> Self {
         Self {
             writer: CachePadded::new(AtomicBool::new(false)),
+            active: CachePadded::new(AtomicUsize::new(0)),
             readers: (0..readers)
                 .map(|_| CachePadded::new(AtomicBool::new(false)))
                 .collect(),
         }
+    }
+
+    /// Makes reader slot `reader` visible to writers; call before its first `read_lock`.
+    pub(crate) fn activate(&self, reader: usize) {
+        // Relaxed: ordered before the reader's first flag store by program order and the SeqCst
+        // fence in `read_lock`; see the module docs.
+        self.active.fetch_max(reader + 1, Ordering::Relaxed);
+    }
+
+    /// Reader slots activated so far (also the bound of the combiner's slot scan).
+    #[inline]
+    pub(crate) fn active(&self) -> usize {
+        // Acquire: pairs with nothing in particular for correctness of the lock (the fence in
+        // `write_lock` does that); it makes the scan bound at least as fresh as the caller's
+        // view of the slot it is looking for.
+        self.active.load(Ordering::Acquire)
     }
 
     /// Takes the lock for reader `reader`. `abandon` is polled while waiting; when it returns
@@ -48,18 +71,20 @@ impl DistRwLock {
         let mut waiter = Waiter::new();
         loop {
             // Relaxed: only a hint to avoid raising our flag in front of an active writer; the
-            // decisive check is the SeqCst load below.
+            // decisive check is the load after the fence below.
             while self.writer.load(Ordering::Relaxed) {
                 if abandon() {
                     return false;
                 }
                 waiter.snooze();
             }
-            // SeqCst: the Dekker pair with `write_lock` (writer CAS, then loads reader flags).
-            flag.store(true, Ordering::SeqCst);
-            // SeqCst: see above. Also Acquire: pairs with the Release in `write_unlock`, so the
-            // writer's changes to the replica are visible to this reader.
-            if !self.writer.load(Ordering::SeqCst) {
+            // Relaxed store + SeqCst fence: the reader half of the Dekker pair with
+            // `write_lock` (its CAS, fence, then loads of the reader flags).
+            flag.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            // Acquire: pairs with the Release in `write_unlock`, so the last writer's changes to
+            // the replica are visible to this reader.
+            if !self.writer.load(Ordering::Acquire) {
                 return true;
             }
             // Release: nothing was read; a writer waiting on this flag may go on.
@@ -70,20 +95,18 @@ impl DistRwLock {
     /// Leaves the read side.
     #[inline]
     pub(crate) fn read_unlock(&self, reader: usize) {
-        // Release: pairs with the SeqCst (Acquire) load in `write_lock`, so this reader's reads
-        // of the replica happen before the writer's next changes.
+        // Release: pairs with the Acquire load in `write_lock`, so this reader's reads of the
+        // replica happen before the writer's next changes.
         self.readers[reader].store(false, Ordering::Release);
     }
 
-    /// Takes the lock for writing, waiting for readers that are in. `active_readers` bounds the
-    /// reader flags to scan (slots never registered need no look). `abandon` as in `read_lock`.
-    pub(crate) fn write_lock(&self, active_readers: usize, abandon: impl Fn() -> bool) -> bool {
+    /// Takes the lock for writing, waiting for readers that are in. `abandon` as in `read_lock`.
+    pub(crate) fn write_lock(&self, abandon: impl Fn() -> bool) -> bool {
         let mut waiter = Waiter::new();
-        // SeqCst: the Dekker pair with `read_lock`; also Acquire: pairs with the Release in a
-        // previous `write_unlock`.
+        // Acquire: pairs with the Release in a previous `write_unlock`.
         while self
             .writer
-            .compare_exchange_weak(false, true, Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             if abandon() {
@@ -91,11 +114,15 @@ impl DistRwLock {
             }
             waiter.snooze();
         }
-        for flag in &self.readers[..active_readers.min(self.readers.len())] {
+        // SeqCst fence: the writer half of the Dekker pair with `read_lock`.
+        fence(Ordering::SeqCst);
+        // Relaxed: after the fence, any reader not counted here has not passed its own fence
+        // yet, so it will see the writer flag (module docs).
+        let active = self.active.load(Ordering::Relaxed).min(self.readers.len());
+        for flag in &self.readers[..active] {
             let mut waiter = Waiter::new();
-            // SeqCst: the Dekker pair with `read_lock`; also Acquire: pairs with the Release in
-            // `read_unlock`.
-            while flag.load(Ordering::SeqCst) {
+            // Acquire: pairs with the Release in `read_unlock`.
+            while flag.load(Ordering::Acquire) {
                 if abandon() {
                     self.write_unlock();
                     return false;
@@ -109,7 +136,7 @@ impl DistRwLock {
     /// Leaves the write side.
     #[inline]
     pub(crate) fn write_unlock(&self) {
-        // Release: pairs with the SeqCst loads of the writer flag in `read_lock` and the CAS in
+        // Release: pairs with the Acquire loads of the writer flag in `read_lock` and the CAS in
         // `write_lock`: the writer's changes happen before the next reader's or writer's section.
         self.writer.store(false, Ordering::Release);
     }

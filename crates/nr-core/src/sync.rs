@@ -10,7 +10,7 @@
 #[cfg(not(loom))]
 mod imp {
     #[allow(clippy::disallowed_types)]
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
     #[allow(clippy::disallowed_methods)]
     pub(crate) use std::thread::yield_now;
 
@@ -109,7 +109,7 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
     pub(crate) use loom::thread::yield_now;
 
     /// Under loom parking is a yield (timeouts cannot be modelled), so `unpark` has nothing to do.

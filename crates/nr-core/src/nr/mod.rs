@@ -408,10 +408,7 @@ where
     }
 
     fn write_lock<'a>(&'a self, replica: &'a Replica<D>) -> Result<WriteGuard<'a, D>, Poisoned> {
-        if replica
-            .rwlock
-            .write_lock(replica.registered(), || self.is_poisoned())
-        {
+        if replica.rwlock.write_lock(|| self.is_poisoned()) {
             Ok(WriteGuard {
                 nr: self,
                 lock: &replica.rwlock,
