@@ -1,1 +1,8 @@
-//! Dev-only test support.
+#![doc = include_str!("../README.md")]
+
+mod sync;
+
+pub mod lin;
+pub mod models;
+
+pub use lin::{check, Checker, History, Model, Recorder, ThreadRecorder, Violation};
