@@ -16,4 +16,7 @@ mod wait;
 pub use dispatch::Dispatch;
 pub use error::{BuildError, Poisoned, RegisterError};
 pub use nr::{Builder, NodeReplicated, ThreadHandle};
-pub use topology::*;
+pub use topology::{
+    allowed_cpus, parse_cpu_list, parse_virtual_nodes, pin_current_thread, NumaNode, Topology,
+    TopologyError, TopologySource, CPU_ID_LIMIT, VIRTUAL_NODES_ENV,
+};

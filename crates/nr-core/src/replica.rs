@@ -232,8 +232,7 @@ impl<D: Dispatch> Replica<D> {
         for slot in &self.slots[..self.registered()] {
             // Relaxed: ordered by the fences in `unlock_combiner` and `Slot::mark_parked`; a
             // needless unpark is harmless.
-            if slot.state.load(Ordering::Relaxed) == POSTED && slot.parked.load(Ordering::Relaxed)
-            {
+            if slot.state.load(Ordering::Relaxed) == POSTED && slot.parked.load(Ordering::Relaxed) {
                 Self::unpark(slot);
                 return;
             }

@@ -54,9 +54,16 @@ fn read_sees_write_that_completed_before_it_started() {
         let saw_flag = written.load(Ordering::Acquire);
         let v = h.execute(()).unwrap();
         if saw_flag {
-            assert!(v >= 1, "stale read: the write completed before the read started");
+            assert!(
+                v >= 1,
+                "stale read: the write completed before the read started"
+            );
         }
         writer.join().unwrap();
-        assert_eq!(h.execute(()).unwrap(), 2, "after join, every write is visible");
+        assert_eq!(
+            h.execute(()).unwrap(),
+            2,
+            "after join, every write is visible"
+        );
     });
 }

@@ -39,6 +39,25 @@ fn write(g: &Guarded) {
 }
 
 #[test]
+fn writer_excludes_a_reader() {
+    loom::model(|| {
+        let g = Arc::new(Guarded {
+            lock: DistRwLock::new(1),
+            pair: UnsafeCell::new((0, 0)),
+        });
+        g.lock.activate(0);
+        let reader = {
+            let g = g.clone();
+            thread::spawn(move || read(&g, 0))
+        };
+        write(&g);
+        let (a, b) = reader.join().unwrap();
+        assert_eq!(a, b, "a reader saw a half-done write");
+        assert_eq!(read(&g, 0), (1, 1));
+    });
+}
+
+#[test]
 fn writer_excludes_two_readers() {
     loom::model(|| {
         let g = Arc::new(Guarded {

@@ -1,0 +1,88 @@
+//! Sequential structures shared by the integration tests, and a hang detector.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use nr_core::Dispatch;
+
+/// A hash map whose operations mirror `testkit::models::KvMap`.
+#[derive(Default, Clone)]
+pub(crate) struct Kv(pub(crate) HashMap<u64, u64>);
+
+/// Write operations of [`Kv`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum KvWrite {
+    Put(u64, u64),
+    Remove(u64),
+}
+
+impl Dispatch for Kv {
+    type ReadOperation<'a> = u64;
+    type WriteOperation = KvWrite;
+    type Response = Option<u64>;
+
+    fn dispatch(&self, key: u64) -> Option<u64> {
+        self.0.get(&key).copied()
+    }
+
+    fn dispatch_mut(&mut self, op: KvWrite) -> Option<u64> {
+        match op {
+            KvWrite::Put(k, v) => self.0.insert(k, v),
+            KvWrite::Remove(k) => self.0.remove(&k),
+        }
+    }
+}
+
+/// A stack: an order-sensitive structure, where replicas applying ops in different orders
+/// would give visibly different responses.
+#[derive(Default, Clone)]
+pub(crate) struct Stack(pub(crate) Vec<u64>);
+
+impl Dispatch for Stack {
+    /// Reads: `true` = peek.
+    type ReadOperation<'a> = ();
+    /// `Some(v)` = push v, `None` = pop.
+    type WriteOperation = Option<u64>;
+    type Response = Option<u64>;
+
+    fn dispatch(&self, _: ()) -> Option<u64> {
+        self.0.last().copied()
+    }
+
+    fn dispatch_mut(&mut self, op: Option<u64>) -> Option<u64> {
+        match op {
+            Some(v) => {
+                self.0.push(v);
+                None
+            }
+            None => self.0.pop(),
+        }
+    }
+}
+
+/// Runs `f` on its own thread and fails the test if it has not finished after `secs` seconds:
+/// a hang detector for protocols that could deadlock (never a speed check; the limit is far
+/// above the normal run time).
+pub(crate) fn with_deadlock_watchdog<R: Send + 'static>(
+    secs: u64,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> R {
+    let (tx, rx) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => worker.join().expect("worker panicked"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
+            Ok(r) => r,
+            Err(p) => std::panic::resume_unwind(p),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("no progress after {secs} s: the object deadlocked or livelocked")
+        }
+    }
+}

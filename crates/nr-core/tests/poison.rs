@@ -1,0 +1,180 @@
+//! A panic in user code poisons the object (like `std::sync::Mutex`), and never deadlocks.
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Barrier;
+
+use common::with_deadlock_watchdog;
+use nr_core::{Dispatch, NodeReplicated, Poisoned, RegisterError};
+
+/// Panics on request: in `dispatch_mut`, in `dispatch`, or in the write operation's `clone`.
+#[derive(Default)]
+struct Fragile(u64);
+
+static PANIC_IN_CLONE: AtomicBool = AtomicBool::new(false);
+
+#[derive(Debug)]
+enum Op {
+    Add(u64),
+    Explode,
+}
+
+impl Clone for Op {
+    fn clone(&self) -> Self {
+        if PANIC_IN_CLONE.load(Ordering::Relaxed) {
+            panic!("clone exploded");
+        }
+        match self {
+            Op::Add(v) => Op::Add(*v),
+            Op::Explode => Op::Explode,
+        }
+    }
+}
+
+impl Dispatch for Fragile {
+    /// `true` = panic.
+    type ReadOperation<'a> = bool;
+    type WriteOperation = Op;
+    type Response = u64;
+
+    fn dispatch(&self, explode: bool) -> u64 {
+        assert!(!explode, "read exploded");
+        self.0
+    }
+
+    fn dispatch_mut(&mut self, op: Op) -> u64 {
+        match op {
+            Op::Add(v) => {
+                self.0 += v;
+                self.0
+            }
+            Op::Explode => panic!("write exploded"),
+        }
+    }
+}
+
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|_| {}));
+}
+
+#[test]
+fn panicking_write_poisons_and_later_calls_fail() {
+    quiet_panics();
+    let nr = NodeReplicated::builder()
+        .replicas(2)
+        .build(|_| Fragile::default())
+        .unwrap();
+    let mut a = nr.register(0).unwrap();
+    let mut b = nr.register(1).unwrap();
+    assert_eq!(a.execute_mut(Op::Add(1)).unwrap(), 1);
+    let caught = catch_unwind(AssertUnwindSafe(|| a.execute_mut(Op::Explode)));
+    assert!(
+        caught.is_err(),
+        "the panic reaches the thread that ran the operation"
+    );
+    assert!(nr.is_poisoned());
+    assert_eq!(a.execute_mut(Op::Add(1)), Err(Poisoned));
+    assert_eq!(a.execute(false), Err(Poisoned));
+    assert_eq!(b.execute(false), Err(Poisoned));
+    assert_eq!(b.execute_mut(Op::Add(1)), Err(Poisoned));
+    assert!(matches!(nr.register(0), Err(RegisterError::Poisoned)));
+}
+
+#[test]
+fn panicking_read_does_not_poison_or_hold_the_lock() {
+    quiet_panics();
+    with_deadlock_watchdog(120, || {
+        let nr = NodeReplicated::builder()
+            .replicas(1)
+            .build(|_| Fragile::default())
+            .unwrap();
+        let mut h = nr.register(0).unwrap();
+        assert!(catch_unwind(AssertUnwindSafe(|| h.execute(true))).is_err());
+        assert!(!nr.is_poisoned());
+        // A write needs the writer lock, which waits for every reader flag: the panicking read
+        // must have released its flag, or this hangs.
+        assert_eq!(h.execute_mut(Op::Add(5)).unwrap(), 5);
+        assert_eq!(h.execute(false).unwrap(), 5);
+    });
+}
+
+#[test]
+fn panicking_clone_poisons() {
+    quiet_panics();
+    let nr = NodeReplicated::builder()
+        .replicas(2)
+        .build(|_| Fragile::default())
+        .unwrap();
+    let mut h = nr.register(0).unwrap();
+    PANIC_IN_CLONE.store(true, Ordering::Relaxed);
+    let caught = catch_unwind(AssertUnwindSafe(|| h.execute_mut(Op::Add(1))));
+    PANIC_IN_CLONE.store(false, Ordering::Relaxed);
+    assert!(caught.is_err());
+    assert!(nr.is_poisoned());
+    assert_eq!(h.execute(false), Err(Poisoned));
+}
+
+/// Many threads on two replicas; one of them submits a panicking write half way. Whoever
+/// combines it panics; every other thread must come back (with responses before the poisoning,
+/// `Poisoned` after it), none may hang.
+#[test]
+fn panic_under_load_wakes_every_waiter() {
+    quiet_panics();
+    with_deadlock_watchdog(300, || {
+        for round in 0..20 {
+            let nr = NodeReplicated::builder()
+                .replicas(2)
+                .log_size(16)
+                .threads_per_replica(4)
+                .build(|_| Fragile::default())
+                .unwrap();
+            let start = Barrier::new(6);
+            let panics = AtomicUsize::new(0);
+            let poisoned = AtomicUsize::new(0);
+            std::thread::scope(|s| {
+                for t in 0..6 {
+                    let (nr, start, panics, poisoned) = (&nr, &start, &panics, &poisoned);
+                    s.spawn(move || {
+                        let mut h = nr.register(t % 2).unwrap();
+                        start.wait();
+                        for i in 0..2_000 {
+                            let op = if t == round % 6 && i == 500 {
+                                Op::Explode
+                            } else {
+                                Op::Add(1)
+                            };
+                            let r = catch_unwind(AssertUnwindSafe(|| {
+                                if i % 3 == 0 {
+                                    h.execute(false)
+                                } else {
+                                    h.execute_mut(op)
+                                }
+                            }));
+                            match r {
+                                Err(_) => {
+                                    panics.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Ok(Err(Poisoned)) => {
+                                    poisoned.fetch_add(1, Ordering::Relaxed);
+                                    return;
+                                }
+                                Ok(Ok(_)) => {}
+                            }
+                        }
+                    });
+                }
+            });
+            assert!(nr.is_poisoned(), "round {round}");
+            assert!(
+                panics.load(Ordering::Relaxed) >= 1,
+                "round {round}: nobody panicked"
+            );
+            assert!(
+                poisoned.load(Ordering::Relaxed) >= 1,
+                "round {round}: nobody saw poison"
+            );
+        }
+    });
+}
