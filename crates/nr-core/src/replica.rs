@@ -101,6 +101,10 @@ pub(crate) struct Batch<W> {
     pub(crate) ops: Vec<W>,
 }
 
+/// The combining slots of a replica, one per registered thread.
+type Slots<D> =
+    Box<[CachePadded<Slot<<D as Dispatch>::WriteOperation, <D as Dispatch>::Response>>]>;
+
 /// One node's replica.
 pub(crate) struct Replica<D: Dispatch> {
     /// The combiner lock (Algorithm 1, line 21). Also guards `local_tail` moves of this replica.
@@ -109,7 +113,7 @@ pub(crate) struct Replica<D: Dispatch> {
     pub(crate) rwlock: DistRwLock,
     /// How many owners are parked (so that unlocking need not scan otherwise).
     parked_owners: CachePadded<AtomicUsize>,
-    slots: Box<[CachePadded<Slot<D::WriteOperation, D::Response>>]>,
+    slots: Slots<D>,
     pub(crate) batch: UnsafeCell<Batch<D::WriteOperation>>,
     pub(crate) data: CachePadded<UnsafeCell<D>>,
 }

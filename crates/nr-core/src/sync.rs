@@ -7,12 +7,83 @@
 //! Under loom the shim also mocks the environment: parking becomes a yield (loom cannot model
 //! timeouts) and building a replica "on its node" runs the closure in place.
 
+// This is the one module allowed to name the types and functions `clippy.toml` forbids.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 #[cfg(not(loom))]
 mod imp {
-    #[allow(clippy::disallowed_types)]
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
-    #[allow(clippy::disallowed_methods)]
-    pub(crate) use std::thread::yield_now;
+    pub(crate) use std::sync::atomic::{fence, Ordering};
+
+    /// Wraps a std atomic in a distinct type so that `clippy.toml` can forbid the std type
+    /// everywhere else; every method is a forwarding `#[inline(always)]` call.
+    macro_rules! atomic_wrapper {
+        ($name:ident, $std:ident, $int:ty) => {
+            #[derive(Debug, Default)]
+            #[repr(transparent)]
+            pub(crate) struct $name(std::sync::atomic::$std);
+
+            #[allow(dead_code)] // not every wrapper uses every operation
+            impl $name {
+                #[inline(always)]
+                pub(crate) const fn new(v: $int) -> Self {
+                    Self(std::sync::atomic::$std::new(v))
+                }
+                #[inline(always)]
+                pub(crate) fn load(&self, o: Ordering) -> $int {
+                    self.0.load(o)
+                }
+                #[inline(always)]
+                pub(crate) fn store(&self, v: $int, o: Ordering) {
+                    self.0.store(v, o)
+                }
+                #[inline(always)]
+                pub(crate) fn compare_exchange(
+                    &self,
+                    current: $int,
+                    new: $int,
+                    success: Ordering,
+                    failure: Ordering,
+                ) -> Result<$int, $int> {
+                    self.0.compare_exchange(current, new, success, failure)
+                }
+                #[inline(always)]
+                pub(crate) fn compare_exchange_weak(
+                    &self,
+                    current: $int,
+                    new: $int,
+                    success: Ordering,
+                    failure: Ordering,
+                ) -> Result<$int, $int> {
+                    self.0.compare_exchange_weak(current, new, success, failure)
+                }
+            }
+        };
+    }
+
+    atomic_wrapper!(AtomicBool, AtomicBool, bool);
+    atomic_wrapper!(AtomicU8, AtomicU8, u8);
+    atomic_wrapper!(AtomicUsize, AtomicUsize, usize);
+
+    impl AtomicUsize {
+        #[inline(always)]
+        pub(crate) fn fetch_add(&self, v: usize, o: Ordering) -> usize {
+            self.0.fetch_add(v, o)
+        }
+        #[inline(always)]
+        pub(crate) fn fetch_sub(&self, v: usize, o: Ordering) -> usize {
+            self.0.fetch_sub(v, o)
+        }
+        #[inline(always)]
+        pub(crate) fn fetch_max(&self, v: usize, o: Ordering) -> usize {
+            self.0.fetch_max(v, o)
+        }
+    }
+
+    /// Yields the CPU to another thread.
+    #[inline]
+    pub(crate) fn yield_now() {
+        std::thread::yield_now();
+    }
 
     /// Spin-loop hint for the CPU (`PAUSE` on x86, `YIELD`/`ISB` on Arm).
     #[inline]
@@ -21,7 +92,6 @@ mod imp {
     }
 
     /// Sleeps the calling thread until unparked or until `micros` microseconds have passed.
-    #[allow(clippy::disallowed_methods)]
     pub(crate) fn park_timeout(micros: u64) {
         std::thread::park_timeout(std::time::Duration::from_micros(micros));
     }
@@ -31,7 +101,6 @@ mod imp {
     /// (a combining slot), unlike a `Thread` handle, so it never needs to be swapped.
     #[derive(Debug, Default)]
     pub(crate) struct Parker {
-        #[allow(clippy::disallowed_types)]
         notified: std::sync::Mutex<bool>,
         wake: std::sync::Condvar,
     }
@@ -91,7 +160,6 @@ mod imp {
         cpus: &[usize],
         f: impl FnOnce() -> R + Send,
     ) -> Result<R, crate::TopologyError> {
-        #[allow(clippy::disallowed_methods)]
         std::thread::scope(|s| {
             let worker = s.spawn(|| {
                 crate::pin_current_thread(cpus)?;
@@ -146,7 +214,6 @@ mod imp {
 pub(crate) use imp::*;
 
 /// Whether the current thread is unwinding (the signal that poisons the object).
-#[allow(clippy::disallowed_methods)]
 pub(crate) fn panicking() -> bool {
     std::thread::panicking()
 }

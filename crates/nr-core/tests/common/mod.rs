@@ -1,5 +1,6 @@
 //! Sequential structures shared by the integration tests, and a hang detector.
 #![allow(dead_code)] // each test binary uses a different subset
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)] // tests use real std threads
 
 use std::collections::HashMap;
 use std::sync::mpsc;
