@@ -134,3 +134,8 @@ impl Rng {
         (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % n
     }
 }
+
+/// The workspace README's code blocks, compiled and run as doctests so they cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
