@@ -34,8 +34,8 @@ struct Nr<'a> {
 
 impl Method for Nr<'_> {
     fn run(&self, thread: usize, write_pct: u64, stop: &dyn Fn() -> bool) -> u64 {
+        // `measure` pinned this thread to this CPU; use that node's replica.
         let cpu = self.topo.cpu_for_thread(thread);
-        let _ = pin_current_thread(&[cpu]);
         let replica = self.nr.replica_for_cpu(cpu).unwrap_or(0);
         let mut h = self
             .nr
@@ -101,8 +101,15 @@ impl Method for ReadWrite {
     }
 }
 
-/// One timed run of `threads` threads; returns Mops/s.
-fn measure(method: &dyn Method, threads: usize, write_pct: u64, dur: Duration) -> f64 {
+/// One timed run of `threads` threads, each pinned to `topo.cpu_for_thread(t)` whatever the
+/// method (threads spread round-robin over nodes); returns Mops/s.
+fn measure(
+    method: &dyn Method,
+    topo: &Topology,
+    threads: usize,
+    write_pct: u64,
+    dur: Duration,
+) -> f64 {
     let start = Barrier::new(threads + 1);
     let deadline = std::sync::OnceLock::new();
     let total: u64 = std::thread::scope(|s| {
@@ -110,6 +117,7 @@ fn measure(method: &dyn Method, threads: usize, write_pct: u64, dur: Duration) -
             .map(|t| {
                 let (start, deadline) = (&start, &deadline);
                 s.spawn(move || {
+                    pin_current_thread(&[topo.cpu_for_thread(t)]).expect("CPU from the topology");
                     start.wait();
                     let end: &Instant = deadline.get().expect("set before the barrier");
                     method.run(t, write_pct, &|| Instant::now() >= *end)
@@ -198,8 +206,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
 
     println!(
-        "\nthroughput, Mops/s (median of {reps}, {} ms each, methods interleaved; threads > {cpus} \
-         are oversubscribed)",
+        "\nthroughput, Mops/s (median of {reps}, {} ms each, methods interleaved, every method's \
+         threads pinned round-robin over the nodes; threads > {cpus} are oversubscribed)",
         dur.as_millis()
     );
     println!(
@@ -211,7 +219,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut runs = vec![Vec::new(); methods.len()];
             for _ in 0..reps {
                 for (m, method) in methods.iter().enumerate() {
-                    runs[m].push(measure(method.as_ref(), threads, write_pct, dur));
+                    runs[m].push(measure(method.as_ref(), &topo, threads, write_pct, dur));
                 }
             }
             let med: Vec<f64> = runs.into_iter().map(median).collect();
@@ -242,7 +250,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (mut b, mut n) = (Vec::new(), Vec::new());
         for _ in 0..reps {
             b.push(bare(write_pct, dur));
-            n.push(measure(&nr1, 1, write_pct, dur));
+            n.push(measure(&nr1, &one, 1, write_pct, dur));
         }
         let (b, n) = (median(b), median(n));
         println!(
