@@ -15,8 +15,9 @@ use crate::{BuildError, Dispatch, Topology};
 ///
 /// * Replicas: by default one per node of [`Topology::detect`] (which honours the
 ///   `NR_VIRTUAL_NODES` override), each built in its node's memory; or one per node of an
-///   explicit [`topology`](Self::topology); or an explicit [`replicas`](Self::replicas) count, in
-///   which case nothing is placed or pinned.
+///   explicit [`topology`](Self::topology), optionally split into
+///   [`virtual_nodes`](Self::virtual_nodes); or an explicit [`replicas`](Self::replicas) count,
+///   in which case nothing is placed or pinned.
 /// * [`log_size`](Self::log_size): entries in the shared log (default 65536).
 /// * [`threads_per_replica`](Self::threads_per_replica): how many threads may be registered with
 ///   each replica at once (default 64). Chosen at run time; it sizes the combining slots and
@@ -47,6 +48,7 @@ use crate::{BuildError, Dispatch, Topology};
 /// ```
 pub struct Builder<D> {
     topology: Option<Topology>,
+    virtual_nodes: Option<usize>,
     replicas: Option<usize>,
     log_entries: usize,
     threads_per_replica: usize,
@@ -57,6 +59,7 @@ impl<D> std::fmt::Debug for Builder<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Builder")
             .field("topology", &self.topology)
+            .field("virtual_nodes", &self.virtual_nodes)
             .field("replicas", &self.replicas)
             .field("log_entries", &self.log_entries)
             .field("threads_per_replica", &self.threads_per_replica)
@@ -68,6 +71,7 @@ impl<D> Clone for Builder<D> {
     fn clone(&self) -> Self {
         Self {
             topology: self.topology.clone(),
+            virtual_nodes: self.virtual_nodes,
             replicas: self.replicas,
             ..*self
         }
@@ -97,6 +101,7 @@ impl<D> Builder<D> {
     pub fn new() -> Self {
         Self {
             topology: None,
+            virtual_nodes: None,
             replicas: None,
             log_entries: DEFAULT_LOG_ENTRIES,
             threads_per_replica: DEFAULT_THREADS_PER_REPLICA,
@@ -117,6 +122,33 @@ impl<D> Builder<D> {
     /// ```
     pub fn topology(mut self, topology: Topology) -> Self {
         self.topology = Some(topology);
+        self
+    }
+
+    /// Split the topology (the one given to [`topology`](Self::topology), else the detected
+    /// hardware one, ignoring `NR_VIRTUAL_NODES`) into `n` virtual nodes, one replica each; see
+    /// [`Topology::with_virtual_nodes`]. Virtual nodes keep their real memory node, so placement
+    /// stays real; they exercise multi-replica behaviour, not NUMA speedups.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated, Topology};
+    /// # #[derive(Default)] struct S;
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let cpus = Topology::detect_hardware()?.num_cpus();
+    /// let nr = NodeReplicated::builder().virtual_nodes(cpus).build(|_| S)?;
+    /// assert_eq!(nr.replicas(), cpus);
+    ///
+    /// // More virtual nodes than CPUs is impossible: an error, not a panic.
+    /// assert!(NodeReplicated::builder().virtual_nodes(cpus + 1).build(|_| S).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn virtual_nodes(mut self, n: usize) -> Self {
+        self.virtual_nodes = Some(n);
         self
     }
 
@@ -212,7 +244,12 @@ where
                 threads_per_replica: threads,
             });
         }
-        let topology = match (self.topology, self.replicas) {
+        let explicit = match (self.topology, self.virtual_nodes) {
+            (t, None) => t,
+            (Some(t), Some(n)) => Some(t.with_virtual_nodes(n)?),
+            (None, Some(n)) => Some(Topology::detect_hardware()?.with_virtual_nodes(n)?),
+        };
+        let topology = match (explicit, self.replicas) {
             (_, Some(0)) => return Err(BuildError::Zero("replicas")),
             (Some(t), Some(n)) if n != t.num_nodes() => {
                 return Err(BuildError::ReplicaCountMismatch {
