@@ -62,21 +62,14 @@ struct Locked(Mutex<KvMap>);
 
 impl Method for Locked {
     fn run(&self, thread: usize, write_pct: u64, stop: &dyn Fn() -> bool) -> u64 {
-        let mut rng = Rng::new(thread as u64 + 1);
-        let mut n = 0;
-        while !stop() {
-            for _ in 0..64 {
-                let k = rng.below(KEYS);
-                let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-                if rng.below(100) < write_pct {
-                    m.put(k, n);
-                } else {
-                    std::hint::black_box(m.get(k));
-                }
-                n += 1;
+        op_loop(thread, write_pct, stop, |k, write, n| {
+            let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if write {
+                m.put(k, n);
+            } else {
+                std::hint::black_box(m.get(k));
             }
-        }
-        n
+        })
     }
 }
 
@@ -84,21 +77,34 @@ struct ReadWrite(RwLock<KvMap>);
 
 impl Method for ReadWrite {
     fn run(&self, thread: usize, write_pct: u64, stop: &dyn Fn() -> bool) -> u64 {
-        let mut rng = Rng::new(thread as u64 + 1);
-        let mut n = 0;
-        while !stop() {
-            for _ in 0..64 {
-                let k = rng.below(KEYS);
-                if rng.below(100) < write_pct {
-                    self.0.write().put(k, n);
-                } else {
-                    std::hint::black_box(self.0.read().get(k));
-                }
-                n += 1;
+        op_loop(thread, write_pct, stop, |k, write, n| {
+            if write {
+                self.0.write().put(k, n);
+            } else {
+                std::hint::black_box(self.0.read().get(k));
             }
-        }
-        n
+        })
     }
+}
+
+/// The workload of the lock-based methods: random keys, `write_pct`% writes, until `stop`;
+/// `op(key, is_write, counter)` runs one operation. Returns how many ran.
+fn op_loop(
+    thread: usize,
+    write_pct: u64,
+    stop: &dyn Fn() -> bool,
+    mut op: impl FnMut(u64, bool, u64),
+) -> u64 {
+    let mut rng = Rng::new(thread as u64 + 1);
+    let mut n = 0;
+    while !stop() {
+        for _ in 0..64 {
+            let k = rng.below(KEYS);
+            op(k, rng.below(100) < write_pct, n);
+            n += 1;
+        }
+    }
+    n
 }
 
 /// One timed run of `threads` threads, each pinned to `topo.cpu_for_thread(t)` whatever the

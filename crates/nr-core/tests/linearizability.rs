@@ -11,7 +11,7 @@ mod common;
 use std::sync::Barrier;
 
 use common::{Kv, KvWrite, Stack};
-use nr_core::NodeReplicated;
+use nr_core::{Dispatch, NodeReplicated, ThreadHandle};
 use proptest::prelude::*;
 use testkit::models::{KvMap, KvOp, KvRet, StackOp, StackRet};
 use testkit::{check, Recorder};
@@ -33,32 +33,39 @@ fn stack_op() -> impl Strategy<Value = StackOp> {
     ]
 }
 
-/// Runs each thread's program against one NR object, recording every call.
-fn run_kv(replicas: usize, log: usize, programs: &[Vec<KvOp>]) -> testkit::History<KvOp, KvRet> {
+/// Runs each thread's program against one NR object built from `init`, recording every call;
+/// `apply` performs one model operation through a thread's handle and returns the response in
+/// the model's terms.
+fn run<D, Op, Ret>(
+    replicas: usize,
+    log: usize,
+    programs: &[Vec<Op>],
+    init: impl Fn() -> D + Send + Sync,
+    apply: impl Fn(&mut ThreadHandle<'_, D>, &Op) -> Ret + Sync,
+) -> testkit::History<Op, Ret>
+where
+    D: Dispatch + Send + Sync,
+    Op: Clone + Send + Sync,
+    Ret: Clone + Send,
+{
     let nr = NodeReplicated::builder()
         .replicas(replicas)
         .log_size(log)
         .threads_per_replica(4)
-        .build(|_| Kv::default())
+        .build(|_| init())
         .expect("valid configuration");
     let recorder = Recorder::new();
     let start = Barrier::new(programs.len());
     std::thread::scope(|s| {
         for (t, program) in programs.iter().enumerate() {
-            let (nr, start) = (&nr, &start);
+            let (nr, start, apply) = (&nr, &start, &apply);
             let mut rec = recorder.thread();
             s.spawn(move || {
                 let mut h = nr.register(t % replicas).expect("slot available");
                 start.wait();
                 for op in program {
                     let id = rec.invoke(op.clone());
-                    let ret = match *op {
-                        KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
-                        KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
-                        KvOp::Remove(k) => {
-                            KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap())
-                        }
-                    };
+                    let ret = apply(&mut h, op);
                     rec.complete(id, ret);
                 }
             });
@@ -67,41 +74,26 @@ fn run_kv(replicas: usize, log: usize, programs: &[Vec<KvOp>]) -> testkit::Histo
     recorder.into_history()
 }
 
+fn run_kv(replicas: usize, log: usize, programs: &[Vec<KvOp>]) -> testkit::History<KvOp, KvRet> {
+    run(replicas, log, programs, Kv::default, |h, op| match *op {
+        KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
+        KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
+        KvOp::Remove(k) => KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap()),
+    })
+}
+
 fn run_stack(
     replicas: usize,
     log: usize,
     programs: &[Vec<StackOp>],
 ) -> testkit::History<StackOp, StackRet> {
-    let nr = NodeReplicated::builder()
-        .replicas(replicas)
-        .log_size(log)
-        .threads_per_replica(4)
-        .build(|_| Stack::default())
-        .expect("valid configuration");
-    let recorder = Recorder::new();
-    let start = Barrier::new(programs.len());
-    std::thread::scope(|s| {
-        for (t, program) in programs.iter().enumerate() {
-            let (nr, start) = (&nr, &start);
-            let mut rec = recorder.thread();
-            s.spawn(move || {
-                let mut h = nr.register(t % replicas).expect("slot available");
-                start.wait();
-                for op in program {
-                    let id = rec.invoke(op.clone());
-                    let ret = match *op {
-                        StackOp::Push(v) => {
-                            h.execute_mut(Some(v)).unwrap();
-                            StackRet::Pushed
-                        }
-                        StackOp::Pop => StackRet::Popped(h.execute_mut(None).unwrap()),
-                    };
-                    rec.complete(id, ret);
-                }
-            });
+    run(replicas, log, programs, Stack::default, |h, op| match *op {
+        StackOp::Push(v) => {
+            h.execute_mut(Some(v)).unwrap();
+            StackRet::Pushed
         }
-    });
-    recorder.into_history()
+        StackOp::Pop => StackRet::Popped(h.execute_mut(None).unwrap()),
+    })
 }
 
 proptest! {
