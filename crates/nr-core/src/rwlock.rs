@@ -57,10 +57,11 @@ impl DistRwLock {
     /// Reader slots activated so far (also the bound of the combiner's slot scan).
     #[inline]
     pub(crate) fn active(&self) -> usize {
-        // Acquire: pairs with nothing in particular for correctness of the lock (the fence in
-        // `write_lock` does that); it makes the scan bound at least as fresh as the caller's
-        // view of the slot it is looking for.
-        self.active.load(Ordering::Acquire)
+        // Relaxed: a scan bound only. A combiner that misses a just-registered slot leaves its
+        // operation for the next batch, which that thread runs itself if no one else does (it
+        // tries the combiner lock while it waits); the slot's contents are published by its own
+        // Release/Acquire `state`. The writer side re-reads the count after its fence.
+        self.active.load(Ordering::Relaxed)
     }
 
     /// Takes the lock for reader `reader`. `abandon` is polled while waiting; when it returns
