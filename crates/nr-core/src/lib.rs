@@ -3,10 +3,10 @@
 mod config;
 mod dispatch;
 mod error;
+mod lock;
 mod log;
 mod nr;
 mod replica;
-mod rwlock;
 mod sync;
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@
 //!
 //! Invariants: `head <= min(local_tails) <= completed_tail <= tail <= head + size`; every index
 //! below `completed_tail` is filled; a replica's `local_tail` only moves while its combiner lock
-//! and its writer lock are held.
+//! and its writer side are held.
 
 use crossbeam_utils::CachePadded;
 

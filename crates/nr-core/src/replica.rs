@@ -1,5 +1,5 @@
-//! One node's replica: the data structure, its combiner lock, its reader-writer lock and the
-//! per-thread slots of flat combining (paper §5.2, Algorithm 1 lines 18-41).
+//! One node's replica: the data structure, its lock word (combiner lock and readers-writer
+//! lock) and the per-thread slots of flat combining (paper §5.2, Algorithm 1 lines 18-41).
 //!
 //! A slot goes through these states; the owner thread and the combiner alternate ownership of
 //! its `op` and `response` cells, each hand-off a Release store paired with an Acquire load:
@@ -12,8 +12,8 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::rwlock::DistRwLock;
-use crate::sync::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering, Parker, UnsafeCell};
+use crate::lock::ReplicaLock;
+use crate::sync::{fence, AtomicBool, AtomicU8, Ordering, Parker, UnsafeCell};
 use crate::Dispatch;
 
 pub(crate) const EMPTY: u8 = 0;
@@ -107,19 +107,17 @@ type Slots<D> =
 
 /// One node's replica.
 pub(crate) struct Replica<D: Dispatch> {
-    /// The combiner lock (Algorithm 1, line 21). Also guards `local_tail` moves of this replica.
-    combiner: CachePadded<AtomicBool>,
-    /// Guards `data` between the combiner (writer) and readers.
-    pub(crate) rwlock: DistRwLock,
-    /// How many owners are parked (so that unlocking need not scan otherwise).
-    parked_owners: CachePadded<AtomicUsize>,
+    /// The combiner lock (Algorithm 1, line 21) and the readers-writer lock (§5.5) guarding
+    /// `data`, in one word (see `lock.rs`). The combiner lock also guards `local_tail` moves of
+    /// this replica and the `batch` scratch.
+    pub(crate) lock: ReplicaLock,
     slots: Slots<D>,
     pub(crate) batch: UnsafeCell<Batch<D::WriteOperation>>,
     pub(crate) data: CachePadded<UnsafeCell<D>>,
 }
 
 // SAFETY: `data` is read by many threads under the reader lock (`D: Sync`) and mutated by one
-// thread at a time under the writer lock, on whichever thread is combining (`D: Send`); write
+// thread at a time under the writer side, on whichever thread is combining (`D: Send`); write
 // operations move from the posting thread to the combiner (`W: Send`) and responses back
 // (`R: Send`). All cell accesses follow the slot protocol and locks documented above.
 unsafe impl<D> Sync for Replica<D>
@@ -141,8 +139,8 @@ where
 impl<D: Dispatch> std::fmt::Debug for Replica<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Replica")
-            .field("combiner_locked", &self.combiner.load(Ordering::Relaxed))
-            .field("registered", &self.rwlock.active())
+            .field("combiner_locked", &self.lock.is_combiner_locked())
+            .field("registered", &self.lock.active())
             .field("capacity", &self.slots.len())
             .finish_non_exhaustive()
     }
@@ -151,9 +149,7 @@ impl<D: Dispatch> std::fmt::Debug for Replica<D> {
 impl<D: Dispatch> Replica<D> {
     pub(crate) fn new(data: D, threads: usize) -> Self {
         Self {
-            combiner: CachePadded::new(AtomicBool::new(false)),
-            rwlock: DistRwLock::new(threads),
-            parked_owners: CachePadded::new(AtomicUsize::new(0)),
+            lock: ReplicaLock::new(threads),
             slots: (0..threads)
                 .map(|_| CachePadded::new(Slot::new()))
                 .collect(),
@@ -177,7 +173,7 @@ impl<D: Dispatch> Replica<D> {
     /// Slots that may be in use (ever registered): the bound of every scan.
     #[inline]
     pub(crate) fn registered(&self) -> usize {
-        self.rwlock.active()
+        self.lock.active()
     }
 
     /// Claims a free slot for the calling thread.
@@ -191,7 +187,7 @@ impl<D: Dispatch> Replica<D> {
             {
                 // Relaxed: the slot is ours; the Release of `post` publishes it.
                 slot.state.store(EMPTY, Ordering::Relaxed);
-                self.rwlock.activate(idx);
+                self.lock.activate(idx);
                 return Some(idx);
             }
         }
@@ -204,91 +200,71 @@ impl<D: Dispatch> Replica<D> {
         self.slots[idx].in_use.store(false, Ordering::Release);
     }
 
-    /// Tries to become this node's combiner (Algorithm 1, line 21).
+    /// Tries to become this node's combiner (Algorithm 1, line 21); with `exclude_readers`,
+    /// also takes the writer side at once (see `ReplicaLock::try_lock_combiner`).
     #[inline]
-    pub(crate) fn try_lock_combiner(&self) -> bool {
-        // Relaxed pre-check keeps a contended line shared instead of bouncing it with CASes.
-        // Acquire on success: pairs with the Release in `unlock_combiner`, so we see the previous
-        // combiner's changes to the replica, its batch scratch and its local tail.
-        !self.combiner.load(Ordering::Relaxed)
-            && self
-                .combiner
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+    pub(crate) fn try_lock_combiner(&self, exclude_readers: bool) -> bool {
+        self.lock.try_lock_combiner(exclude_readers)
     }
 
-    /// Releases the combiner lock and wakes one parked owner whose operation is still pending,
-    /// so that it can become the next combiner.
+    /// Releases the combiner lock (and the writer side) and wakes the parked owners whose
+    /// operations are still pending, so that one of them becomes the next combiner.
+    #[inline]
     pub(crate) fn unlock_combiner(&self) {
-        // Release: pairs with the Acquire in `try_lock_combiner`.
-        self.combiner.store(false, Ordering::Release);
-        // SeqCst fence: the unlocker half of a Dekker pair with `park_owner` (count, fence,
-        // re-check of the lock): either we see the parked owner, or it sees the lock free.
-        fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence above.
-        if self.parked_owners.load(Ordering::Relaxed) != 0 {
-            self.wake_one_pending();
+        if self.lock.unlock() {
+            self.wake_pending();
         }
     }
 
     #[cold]
-    fn wake_one_pending(&self) {
+    fn wake_pending(&self) {
         for slot in &self.slots[..self.registered()] {
-            // Relaxed: ordered by the fences in `unlock_combiner` and `Slot::mark_parked`; a
-            // needless unpark is harmless.
+            // Relaxed: the unlocking swap (Acquire) read the parker's Release CAS of `PARKED`,
+            // which its parked flag and `POSTED` precede; a needless unpark is harmless.
             if slot.state.load(Ordering::Relaxed) == POSTED && slot.parked.load(Ordering::Relaxed) {
-                Self::unpark(slot);
-                return;
+                slot.parker.unpark();
             }
         }
     }
 
-    fn unpark(slot: &Slot<D::WriteOperation, D::Response>) {
-        slot.parker.unpark();
-    }
-
-    /// Owner of slot `idx`: parks until its response is ready, the combiner lock is free, or
-    /// `micros` pass. The registration/re-check order makes wake-ups exact (no lost wake-up).
+    /// Owner of slot `idx`: parks until its response is ready, the combiner lock is released,
+    /// or `micros` pass. The announce/re-check order makes wake-ups exact (no lost wake-up).
     pub(crate) fn park_owner(&self, idx: usize, micros: u64) {
         let slot = self.slot(idx);
-        // Relaxed: ordered before the lock re-check by the fence inside `mark_parked`, which
-        // pairs with the fence in `unlock_combiner`.
-        self.parked_owners.fetch_add(1, Ordering::Relaxed);
-        // Relaxed load of the lock: after the fence in `mark_parked` (see above).
-        if slot.mark_parked() && self.combiner.load(Ordering::Relaxed) {
+        if slot.mark_parked() && self.lock.announce_parked() {
             slot.parker.park_timeout(micros);
         }
         slot.unmark_parked();
-        // Relaxed: a stale count only costs `unlock_combiner` one scan.
-        self.parked_owners.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Combiner: gathers posted operations into the batch scratch (Algorithm 1, lines 23-24).
-    /// Clones of them go to `batch.ops` (for the log); the originals stay in their slots until
-    /// `apply_own`. Returns the batch size.
+    /// With `for_log`, clones of them go to `batch.ops` (for the log); the originals stay in
+    /// their slots until `apply_own`. Returns the batch size.
     ///
     /// The caller must hold the combiner lock. User code (`Clone`) runs here, before anything is
     /// reserved in the log, so a panic cannot leave a reserved entry unfilled.
-    pub(crate) fn collect(&self, batch: &mut Batch<D::WriteOperation>) -> usize {
+    pub(crate) fn collect(&self, batch: &mut Batch<D::WriteOperation>, for_log: bool) -> usize {
         batch.slots.clear();
         batch.ops.clear();
         for idx in 0..self.registered() {
             let slot = self.slot(idx);
             // Acquire: pairs with the Release in `Slot::post`, making `op` visible.
             if slot.state.load(Ordering::Acquire) == POSTED {
-                // SAFETY: the slot is `POSTED` and we hold the combiner lock, so we alone may
-                // read `op`; the owner does not touch it until it sees `DONE`.
-                let op = slot.op.with(|p| unsafe { (*p).clone() });
-                batch
-                    .ops
-                    .push(op.expect("invariant: a POSTED slot holds an operation"));
+                if for_log {
+                    // SAFETY: the slot is `POSTED` and we hold the combiner lock, so we alone may
+                    // read `op`; the owner does not touch it until it sees `DONE`.
+                    let op = slot.op.with(|p| unsafe { (*p).clone() });
+                    batch
+                        .ops
+                        .push(op.expect("invariant: a POSTED slot holds an operation"));
+                }
                 batch.slots.push(idx);
             }
         }
         batch.slots.len()
     }
 
-    /// Combiner, holding the writer lock: applies the operation posted in slot `idx` to the
+    /// Combiner, holding the writer side: applies the operation posted in slot `idx` to the
     /// replica and stores the response (Algorithm 1, line 33). The slot stays `POSTED` until
     /// `respond`.
     pub(crate) fn apply_own(&self, data: &mut D, idx: usize) {
@@ -301,16 +277,25 @@ impl<D: Dispatch> Replica<D> {
         slot.response.with_mut(|p| unsafe { *p = Some(response) });
     }
 
-    /// Combiner: hands the response of slot `idx` to its owner and wakes it if it is parked.
-    pub(crate) fn respond(&self, idx: usize) {
-        let slot = self.slot(idx);
-        // Release: pairs with the Acquire in `Slot::is_done`, publishing `response`.
-        slot.state.store(DONE, Ordering::Release);
-        // SeqCst fence: the combiner half of the Dekker pair with `Slot::mark_parked`.
+    /// Combiner: hands the responses of `slots` to their owners and wakes those that parked.
+    pub(crate) fn respond(&self, slots: &[usize]) {
+        if slots.is_empty() {
+            return;
+        }
+        for &idx in slots {
+            // Release: pairs with the Acquire in `Slot::is_done`, publishing `response`.
+            self.slot(idx).state.store(DONE, Ordering::Release);
+        }
+        // SeqCst fence: the combiner half of the Dekker pair with `Slot::mark_parked`; one for
+        // the whole batch.
         fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence.
-        if slot.parked.load(Ordering::Relaxed) {
-            Self::unpark(slot);
+        for &idx in slots {
+            let slot = self.slot(idx);
+            // Relaxed: ordered by the fence. An owner that already took its response and parked
+            // for its next operation gets a needless unpark, which is harmless.
+            if slot.parked.load(Ordering::Relaxed) {
+                slot.parker.unpark();
+            }
         }
     }
 }

@@ -64,15 +64,26 @@ mod imp {
     atomic_wrapper!(AtomicU8, AtomicU8, u8);
     atomic_wrapper!(AtomicUsize, AtomicUsize, usize);
 
+    impl AtomicU8 {
+        #[inline(always)]
+        pub(crate) fn swap(&self, v: u8, o: Ordering) -> u8 {
+            self.0.swap(v, o)
+        }
+        #[inline(always)]
+        pub(crate) fn fetch_or(&self, v: u8, o: Ordering) -> u8 {
+            self.0.fetch_or(v, o)
+        }
+    }
+
+    /// What a `SeqCst` read-modify-write followed by `SeqCst` loads needs to act as the
+    /// store-fence-load half of a Dekker pair: nothing. Under the C++20 model (\[atomics.order\]
+    /// p4) the RMW and the loads are in the single total order S, which is enough (the argument
+    /// is in `lock.rs`). Under loom this is a real `SeqCst` fence, because loom models `SeqCst`
+    /// accesses as `AcqRel`.
+    #[inline(always)]
+    pub(crate) fn fence_after_seqcst_rmw() {}
+
     impl AtomicUsize {
-        #[inline(always)]
-        pub(crate) fn fetch_add(&self, v: usize, o: Ordering) -> usize {
-            self.0.fetch_add(v, o)
-        }
-        #[inline(always)]
-        pub(crate) fn fetch_sub(&self, v: usize, o: Ordering) -> usize {
-            self.0.fetch_sub(v, o)
-        }
         #[inline(always)]
         pub(crate) fn fetch_max(&self, v: usize, o: Ordering) -> usize {
             self.0.fetch_max(v, o)
@@ -179,6 +190,12 @@ mod imp {
     pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
     pub(crate) use loom::thread::yield_now;
+
+    /// Loom models `SeqCst` accesses as `AcqRel`, so the Dekker pairs that rely on a `SeqCst`
+    /// read-modify-write (see the std version) get the fence loom understands.
+    pub(crate) fn fence_after_seqcst_rmw() {
+        fence(Ordering::SeqCst);
+    }
 
     /// Under loom parking is a yield (timeouts cannot be modelled), so `unpark` has nothing to do.
     #[derive(Debug, Default)]

@@ -3,7 +3,8 @@
 //! Checks that no operation is lost or applied twice (responses of a fetch-and-add are exactly
 //! 1, 2, 3) whichever thread combines for whom.
 //!
-//! Bounds: `two_threads_hand_off_combining` (2 threads, 3 writes) is exhaustive up to
+//! Bounds: `two_threads_hand_off_combining*` (2 threads, 3 writes; 1 or 2 replicas) are
+//! exhaustive up to
 //! `LOOM_MAX_PREEMPTIONS` (CI: 2). `every_op_applied_once_whoever_combines` (3 threads, one
 //! write each) is pinned to a preemption bound of 1: at 2, loom's stale re-reads in the spin
 //! loops make single paths exceed its branch limit (a liveness artefact of the model).
@@ -29,12 +30,13 @@ impl Dispatch for Counter {
     }
 }
 
-#[test]
-fn two_threads_hand_off_combining() {
-    loom::model(|| {
+/// Two threads, three writes, on replica 0 of an object with `replicas` replicas (1: the
+/// combiner applies directly, without the log; 2: the batch goes through the log).
+fn hand_off(replicas: usize) {
+    loom::model(move || {
         let nr = Arc::new(
             NodeReplicated::builder()
-                .replicas(1)
+                .replicas(replicas)
                 .log_size(4)
                 .threads_per_replica(2)
                 .build(|_| Counter::default())
@@ -57,6 +59,16 @@ fn two_threads_hand_off_combining() {
         assert_eq!(responses, [1, 2, 3]);
         assert_eq!(h.execute(()).unwrap(), 3);
     });
+}
+
+#[test]
+fn two_threads_hand_off_combining() {
+    hand_off(1);
+}
+
+#[test]
+fn two_threads_hand_off_combining_through_the_log() {
+    hand_off(2);
 }
 
 #[test]

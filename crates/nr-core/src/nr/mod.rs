@@ -8,9 +8,9 @@ pub use handle::ThreadHandle;
 
 use crossbeam_utils::CachePadded;
 
+use crate::lock::ReplicaLock;
 use crate::log::Log;
 use crate::replica::Replica;
-use crate::rwlock::DistRwLock;
 use crate::sync::{panicking, AtomicBool, Ordering};
 use crate::wait::Waiter;
 use crate::{Dispatch, Poisoned, Topology};
@@ -216,7 +216,15 @@ where
         }
     }
 
+    /// With a single replica there is nothing to replicate: the combiner applies its batch
+    /// directly, without the log, and takes the writer side together with the combiner lock.
+    #[inline]
+    fn single(&self) -> bool {
+        self.replicas.len() == 1
+    }
+
     /// A write, from the thread registered in `slot` of replica `r` (Algorithm 1, `Combine`).
+    #[inline]
     fn execute_mut(
         &self,
         r: usize,
@@ -224,6 +232,31 @@ where
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
         self.check()?;
+        let replica = &self.replicas[r];
+        // Fast path: nobody is combining, so become the combiner with the operation in hand
+        // (it never visits the slot, and its response needs no hand-off).
+        if replica.try_lock_combiner(self.single()) {
+            let combiner = CombinerGuard { nr: self, replica };
+            let response = if self.single() {
+                self.combine_single(replica, op)
+            } else {
+                self.combine(r, Some(op))?
+                    .expect("invariant: the combiner's own operation is answered")
+            };
+            combiner.release();
+            return Ok(response);
+        }
+        self.execute_mut_posted(r, slot, op)
+    }
+
+    /// The slow path of a write: post it and wait for a combiner, or become one.
+    #[cold]
+    fn execute_mut_posted(
+        &self,
+        r: usize,
+        slot: usize,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
         let replica = &self.replicas[r];
         let own = replica.slot(slot);
         own.post(op);
@@ -233,10 +266,11 @@ where
                 return Ok(own.take_response());
             }
             self.check()?;
-            if replica.try_lock_combiner() {
+            if replica.try_lock_combiner(self.single()) {
                 let _combiner = CombinerGuard { nr: self, replica };
-                // Our own operation was posted before we took the lock, so this batch serves it.
-                self.combine(r)?;
+                // Our own operation was posted before we took the lock, so this batch serves it
+                // (unless an earlier combiner already did).
+                self.combine(r, None)?;
                 continue;
             }
             // Lines 38-39: wait while the response is missing and some combiner is at work.
@@ -245,6 +279,7 @@ where
     }
 
     /// A read, from the thread registered in `slot` of replica `r` (Algorithm 1, `ReadOnly`).
+    #[inline]
     fn execute(
         &self,
         r: usize,
@@ -254,18 +289,23 @@ where
         self.check()?;
         let replica = &self.replicas[r];
         // Line 43: the replica must reflect every write that completed before this read began,
-        // and need not reflect later ones.
-        let read_tail = self.log.completed_tail();
-        if self.log.local_tail(r) < read_tail {
-            self.catch_up(r, read_tail)?;
+        // and need not reflect later ones. (A single replica is always current: its writers
+        // apply their batches under the writer side, without the log.)
+        if !self.single() {
+            let read_tail = self.log.completed_tail();
+            if self.log.local_tail(r) < read_tail {
+                self.catch_up(r, read_tail)?;
+            }
         }
-        if !replica.rwlock.read_lock(slot, || self.is_poisoned()) {
+        if !replica.lock.read_lock(slot, || self.is_poisoned()) {
             return Err(Poisoned);
         }
         let _reader = ReadGuard {
-            lock: &replica.rwlock,
+            lock: &replica.lock,
             reader: slot,
         };
+        // A writer that panicked may have left the replica half-updated before releasing it.
+        self.check()?;
         // SAFETY: we hold the reader lock, so no writer mutates `data` until `_reader` drops;
         // other readers only take shared references (`D: Sync`).
         let data = replica.data.with(|p| unsafe { &*p });
@@ -280,9 +320,8 @@ where
         let mut waiter = Waiter::new();
         while self.log.local_tail(r) < read_tail {
             self.check()?;
-            if replica.try_lock_combiner() {
+            if replica.try_lock_combiner(true) {
                 let _combiner = CombinerGuard { nr: self, replica };
-                let _writer = self.write_lock(replica)?;
                 // Every index below `completed_tail` is filled, so this reaches `read_tail`.
                 self.replay(r, self.log.tail(), false)?;
             } else {
@@ -292,39 +331,94 @@ where
         Ok(())
     }
 
-    /// The combiner's work for replica `r` (Algorithm 1, lines 22-35). The caller holds the
-    /// combiner lock of `r`.
-    fn combine(&self, r: usize) -> Result<(), Poisoned> {
-        let replica = &self.replicas[r];
+    /// The fast path of a single replica's combiner, which holds the combiner lock and the writer
+    /// side: apply its own operation, then serve any other posted ones.
+    #[inline]
+    fn combine_single(&self, replica: &Replica<D>, op: D::WriteOperation) -> D::Response {
+        // SAFETY: we hold the combiner lock and the writer side of the only replica: no reader
+        // and no other writer touches `data` until we unlock.
+        let data = replica.data.with_mut(|p| unsafe { &mut *p });
+        let response = data.dispatch_mut(op);
+        // With one registered thread (us) no slot can hold a posted operation.
+        if replica.registered() > 1 {
+            self.serve_posted_single(replica);
+        }
+        response
+    }
+
+    /// With a single replica: applies the operations posted in the slots and answers them. The
+    /// caller holds the combiner lock and the writer side.
+    #[cold]
+    fn serve_posted_single(&self, replica: &Replica<D>) {
         // SAFETY: the batch scratch is only used under the combiner lock, which the caller holds.
         let batch = replica.batch.with_mut(|p| unsafe { &mut *p });
-        let n = replica.collect(batch);
-        if n == 0 {
-            return Ok(());
+        if replica.collect(batch, false) == 0 {
+            return;
         }
-        let start = self.reserve(r, n)?;
-        for (k, op) in batch.ops.drain(..).enumerate() {
-            self.log.write(start + k, op);
-        }
-        let writer = self.write_lock(replica)?;
-        // Line 27: replay everything before our batch, waiting for entries still being written.
-        self.replay(r, start, true)?;
-        // SAFETY: we hold the combiner lock and the writer lock of replica `r`: no reader and no
-        // other writer touches `data` until `writer` drops.
+        // SAFETY: as in `combine_single`.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
-        // Lines 32-33: apply the batch from the slots (local), not from the log.
         for &slot in &batch.slots {
             replica.apply_own(data, slot);
         }
-        // Lines 29-31. The local tail moves only after the batch is applied, because applying
-        // reads the slots' originals; `completed_tail` then tells readers everywhere.
-        self.log.set_local_tail(r, start + n);
-        self.log.advance_completed_tail(start + n);
-        drop(writer);
-        for &slot in &batch.slots {
-            replica.respond(slot);
+        replica.respond(&batch.slots);
+    }
+
+    /// The combiner's work for replica `r` (Algorithm 1, lines 22-35): the operations posted in
+    /// the slots, plus `own` (the combiner's operation, if it did not post it). Returns the
+    /// response to `own`. The caller holds the combiner lock of `r` (and, with a single replica,
+    /// the writer side).
+    fn combine(
+        &self,
+        r: usize,
+        own: Option<D::WriteOperation>,
+    ) -> Result<Option<D::Response>, Poisoned> {
+        let replica = &self.replicas[r];
+        let single = self.single();
+        // SAFETY: the batch scratch is only used under the combiner lock, which the caller holds.
+        let batch = replica.batch.with_mut(|p| unsafe { &mut *p });
+        // User code (`Clone`) runs here, before anything is reserved in the log, so a panic
+        // cannot leave a reserved entry unfilled.
+        let posted = replica.collect(batch, !single);
+        let own_entry = match &own {
+            Some(op) if !single => Some(op.clone()),
+            _ => None,
+        };
+        let n = posted + usize::from(own.is_some());
+        if n == 0 {
+            return Ok(None);
         }
-        Ok(())
+        let mut end = 0;
+        if !single {
+            let start = self.reserve(r, n)?;
+            // The combiner's own operation goes first, then the slots' in scan order: the same
+            // order in which they are applied below.
+            let entries = own_entry.into_iter().chain(batch.ops.drain(..));
+            for (k, op) in entries.enumerate() {
+                self.log.write(start + k, op);
+            }
+            replica.lock.lock_writer();
+            // Line 27: replay everything before our batch, waiting for entries still being
+            // written.
+            self.replay(r, start, true)?;
+            end = start + n;
+        }
+        // SAFETY: we hold the combiner lock and the writer side of replica `r`: no reader and no
+        // other writer touches `data` until we unlock.
+        let data = replica.data.with_mut(|p| unsafe { &mut *p });
+        // Lines 32-33: apply the batch from the slots (local), not from the log.
+        let response = own.map(|op| data.dispatch_mut(op));
+        for &slot in &batch.slots {
+            replica.apply_own(data, slot);
+        }
+        if !single {
+            // Lines 29-31. The local tail moves only after the batch is applied, because
+            // applying reads the slots' originals; `completed_tail` then tells readers
+            // everywhere.
+            self.log.set_local_tail(r, end);
+            self.log.advance_completed_tail(end);
+        }
+        replica.respond(&batch.slots);
+        Ok(response)
     }
 
     /// Reserves `n` log entries for replica `r`'s combiner. When the log is full, brings the
@@ -355,13 +449,12 @@ where
             }
             let replica = &self.replicas[q];
             if q == own {
-                let _writer = self.write_lock(replica)?;
+                replica.lock.lock_writer();
                 self.replay(q, tail, false)?;
-            } else if replica.try_lock_combiner() {
+            } else if replica.try_lock_combiner(true) {
                 // Only ever *try* another node's lock: a node whose combiner is busy is making
                 // progress on its own, and never blocking here rules out lock-order deadlocks.
                 let _combiner = CombinerGuard { nr: self, replica };
-                let _writer = self.write_lock(replica)?;
                 self.replay(q, tail, false)?;
             }
         }
@@ -370,14 +463,14 @@ where
 
     /// Applies log entries `local_tail(r)..to` to replica `r` (Algorithm 1, `UpdateFromLog`).
     /// With `wait`, waits for entries still being written; otherwise stops at the first one.
-    /// The caller holds replica `r`'s combiner lock and writer lock.
+    /// The caller holds replica `r`'s combiner lock and its writer side.
     fn replay(&self, r: usize, to: usize, wait: bool) -> Result<(), Poisoned> {
         let replica = &self.replicas[r];
         let from = self.log.local_tail(r);
         if from >= to {
             return Ok(());
         }
-        // SAFETY: the caller holds replica `r`'s writer lock (and combiner lock).
+        // SAFETY: the caller holds replica `r`'s combiner lock and writer side.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
         let mut idx = from;
         while idx < to {
@@ -406,23 +499,22 @@ where
         }
         Ok(())
     }
-
-    fn write_lock<'a>(&'a self, replica: &'a Replica<D>) -> Result<WriteGuard<'a, D>, Poisoned> {
-        if replica.rwlock.write_lock(|| self.is_poisoned()) {
-            Ok(WriteGuard {
-                nr: self,
-                lock: &replica.rwlock,
-            })
-        } else {
-            Err(Poisoned)
-        }
-    }
 }
 
-/// Holds a replica's combiner lock; releasing it during a panic poisons the object.
+/// Holds a replica's combiner lock (and its writer side, if taken); releasing it during a
+/// panic poisons the object.
 struct CombinerGuard<'a, D: Dispatch + Send + Sync> {
     nr: &'a NodeReplicated<D>,
     replica: &'a Replica<D>,
+}
+
+impl<D: Dispatch + Send + Sync> CombinerGuard<'_, D> {
+    /// Unlocks on the normal path, without asking whether the thread is panicking.
+    #[inline]
+    fn release(self) {
+        self.replica.unlock_combiner();
+        std::mem::forget(self);
+    }
 }
 
 impl<D: Dispatch + Send + Sync> Drop for CombinerGuard<'_, D> {
@@ -434,24 +526,9 @@ impl<D: Dispatch + Send + Sync> Drop for CombinerGuard<'_, D> {
     }
 }
 
-/// Holds a replica's writer lock; releasing it during a panic poisons the object.
-struct WriteGuard<'a, D: Dispatch + Send + Sync> {
-    nr: &'a NodeReplicated<D>,
-    lock: &'a DistRwLock,
-}
-
-impl<D: Dispatch + Send + Sync> Drop for WriteGuard<'_, D> {
-    fn drop(&mut self) {
-        if panicking() {
-            self.nr.poison();
-        }
-        self.lock.write_unlock();
-    }
-}
-
 /// Holds a reader lock; a panicking read releases it without poisoning.
 struct ReadGuard<'a> {
-    lock: &'a DistRwLock,
+    lock: &'a ReplicaLock,
     reader: usize,
 }
 

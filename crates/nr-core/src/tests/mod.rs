@@ -1,4 +1,4 @@
 //! In-crate model checks of private protocols (run with `--cfg loom`).
 
 #[cfg(loom)]
-mod loom_rwlock;
+mod loom_lock;
