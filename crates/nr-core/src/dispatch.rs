@@ -84,4 +84,57 @@ pub trait Dispatch {
 
     /// Executes a mutating operation on this replica. Must be deterministic (see above).
     fn dispatch_mut(&mut self, op: Self::WriteOperation) -> Self::Response;
+
+    /// Optional: answers a write operation *that would not change the structure* without
+    /// changing it, from a shared reference (the paper's §6 "Fake update operations", e.g. the
+    /// removal of an absent key). Return `Some(response)` only when `dispatch_mut(op.clone())`
+    /// would leave the structure exactly as it is and return that same response; otherwise
+    /// `None`. The default always returns `None`.
+    ///
+    /// Used only when the object was built with
+    /// [`Builder::writes_as_reads`](crate::Builder::writes_as_reads): each write is then first
+    /// tried as a read on the local replica (no log entry, no combining, in parallel with other
+    /// readers) and runs as a write only when this returns `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nr_core::Dispatch;
+    /// use std::collections::HashSet;
+    ///
+    /// #[derive(Default)]
+    /// struct Set(HashSet<u64>);
+    ///
+    /// #[derive(Clone)]
+    /// enum Write { Insert(u64), Remove(u64) }
+    ///
+    /// impl Dispatch for Set {
+    ///     type ReadOperation<'a> = u64;
+    ///     type WriteOperation = Write;
+    ///     type Response = bool;
+    ///     fn dispatch(&self, k: u64) -> bool { self.0.contains(&k) }
+    ///     fn dispatch_mut(&mut self, op: Write) -> bool {
+    ///         match op {
+    ///             Write::Insert(k) => self.0.insert(k),
+    ///             Write::Remove(k) => self.0.remove(&k),
+    ///         }
+    ///     }
+    ///     fn dispatch_as_read(&self, op: &Write) -> Option<bool> {
+    ///         match *op {
+    ///             // Inserting a present key or removing an absent one changes nothing.
+    ///             Write::Insert(k) if self.0.contains(&k) => Some(false),
+    ///             Write::Remove(k) if !self.0.contains(&k) => Some(false),
+    ///             _ => None,
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let set = Set::default();
+    /// assert_eq!(set.dispatch_as_read(&Write::Remove(3)), Some(false));
+    /// assert_eq!(set.dispatch_as_read(&Write::Insert(3)), None);
+    /// ```
+    fn dispatch_as_read(&self, op: &Self::WriteOperation) -> Option<Self::Response> {
+        let _ = op;
+        None
+    }
 }

@@ -1,6 +1,7 @@
 //! Concurrent histories of NR objects, recorded and checked for linearizability against the
 //! sequential models of `testkit`: proptest picks 2-4 threads, 1-4 replicas, a small log (so it
-//! wraps) and a random mix of reads and writes over a few keys (so operations conflict).
+//! wraps) and a random mix of reads and writes over a few keys (so operations conflict); KV
+//! objects also try their writes as reads first in half of the cases (`Builder::writes_as_reads`).
 
 // Integration tests drive the crate from real std threads; the loom-shim rule of clippy.toml
 // applies to the library, not to its callers.
@@ -38,6 +39,7 @@ fn stack_op() -> impl Strategy<Value = StackOp> {
 /// the model's terms.
 fn run<D, Op, Ret>(
     replicas: usize,
+    writes_as_reads: bool,
     log: usize,
     programs: &[Vec<Op>],
     init: impl Fn() -> D + Send + Sync,
@@ -52,6 +54,7 @@ where
         .replicas(replicas)
         .log_size(log)
         .threads_per_replica(4)
+        .writes_as_reads(writes_as_reads)
         .build(|_| init())
         .expect("valid configuration");
     let recorder = Recorder::new();
@@ -74,12 +77,24 @@ where
     recorder.into_history()
 }
 
-fn run_kv(replicas: usize, log: usize, programs: &[Vec<KvOp>]) -> testkit::History<KvOp, KvRet> {
-    run(replicas, log, programs, Kv::default, |h, op| match *op {
-        KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
-        KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
-        KvOp::Remove(k) => KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap()),
-    })
+fn run_kv(
+    replicas: usize,
+    writes_as_reads: bool,
+    log: usize,
+    programs: &[Vec<KvOp>],
+) -> testkit::History<KvOp, KvRet> {
+    run(
+        replicas,
+        writes_as_reads,
+        log,
+        programs,
+        Kv::default,
+        |h, op| match *op {
+            KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
+            KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
+            KvOp::Remove(k) => KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap()),
+        },
+    )
 }
 
 fn run_stack(
@@ -87,13 +102,20 @@ fn run_stack(
     log: usize,
     programs: &[Vec<StackOp>],
 ) -> testkit::History<StackOp, StackRet> {
-    run(replicas, log, programs, Stack::default, |h, op| match *op {
-        StackOp::Push(v) => {
-            h.execute_mut(Some(v)).unwrap();
-            StackRet::Pushed
-        }
-        StackOp::Pop => StackRet::Popped(h.execute_mut(None).unwrap()),
-    })
+    run(
+        replicas,
+        false,
+        log,
+        programs,
+        Stack::default,
+        |h, op| match *op {
+            StackOp::Push(v) => {
+                h.execute_mut(Some(v)).unwrap();
+                StackRet::Pushed
+            }
+            StackOp::Pop => StackRet::Popped(h.execute_mut(None).unwrap()),
+        },
+    )
 }
 
 proptest! {
@@ -102,12 +124,13 @@ proptest! {
     #[test]
     fn kv_histories_are_linearizable(
         replicas in 1usize..=4,
+        writes_as_reads in any::<bool>(),
         log in prop::sample::select(vec![4usize, 8, 64]),
         programs in prop::collection::vec(prop::collection::vec(kv_op(), 5..40), 2..=4),
     ) {
-        let history = run_kv(replicas, log, &programs);
+        let history = run_kv(replicas, writes_as_reads, log, &programs);
         if let Err(v) = check(KvMap::new(), &history) {
-            panic!("{replicas} replicas, log {log}: {v}");
+            panic!("{replicas} replicas, log {log}, writes as reads {writes_as_reads}: {v}");
         }
     }
 

@@ -52,6 +52,7 @@ pub struct Builder<D> {
     replicas: Option<usize>,
     log_entries: usize,
     threads_per_replica: usize,
+    writes_as_reads: bool,
     _structure: PhantomData<fn() -> D>,
 }
 
@@ -63,6 +64,7 @@ impl<D> std::fmt::Debug for Builder<D> {
             .field("replicas", &self.replicas)
             .field("log_entries", &self.log_entries)
             .field("threads_per_replica", &self.threads_per_replica)
+            .field("writes_as_reads", &self.writes_as_reads)
             .finish()
     }
 }
@@ -105,6 +107,7 @@ impl<D> Builder<D> {
             replicas: None,
             log_entries: DEFAULT_LOG_ENTRIES,
             threads_per_replica: DEFAULT_THREADS_PER_REPLICA,
+            writes_as_reads: false,
             _structure: PhantomData,
         }
     }
@@ -190,6 +193,28 @@ impl<D> Builder<D> {
     /// ```
     pub fn threads_per_replica(mut self, n: usize) -> Self {
         self.threads_per_replica = n;
+        self
+    }
+
+    /// Tries every write as a read first (the paper's §6 "Fake update operations"; off by
+    /// default): a write that [`Dispatch::dispatch_as_read`] answers runs on the local replica
+    /// under the read side, with no log entry and no combining, in parallel with other reads;
+    /// the others run as usual. Worth it when a good share of writes turn out to change nothing
+    /// (removing absent keys, inserting present ones); otherwise it adds a read to every write.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[derive(Default)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let b = nr_core::Builder::<S>::new().writes_as_reads(true);
+    /// # let _ = b;
+    /// ```
+    pub fn writes_as_reads(mut self, on: bool) -> Self {
+        self.writes_as_reads = on;
         self
     }
 }
@@ -282,6 +307,7 @@ where
             replicas,
             poisoned: CachePadded::new(AtomicBool::new(false)),
             topology,
+            writes_as_reads: self.writes_as_reads,
         })
     }
 }

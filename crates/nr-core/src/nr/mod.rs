@@ -78,6 +78,8 @@ pub struct NodeReplicated<D: Dispatch> {
     replicas: Box<[Box<Replica<D>>]>,
     poisoned: CachePadded<AtomicBool>,
     topology: Option<Topology>,
+    /// Try each write as a read first (`Builder::writes_as_reads`).
+    writes_as_reads: bool,
 }
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
@@ -87,6 +89,7 @@ impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
             .field("log", &self.log)
             .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
             .field("topology", &self.topology)
+            .field("writes_as_reads", &self.writes_as_reads)
             .finish_non_exhaustive()
     }
 }
@@ -231,7 +234,13 @@ where
         slot: usize,
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
-        self.check()?;
+        if self.writes_as_reads {
+            if let Some(response) = self.read_with(r, slot, |data| data.dispatch_as_read(&op))? {
+                return Ok(response);
+            }
+        } else {
+            self.check()?;
+        }
         let replica = &self.replicas[r];
         // Fast path: nobody is combining, so become the combiner with the operation in hand
         // (it never visits the slot, and its response needs no hand-off).
@@ -286,6 +295,12 @@ where
         slot: usize,
         op: D::ReadOperation<'_>,
     ) -> Result<D::Response, Poisoned> {
+        self.read_with(r, slot, |data| data.dispatch(op))
+    }
+
+    /// Runs `f` on replica `r` as a read (Algorithm 1, `ReadOnly`) for the thread in `slot`.
+    #[inline]
+    fn read_with<R>(&self, r: usize, slot: usize, f: impl FnOnce(&D) -> R) -> Result<R, Poisoned> {
         self.check()?;
         let replica = &self.replicas[r];
         // Line 43: the replica must reflect every write that completed before this read began,
@@ -309,7 +324,7 @@ where
         // SAFETY: we hold the reader lock, so no writer mutates `data` until `_reader` drops;
         // other readers only take shared references (`D: Sync`).
         let data = replica.data.with(|p| unsafe { &*p });
-        Ok(data.dispatch(op))
+        Ok(f(data))
     }
 
     /// Brings replica `r` up to at least `read_tail` (Algorithm 1, line 46 `WaitOrUpdate`):

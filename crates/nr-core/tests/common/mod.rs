@@ -34,6 +34,15 @@ impl Dispatch for Kv {
             KvWrite::Remove(k) => self.0.remove(&k),
         }
     }
+
+    fn dispatch_as_read(&self, op: &KvWrite) -> Option<Option<u64>> {
+        match *op {
+            // Removing an absent key, or putting the value already there, changes nothing.
+            KvWrite::Remove(k) if !self.0.contains_key(&k) => Some(None),
+            KvWrite::Put(k, v) if self.0.get(&k) == Some(&v) => Some(Some(v)),
+            _ => None,
+        }
+    }
 }
 
 /// A stack: an order-sensitive structure, where replicas applying ops in different orders
