@@ -29,10 +29,14 @@ fuzz_target!(|data: &[u8]| {
     let mut alloc = region.allocator(256);
     for _ in 0..4 {
         if let Ok(off) = alloc.alloc::<u64>() {
-            let p = region.ptr::<u64>(off).expect("allocated memory is addressable");
+            let p = region
+                .ptr::<u64>(off)
+                .expect("allocated memory is addressable");
             // SAFETY: in bounds and aligned (checked by `ptr`); single-threaded.
             unsafe { p.as_ptr().write(1) };
-            region.set_root(off).expect("allocated offsets are valid roots");
+            region
+                .set_root(off)
+                .expect("allocated offsets are valid roots");
         }
     }
     let _ = region.ptr::<u64>(Offset(u64::from(data.len() as u32)));

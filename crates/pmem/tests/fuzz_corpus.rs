@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use pmem::sim::{Image, SimConfig};
-use pmem::{Offset, Persist, Region, RegionError, ROOT_SLOTS};
+use pmem::{Offset, Region, RegionError, ROOT_SLOTS};
 use proptest::prelude::*;
 
 /// The layout id of the seed corpus (same as the fuzz target).
