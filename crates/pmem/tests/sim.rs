@@ -435,3 +435,43 @@ fn simulated_region_is_send_and_sync() {
     assert_send_sync::<Region<Simulated>>();
     assert_send_sync::<Simulated>();
 }
+
+#[test]
+fn eviction_finds_dirty_lines_anywhere_in_a_large_region() {
+    let size = 1 << 20;
+    let r = Region::simulated(
+        LAYOUT,
+        size,
+        SimConfig::new(8).evictions(1.0).crash_keeps(0.0),
+    )
+    .unwrap();
+    let last = Offset(size - 8);
+    store(&r, last, 5);
+    // The incremental sweep covers 64 lines per event: 256 events reach the last line.
+    for _ in 0..300 {
+        r.persist().pfence();
+    }
+    assert_eq!(r.persist().durable_image().word(last.get()), Some(5));
+    assert_eq!(r.persist().dirty_words(), 0);
+}
+
+#[test]
+fn a_written_back_line_is_an_eviction_candidate_at_once() {
+    let size = 1 << 20;
+    let r = Region::simulated(
+        LAYOUT,
+        size,
+        SimConfig::new(8).evictions(1.0).crash_keeps(0.0),
+    )
+    .unwrap();
+    let far = Offset(size / 2);
+    store(&r, far, 6);
+    pwb(&r, far, 8); // event 0: the sweep is far from this line, the pwb notes it
+    std::thread::scope(|s| {
+        // Event 1, on another thread (its fence commits nothing of ours): evicts the only
+        // known dirty line.
+        s.spawn(|| r.persist().pfence());
+    });
+    assert_eq!(r.persist().evictions(), 1);
+    assert_eq!(r.persist().durable_image().word(far.get()), Some(6));
+}

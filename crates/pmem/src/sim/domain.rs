@@ -15,7 +15,13 @@
 //!   not commit T's snapshots.
 //! - At every event, with probability `evict_probability`, the cache *evicts*: the current view
 //!   contents of one dirty line (or, with probability `1 - evict_line_probability`, one dirty
-//!   aligned 8-byte word) are written to the media.
+//!   aligned 8-byte word of it) are written to the media. The line is chosen uniformly among
+//!   the lines *known* to be dirty: stores are not hooked, so an incremental sweep compares
+//!   [`SWEEP_LINES`] lines of view and media per event (a region of `n` lines is swept every
+//!   `n / 64` events; a region of at most 4 KiB at every event), and every line a `pwb` covers
+//!   is noted at once. A line stored to but not yet swept nor written back cannot be evicted
+//!   yet: like an LRU cache, the most recently written lines are evicted last. The cost per
+//!   event is bounded (64 lines) whatever the region size.
 //! - Every media word remembers the sequence number of the write that produced it, and a write
 //!   carrying an older sequence number never overwrites it: the media only moves forward in
 //!   each word's coherence order, as real write-backs do (a snapshot taken before an eviction
@@ -49,6 +55,9 @@ use crate::sync::{current_thread_id, load_word, Mutex, MutexGuard, Ordering, Thr
 
 /// Words per cache line.
 pub(crate) const LINE_WORDS: usize = crate::CACHE_LINE / 8;
+
+/// Lines of the view the incremental dirty-line sweep examines per event (4 KiB).
+const SWEEP_LINES: usize = 64;
 
 /// A line's contents as seen by one `pwb`, waiting for its thread's fence.
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +104,12 @@ struct State {
     events: u64,
     evictions: u64,
     crashed: Option<Image>,
+    /// Lines known to have been dirty (eviction candidates, re-checked before use).
+    candidates: Vec<usize>,
+    /// `is_candidate[line]`: whether `line` is in `candidates`.
+    is_candidate: Vec<bool>,
+    /// Next line the incremental sweep looks at.
+    sweep_cursor: usize,
 }
 
 impl Domain {
@@ -127,6 +142,9 @@ impl Domain {
                 events: 0,
                 evictions: 0,
                 crashed: None,
+                candidates: Vec::new(),
+                is_candidate: vec![false; words / LINE_WORDS],
+                sweep_cursor: 0,
             }),
         }
     }
@@ -180,15 +198,13 @@ impl Domain {
             return;
         }
         let tid = current_thread_id();
-        let pending = st.pending_of(tid);
         for line in lines {
-            pending.insert(
-                line,
-                Snapshot {
-                    seq,
-                    words: self.view_line(line),
-                },
-            );
+            let words = self.view_line(line);
+            let durable = &st.media[line * LINE_WORDS..(line + 1) * LINE_WORDS];
+            if words[..] != *durable && !st.is_candidate[line] {
+                st.add_candidate(line);
+            }
+            st.pending_of(tid).insert(line, Snapshot { seq, words });
         }
     }
 
@@ -223,29 +239,65 @@ impl Domain {
         }
         st.events += 1;
         let seq = n + 1;
+        self.sweep(st);
         if st.rng.chance(st.cfg.evict_probability) {
             self.evict(st, seq);
         }
         Some(seq)
     }
 
-    /// Writes back one dirty line or word, found by scanning from a random word.
+    /// Sweeps the next [`SWEEP_LINES`] lines of the view, noting the dirty ones as eviction
+    /// candidates.
+    fn sweep(&self, st: &mut State) {
+        let lines = self.words / LINE_WORDS;
+        for _ in 0..SWEEP_LINES.min(lines) {
+            let line = st.sweep_cursor;
+            st.sweep_cursor = (line + 1) % lines;
+            if !st.is_candidate[line] && self.line_dirty(st, line) {
+                st.add_candidate(line);
+            }
+        }
+    }
+
+    /// Whether any word of `line` differs between view and media.
+    fn line_dirty(&self, st: &State, line: usize) -> bool {
+        let first = line * LINE_WORDS;
+        let mut i = first;
+        while i < first + LINE_WORDS {
+            if self.view_word(i) != st.media[i] {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// Writes back one dirty line (or one dirty word of it), chosen uniformly among the
+    /// candidates; candidates found clean are dropped on the way.
     fn evict(&self, st: &mut State, seq: u64) {
         let whole_line = st.rng.chance(st.cfg.evict_line_probability);
-        let start = st.rng.below(self.words as u64) as usize;
-        let Some(w) = (0..self.words)
-            .map(|k| (start + k) % self.words)
-            .find(|&w| self.view_word(w) != st.media[w])
-        else {
-            return;
+        let line = loop {
+            if st.candidates.is_empty() {
+                return;
+            }
+            let k = st.rng.below(st.candidates.len() as u64) as usize;
+            let line = st.candidates[k];
+            if self.line_dirty(st, line) {
+                break line;
+            }
+            st.remove_candidate(k);
         };
-        st.evictions += 1;
+        let first = line * LINE_WORDS;
         let range = if whole_line {
-            let line = w / LINE_WORDS;
-            line * LINE_WORDS..(line + 1) * LINE_WORDS
+            first..first + LINE_WORDS
         } else {
+            let dirty: Vec<usize> = (first..first + LINE_WORDS)
+                .filter(|&i| self.view_word(i) != st.media[i])
+                .collect();
+            let w = dirty[st.rng.below(dirty.len() as u64) as usize];
             w..w + 1
         };
+        st.evictions += 1;
         for i in range {
             st.media[i] = self.view_word(i);
             st.media_seq[i] = seq;
@@ -332,6 +384,16 @@ impl Domain {
 }
 
 impl State {
+    fn add_candidate(&mut self, line: usize) {
+        self.is_candidate[line] = true;
+        self.candidates.push(line);
+    }
+
+    fn remove_candidate(&mut self, k: usize) {
+        let line = self.candidates.swap_remove(k);
+        self.is_candidate[line] = false;
+    }
+
     fn pending_of(&mut self, tid: ThreadId) -> &mut BTreeMap<usize, Snapshot> {
         let i = match self.pending.iter().position(|(t, _)| *t == tid) {
             Some(i) => i,
