@@ -67,6 +67,21 @@ impl SplitMix64 {
     }
 }
 
+/// `0..n` in a pseudo-random order fixed by `seed` (Fisher-Yates).
+///
+/// The prefills insert keys in this order, so that nodes' places in the arena do not follow key
+/// order: after a while of random updates they would not anyway, and a benchmark's throughput
+/// should not drift as updates scramble a layout that started out sequential.
+pub(crate) fn shuffled(n: usize, seed: u64) -> Vec<u64> {
+    let mut keys: Vec<u64> = (0..n as u64).collect();
+    let mut rng = SplitMix64::new(seed);
+    for i in (1..keys.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        keys.swap(i, j);
+    }
+    keys
+}
+
 /// The SplitMix64 output function: a bijective mix of the 64 bits of `z`.
 #[inline]
 fn mix64(mut z: u64) -> u64 {
@@ -101,6 +116,14 @@ mod tests {
         };
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn shuffled_is_a_permutation() {
+        let mut v = shuffled(1000, 3);
+        assert_ne!(v, (0..1000).collect::<Vec<u64>>());
+        v.sort_unstable();
+        assert_eq!(v, (0..1000).collect::<Vec<u64>>());
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The arena-based skip list (Pugh, *Skip lists: a probabilistic alternative to balanced trees*,
 //! CACM 1990) behind [`SkipListPq`](crate::SkipListPq) and [`SkipListMap`](crate::SkipListMap).
 //!
-//! Nodes live in one `Vec`, their towers of forward links in another, indices instead of
-//! pointers: no `unsafe`, no allocation per operation once the arena has grown, and a `Clone`
-//! that is two `memcpy`s. A removed node goes on a free list of nodes of its height, so its
-//! tower is reused exactly by the next node drawn with that height.
+//! Nodes live in one `Vec`, with `u32` indices instead of pointers: no `unsafe`, no allocation
+//! per operation once the arena has grown, and a `Clone` that is two `memcpy`s. A node holds the
+//! first [`INLINE`] links of its tower, so a search step costs one cache miss (the key and the
+//! link are in the same node); the rare taller towers (1 node in 256) keep their upper links in
+//! a side vector. A removed node goes on a free list of nodes of its height, so its tower is
+//! reused exactly by the next node drawn with that height.
 //!
 //! Tower heights come from a [`SplitMix64`] stored in the list: a replica's heights are part of
 //! its state, so replicas applying the same writes stay identical (see
@@ -19,6 +21,10 @@ pub(crate) const MAX_HEIGHT: usize = 24;
 
 /// The "no node" index.
 pub(crate) const NIL: u32 = u32::MAX;
+
+/// Links stored in the node itself; levels from `INLINE` up live in the side vector. With
+/// p = 1/4, a node is taller than 4 with probability 1/256.
+pub(crate) const INLINE: usize = 4;
 
 /// The head sentinel: node 0, a full-height tower, never removed, key never read.
 const HEAD: u32 = 0;
@@ -39,7 +45,7 @@ pub(crate) fn random_height(rng: &mut SplitMix64) -> usize {
 ///
 /// # Panics
 ///
-/// Past `u32::MAX - 1` nodes or links (tens of gigabytes of structure).
+/// Past `u32::MAX - 1` nodes (tens of gigabytes of structure).
 #[inline]
 pub(crate) fn index(n: usize) -> u32 {
     match u32::try_from(n) {
@@ -51,15 +57,18 @@ pub(crate) fn index(n: usize) -> u32 {
 #[cold]
 #[inline(never)]
 fn too_large() -> ! {
-    panic!("seqds: arena index space exhausted (more than 2^32 - 2 nodes or links)")
+    panic!("seqds: arena index space exhausted (more than 2^32 - 2 nodes)")
 }
 
 #[derive(Clone)]
 struct Node<K, V> {
     key: K,
     value: V,
-    /// Where this node's forward links start in `SkipList::links`.
-    tower: u32,
+    /// Forward links at levels `0..INLINE` (those below `height` are meaningful). For a free
+    /// node, `next[0]` is the next free node of the same height.
+    next: [u32; INLINE],
+    /// Where links at levels `INLINE..height` start in `SkipList::upper` (0 if none).
+    upper: u32,
     height: u8,
 }
 
@@ -70,9 +79,9 @@ struct Node<K, V> {
 pub(crate) struct SkipList<K, V> {
     /// `nodes[0]` is the head; the others are elements or free.
     nodes: Vec<Node<K, V>>,
-    /// Forward links: node `x`'s successor at level `l` is `links[nodes[x].tower + l]`. For a
-    /// free node, `links[tower]` is the next free node of the same height.
-    links: Vec<u32>,
+    /// Upper tower links: node `x`'s successor at level `l >= INLINE` is
+    /// `upper[nodes[x].upper + l - INLINE]`.
+    upper: Vec<u32>,
     /// `free[h]`: the first free node of height `h` (`free[0]` is unused).
     free: [u32; MAX_HEIGHT + 1],
     /// Levels in use: the head's links at `level..` are all `NIL`, and at `level - 1` it is not
@@ -88,15 +97,16 @@ impl<K: Copy + Ord + Default, V: Copy + Default> SkipList<K, V> {
         nodes.push(Node {
             key: K::default(),
             value: V::default(),
-            tower: 0,
+            next: [NIL; INLINE],
+            upper: 0,
             height: MAX_HEIGHT as u8,
         });
-        // Expected links per element: 1 / (1 - 1/4) = 4/3.
-        let mut links = Vec::with_capacity(MAX_HEIGHT + capacity.saturating_mul(4) / 3);
-        links.resize(MAX_HEIGHT, NIL);
+        // Expected upper links per element: (1/4^4) / (1 - 1/4), about 1/192.
+        let mut upper = Vec::with_capacity(MAX_HEIGHT + capacity / 128);
+        upper.resize(MAX_HEIGHT - INLINE, NIL);
         Self {
             nodes,
-            links,
+            upper,
             free: [NIL; MAX_HEIGHT + 1],
             level: 1,
             len: 0,
@@ -116,13 +126,23 @@ impl<K: Copy + Ord + Default, V: Copy + Default> SkipList<K, V> {
 
     #[inline]
     fn next(&self, x: u32, level: usize) -> u32 {
-        self.links[self.nodes[x as usize].tower as usize + level]
+        let node = &self.nodes[x as usize];
+        if level < INLINE {
+            node.next[level]
+        } else {
+            self.upper[node.upper as usize + level - INLINE]
+        }
     }
 
     #[inline]
     fn set_next(&mut self, x: u32, level: usize, to: u32) {
-        let tower = self.nodes[x as usize].tower as usize;
-        self.links[tower + level] = to;
+        let node = &mut self.nodes[x as usize];
+        if level < INLINE {
+            node.next[level] = to;
+        } else {
+            let at = node.upper as usize + level - INLINE;
+            self.upper[at] = to;
+        }
     }
 
     #[inline]
@@ -258,13 +278,19 @@ impl<K: Copy + Ord + Default, V: Copy + Default> SkipList<K, V> {
             return x;
         }
         let x = index(self.nodes.len());
-        let tower = index(self.links.len());
-        // The caller sets every link of the new tower.
-        self.links.resize(self.links.len() + height, NIL);
+        let upper = if height > INLINE {
+            let at = index(self.upper.len());
+            // The caller sets every link of the new tower.
+            self.upper.resize(self.upper.len() + height - INLINE, NIL);
+            at
+        } else {
+            0
+        };
         self.nodes.push(Node {
             key,
             value,
-            tower,
+            next: [NIL; INLINE],
+            upper,
             height: height as u8,
         });
         x
@@ -312,7 +338,7 @@ impl<K: Copy + Ord + Default, V: Copy + Default> SkipList<K, V> {
         let head = &self.nodes[0];
         ensure!(
             name,
-            head.tower == 0 && head.height as usize == MAX_HEIGHT,
+            head.upper == 0 && head.height as usize == MAX_HEIGHT,
             "head sentinel malformed"
         );
         ensure!(
@@ -321,20 +347,37 @@ impl<K: Copy + Ord + Default, V: Copy + Default> SkipList<K, V> {
             "level {} out of range",
             self.level
         );
-        // Towers tile `links` exactly, in node order.
+        // Upper towers tile `upper` exactly, in node order; every link is in range.
         let mut end = 0usize;
         for (i, node) in self.nodes.iter().enumerate() {
             let h = node.height as usize;
             ensure!(name, (1..=MAX_HEIGHT).contains(&h), "node {i} height {h}");
-            ensure!(name, node.tower as usize == end, "node {i} tower overlaps");
-            end += h;
+            if h > INLINE {
+                ensure!(
+                    name,
+                    node.upper as usize == end,
+                    "node {i} upper tower overlaps"
+                );
+                end += h - INLINE;
+            }
+            for (level, &l) in node.next.iter().enumerate().take(h) {
+                ensure!(
+                    name,
+                    l == NIL || (l as usize) < n_nodes,
+                    "node {i} level {level} -> {l} out of range"
+                );
+            }
         }
-        ensure!(name, end == self.links.len(), "links not tiled by towers");
-        for (i, &l) in self.links.iter().enumerate() {
+        ensure!(
+            name,
+            end == self.upper.len(),
+            "upper links not tiled by towers"
+        );
+        for (i, &l) in self.upper.iter().enumerate() {
             ensure!(
                 name,
                 l == NIL || (l as usize) < n_nodes,
-                "link {i} -> {l} out of range"
+                "upper link {i} -> {l} out of range"
             );
         }
 
@@ -460,7 +503,7 @@ mod tests {
         for k in 0..100 {
             list.insert_after_equal(k, ());
         }
-        let (nodes, links) = (list.nodes.len(), list.links.len());
+        let (nodes, upper) = (list.nodes.len(), list.upper.len());
         for _ in 0..1000 {
             let (k, ()) = list.pop_first().expect("non-empty");
             list.insert_after_equal(k + 100, ());
@@ -468,8 +511,30 @@ mod tests {
         }
         // Heights are random, so a few more nodes may be needed, but nowhere near 1000.
         assert!(list.nodes.len() < nodes + 100, "{} nodes", list.nodes.len());
-        assert!(list.links.len() < links + 400);
+        assert!(list.upper.len() < upper + 100);
         assert_eq!(list.len(), 100);
+    }
+
+    #[test]
+    fn tall_towers_use_the_upper_links() {
+        let mut list = SkipList::<u64, u64>::with_capacity(0);
+        let mut model = std::collections::BTreeMap::new();
+        let mut rng = SplitMix64::new(5);
+        for _ in 0..6000 {
+            let k = rng.below(4000);
+            assert_eq!(list.insert_or_replace(k, !k), model.insert(k, !k));
+        }
+        assert!(list.levels() > INLINE + 1, "levels {}", list.levels());
+        assert!(list.upper.len() > MAX_HEIGHT - INLINE);
+        list.check("test", true).expect("invariants");
+        for _ in 0..4000 {
+            let k = rng.below(4000);
+            assert_eq!(list.remove(&k), model.remove(&k));
+            let q = rng.below(4000);
+            assert_eq!(list.get(&q), model.get(&q).copied());
+        }
+        list.check("test", true).expect("invariants");
+        assert!(list.iter().eq(model.into_iter()));
     }
 
     #[test]
@@ -486,7 +551,7 @@ mod tests {
         broken.len += 1;
         assert!(broken.check("test", true).is_err());
         let mut broken = list;
-        broken.links[0] = NIL; // head's level 0 loses every element
+        broken.nodes[0].next[0] = NIL; // head's level 0 loses every element
         assert!(broken.check("test", true).is_err());
     }
 }

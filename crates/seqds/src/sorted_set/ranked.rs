@@ -2,12 +2,13 @@
 //! records how many level-0 steps it skips, so the rank of an element is the sum of the spans
 //! along its search path, O(log n) expected.
 //!
-//! Arena-based like [`crate::skiplist`]: nodes and `(next, span)` towers in vectors, free lists
+//! Arena-based like [`crate::skiplist`]: nodes in a vector holding the first [`INLINE`]
+//! `(next, span)` links of their towers (taller towers continue in a side vector), free lists
 //! per tower height, heights from a seeded generator stored in the list.
 
 use crate::invariant::{ensure, InvariantError};
 use crate::rng::SplitMix64;
-use crate::skiplist::{index, random_height, LEVEL_SEED, MAX_HEIGHT, NIL};
+use crate::skiplist::{index, random_height, INLINE, LEVEL_SEED, MAX_HEIGHT, NIL};
 
 /// The head sentinel: node 0, full height, never removed.
 const HEAD: u32 = 0;
@@ -18,6 +19,9 @@ pub(crate) struct Entry {
     pub(crate) score: i64,
     pub(crate) member: u64,
 }
+
+/// An unlinked link.
+const UNLINKED: Link = Link { next: NIL, span: 0 };
 
 #[derive(Clone, Copy)]
 struct Link {
@@ -31,7 +35,11 @@ struct Link {
 #[derive(Clone)]
 struct Node {
     key: Entry,
-    tower: u32,
+    /// Links at levels `0..INLINE` (those below `height` are meaningful). For a free node,
+    /// `links[0].next` is the next free node of the same height.
+    links: [Link; INLINE],
+    /// Where links at levels `INLINE..height` start in `RankedSkipList::upper` (0 if none).
+    upper: u32,
     height: u8,
 }
 
@@ -39,9 +47,9 @@ struct Node {
 #[derive(Clone)]
 pub(crate) struct RankedSkipList {
     nodes: Vec<Node>,
-    /// Node `x`'s link at level `l` is `links[nodes[x].tower + l]`; a free node's level-0
-    /// `next` is the next free node of its height.
-    links: Vec<Link>,
+    /// Upper tower links: node `x`'s link at level `l >= INLINE` is
+    /// `upper[nodes[x].upper + l - INLINE]`.
+    upper: Vec<Link>,
     free: [u32; MAX_HEIGHT + 1],
     level: usize,
     len: usize,
@@ -53,14 +61,15 @@ impl RankedSkipList {
         let mut nodes = Vec::with_capacity(capacity.saturating_add(1));
         nodes.push(Node {
             key: Entry::default(),
-            tower: 0,
+            links: [UNLINKED; INLINE],
+            upper: 0,
             height: MAX_HEIGHT as u8,
         });
-        let mut links = Vec::with_capacity(MAX_HEIGHT + capacity.saturating_mul(4) / 3);
-        links.resize(MAX_HEIGHT, Link { next: NIL, span: 0 });
+        let mut upper = Vec::with_capacity(MAX_HEIGHT + capacity / 128);
+        upper.resize(MAX_HEIGHT - INLINE, UNLINKED);
         Self {
             nodes,
-            links,
+            upper,
             free: [NIL; MAX_HEIGHT + 1],
             level: 1,
             len: 0,
@@ -78,13 +87,22 @@ impl RankedSkipList {
 
     #[inline]
     fn link(&self, x: u32, level: usize) -> Link {
-        self.links[self.nodes[x as usize].tower as usize + level]
+        let node = &self.nodes[x as usize];
+        if level < INLINE {
+            node.links[level]
+        } else {
+            self.upper[node.upper as usize + level - INLINE]
+        }
     }
 
     #[inline]
     fn link_mut(&mut self, x: u32, level: usize) -> &mut Link {
-        let tower = self.nodes[x as usize].tower as usize;
-        &mut self.links[tower + level]
+        let node = &mut self.nodes[x as usize];
+        if level < INLINE {
+            &mut node.links[level]
+        } else {
+            &mut self.upper[node.upper as usize + level - INLINE]
+        }
     }
 
     #[inline]
@@ -254,12 +272,18 @@ impl RankedSkipList {
             return x;
         }
         let x = index(self.nodes.len());
-        let tower = index(self.links.len());
-        self.links
-            .resize(self.links.len() + height, Link { next: NIL, span: 0 });
+        let upper = if height > INLINE {
+            let at = index(self.upper.len());
+            self.upper
+                .resize(self.upper.len() + height - INLINE, UNLINKED);
+            at
+        } else {
+            0
+        };
         self.nodes.push(Node {
             key,
-            tower,
+            links: [UNLINKED; INLINE],
+            upper,
             height: height as u8,
         });
         x
@@ -271,7 +295,7 @@ impl RankedSkipList {
         let head = &self.nodes[0];
         ensure!(
             name,
-            head.tower == 0 && head.height as usize == MAX_HEIGHT,
+            head.upper == 0 && head.height as usize == MAX_HEIGHT,
             "head sentinel malformed"
         );
         ensure!(
@@ -284,15 +308,33 @@ impl RankedSkipList {
         for (i, node) in self.nodes.iter().enumerate() {
             let h = node.height as usize;
             ensure!(name, (1..=MAX_HEIGHT).contains(&h), "node {i} height {h}");
-            ensure!(name, node.tower as usize == end, "node {i} tower overlaps");
-            end += h;
+            if h > INLINE {
+                ensure!(
+                    name,
+                    node.upper as usize == end,
+                    "node {i} upper tower overlaps"
+                );
+                end += h - INLINE;
+            }
+            for (level, l) in node.links.iter().enumerate().take(h) {
+                ensure!(
+                    name,
+                    l.next == NIL || (l.next as usize) < n_nodes,
+                    "node {i} level {level} -> {} out of range",
+                    l.next
+                );
+            }
         }
-        ensure!(name, end == self.links.len(), "links not tiled by towers");
-        for (i, l) in self.links.iter().enumerate() {
+        ensure!(
+            name,
+            end == self.upper.len(),
+            "upper links not tiled by towers"
+        );
+        for (i, l) in self.upper.iter().enumerate() {
             ensure!(
                 name,
                 l.next == NIL || (l.next as usize) < n_nodes,
-                "link {i} -> {} out of range",
+                "upper link {i} -> {} out of range",
                 l.next
             );
         }
@@ -443,6 +485,30 @@ mod tests {
     }
 
     #[test]
+    fn tall_towers_keep_spans_right() {
+        let mut list = RankedSkipList::with_capacity(0);
+        let mut rng = SplitMix64::new(8);
+        let mut model = std::collections::BTreeSet::new();
+        for _ in 0..5000 {
+            let key = e(rng.below(100) as i64, rng.below(100));
+            if model.insert(key) {
+                list.insert(key);
+            }
+        }
+        assert!(list.levels() > INLINE + 1, "levels {}", list.levels());
+        list.check("test").expect("invariants");
+        for _ in 0..3000 {
+            let key = e(rng.below(100) as i64, rng.below(100));
+            assert_eq!(list.remove(key), model.remove(&key));
+        }
+        list.check("test").expect("invariants");
+        for (r, &key) in model.iter().enumerate() {
+            assert_eq!(list.rank(key), Some(r));
+            assert_eq!(list.by_rank(r), Some(key));
+        }
+    }
+
+    #[test]
     fn checker_detects_a_wrong_span() {
         let mut list = RankedSkipList::with_capacity(0);
         for m in 0..50 {
@@ -450,11 +516,11 @@ mod tests {
         }
         list.check("test").expect("invariants");
         let mut broken = list.clone();
-        broken.links[0].span += 1; // head's level-0 span must be 1
+        broken.nodes[0].links[0].span += 1; // head's level-0 span must be 1
         assert!(broken.check("test").is_err());
         let mut broken = list;
         let top = broken.level - 1;
-        broken.links[top].span += 1;
+        broken.link_mut(HEAD, top).span += 1;
         assert!(broken.check("test").is_err());
     }
 }
