@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+
+mod config;
+mod error;
+mod layout;
+mod memory;
+pub mod objects;
+mod pbcomb;
+mod pm;
+mod pwfcomb;
+mod recovered;
+mod slots;
+mod sync;
+mod wait;
+mod words;
+
+pub use config::MAX_THREADS;
+pub use error::{BuildError, RegisterError};
+pub use nr_core::Dispatch;
+pub use pbcomb::{PBComb, PBCombHandle};
+pub use pwfcomb::{PWFComb, PWFCombHandle};
+pub use pm::{NoPersist, Persist, Pod};
+pub use recovered::Recovered;
