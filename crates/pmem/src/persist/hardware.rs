@@ -1,0 +1,271 @@
+//! Real persistence instructions: `clwb`, else `clflushopt`, else `clflush`, chosen once per
+//! [`Hardware`] value with CPUID; `sfence` for both `pfence` and `psync`.
+//!
+//! `_mm_clwb`/`_mm_clflushopt` are not available on stable `core::arch`, so the write-backs are
+//! inline assembly.
+
+use super::{count_pfence, count_psync, count_pwbs, line_span, Persist, CACHE_LINE};
+
+/// Environment variable: when set to `1` (or `true`), [`Hardware::new`] selects
+/// [`FlushKind::NoFlush`] (for eADR platforms, whose caches are already in the persistence
+/// domain).
+pub const NO_FLUSH_ENV: &str = "PMEM_NO_FLUSH";
+
+/// How [`Hardware`] implements `pwb`.
+///
+/// # Examples
+///
+/// ```
+/// use pmem::{FlushKind, Hardware};
+/// let kind = Hardware::detect().kind();
+/// if cfg!(target_arch = "x86_64") {
+///     assert!(matches!(kind, FlushKind::Clwb | FlushKind::Clflushopt | FlushKind::Clflush));
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FlushKind {
+    /// `clwb`: writes the line back and may keep it cached (the fastest; Skylake-SP and later).
+    Clwb,
+    /// `clflushopt`: writes back and invalidates, weakly ordered (needs `sfence`).
+    Clflushopt,
+    /// `clflush`: writes back and invalidates, ordered with other stores (slowest; every x86-64).
+    Clflush,
+    /// No write-back (eADR platforms: the caches are persistent); `sfence` still orders.
+    /// Selected by [`Hardware::no_flush`] or `PMEM_NO_FLUSH=1`.
+    NoFlush,
+    /// Non-x86 targets: `pwb` does nothing and `pfence`/`psync` are full memory fences. Data is
+    /// *not* made durable by this crate there; it only keeps the code compiling and running.
+    FenceOnly,
+}
+
+/// The real persistence instructions of this CPU.
+///
+/// `pwb` writes back each cache line of the range with the best instruction the CPU has
+/// ([`FlushKind`]), `pfence` and `psync` are both `sfence` (on x86 a write-back is durable once a
+/// later `sfence` completes). Every call is counted in [`stats`](crate::stats).
+///
+/// Select the eADR no-flush mode with [`Hardware::no_flush`], or with the environment variable
+/// `PMEM_NO_FLUSH=1` read by [`Hardware::new`] (which is what [`Region::create`](crate::Region::create)
+/// and [`Region::open`](crate::Region::open) use).
+///
+/// # Examples
+///
+/// ```
+/// use pmem::{Hardware, Persist};
+/// let hw = Hardware::new();
+/// let data = [7u64; 8];
+/// hw.pwb_val(&data);
+/// hw.psync();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hardware {
+    kind: FlushKind,
+}
+
+impl Default for Hardware {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hardware {
+    /// The best write-back instruction of this CPU, or [`FlushKind::NoFlush`] when the
+    /// environment variable `PMEM_NO_FLUSH` is `1` or `true`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let hw = pmem::Hardware::new();
+    /// println!("pwb is {:?}", hw.kind());
+    /// ```
+    pub fn new() -> Self {
+        match std::env::var(NO_FLUSH_ENV) {
+            Ok(v) if v == "1" || v.eq_ignore_ascii_case("true") => Self::no_flush(),
+            _ => Self::detect(),
+        }
+    }
+
+    /// The best write-back instruction of this CPU, ignoring the environment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let hw = pmem::Hardware::detect();
+    /// assert_ne!(hw.kind(), pmem::FlushKind::NoFlush);
+    /// ```
+    pub fn detect() -> Self {
+        Self {
+            kind: detect_kind(),
+        }
+    }
+
+    /// eADR mode: `pwb` writes nothing back (but is still counted), fences stay.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Hardware, FlushKind};
+    /// assert_eq!(Hardware::no_flush().kind(), FlushKind::NoFlush);
+    /// ```
+    pub const fn no_flush() -> Self {
+        Self {
+            kind: FlushKind::NoFlush,
+        }
+    }
+
+    /// A specific write-back instruction, if this CPU supports it (`None` otherwise). For
+    /// comparing instructions in benches and tests.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Hardware, FlushKind};
+    /// if cfg!(target_arch = "x86_64") {
+    ///     assert!(Hardware::with_kind(FlushKind::Clflush).is_some());
+    /// }
+    /// assert!(Hardware::with_kind(FlushKind::NoFlush).is_some());
+    /// ```
+    pub fn with_kind(kind: FlushKind) -> Option<Self> {
+        supports(kind).then_some(Self { kind })
+    }
+
+    /// The write-back instruction this value uses.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let _ = pmem::Hardware::new().kind();
+    /// ```
+    pub const fn kind(&self) -> FlushKind {
+        self.kind
+    }
+}
+
+impl Persist for Hardware {
+    #[inline]
+    fn pwb(&self, addr: *const u8, len: usize) {
+        let (start, lines) = line_span(addr, len);
+        count_pwbs(lines);
+        for i in 0..lines {
+            let line = (start + i * CACHE_LINE) as *const u8;
+            write_back(self.kind, line);
+        }
+    }
+
+    #[inline]
+    fn pfence(&self) {
+        count_pfence();
+        store_fence(self.kind);
+    }
+
+    #[inline]
+    fn psync(&self) {
+        count_psync();
+        store_fence(self.kind);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect_kind() -> FlushKind {
+    let (clwb, clflushopt) = leaf7_bits();
+    if clwb {
+        FlushKind::Clwb
+    } else if clflushopt {
+        FlushKind::Clflushopt
+    } else {
+        // CLFLUSH (CPUID.1:EDX[19]) is part of every x86-64 CPU.
+        FlushKind::Clflush
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect_kind() -> FlushKind {
+    FlushKind::FenceOnly
+}
+
+/// (CLWB, CLFLUSHOPT) from CPUID leaf 7, sub-leaf 0, EBX bits 24 and 23.
+#[cfg(target_arch = "x86_64")]
+fn leaf7_bits() -> (bool, bool) {
+    use core::arch::x86_64::{__cpuid, __cpuid_count};
+    // `__cpuid` became a safe function in later Rust releases; the block keeps both working.
+    #[allow(unused_unsafe)]
+    // SAFETY:
+    // - CPUID exists on every x86-64 CPU; leaf 0 is always valid.
+    let max_leaf = unsafe { __cpuid(0) }.eax;
+    if max_leaf < 7 {
+        return (false, false);
+    }
+    #[allow(unused_unsafe)]
+    // SAFETY:
+    // - leaf 7 is at most the maximum supported leaf (checked above).
+    let ebx = unsafe { __cpuid_count(7, 0) }.ebx;
+    (ebx & (1 << 24) != 0, ebx & (1 << 23) != 0)
+}
+
+fn supports(kind: FlushKind) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (clwb, clflushopt) = leaf7_bits();
+        match kind {
+            FlushKind::Clwb => clwb,
+            FlushKind::Clflushopt => clflushopt,
+            FlushKind::Clflush | FlushKind::NoFlush => true,
+            FlushKind::FenceOnly => false,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        matches!(kind, FlushKind::NoFlush | FlushKind::FenceOnly)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn write_back(kind: FlushKind, line: *const u8) {
+    // The asm blocks are deliberately not `nomem`: the compiler must treat them as touching
+    // memory, so stores before a pwb in program order are not moved after it.
+    match kind {
+        // SAFETY:
+        // - `clwb` only writes back a cache line and never changes memory contents; the caller
+        //   of `pwb` passes addresses of its own mapped memory (an unmapped address faults like
+        //   a read, it cannot corrupt anything);
+        // - the kind was selected only if CPUID reports the instruction.
+        FlushKind::Clwb => unsafe {
+            core::arch::asm!("clwb [{0}]", in(reg) line, options(nostack, preserves_flags));
+        },
+        // SAFETY:
+        // - as for `clwb`: a write-back (plus invalidation) does not change memory contents;
+        // - the kind was selected only if CPUID reports the instruction.
+        FlushKind::Clflushopt => unsafe {
+            core::arch::asm!("clflushopt [{0}]", in(reg) line, options(nostack, preserves_flags));
+        },
+        // SAFETY:
+        // - as for `clwb`; `clflush` exists on every x86-64 CPU.
+        FlushKind::Clflush => unsafe {
+            core::arch::asm!("clflush [{0}]", in(reg) line, options(nostack, preserves_flags));
+        },
+        FlushKind::NoFlush | FlushKind::FenceOnly => {}
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn write_back(_kind: FlushKind, _line: *const u8) {}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn store_fence(_kind: FlushKind) {
+    // SAFETY:
+    // - `sfence` only orders stores and write-backs; it has no operands and touches no memory
+    //   (not `nomem`, so it is also a compiler barrier).
+    unsafe {
+        core::arch::asm!("sfence", options(nostack, preserves_flags));
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn store_fence(_kind: FlushKind) {
+    crate::sync::full_fence();
+}

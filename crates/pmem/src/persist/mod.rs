@@ -1,0 +1,127 @@
+//! The persistence instructions of the paper's model (PBcomb/PWFcomb, PPoPP'22, §2): `pwb`
+//! (persistent write-back of a cache line), `pfence` (orders earlier pwbs before later ones) and
+//! `psync` (waits until earlier pwbs are durable), and where they go.
+
+mod hardware;
+mod stats;
+
+pub use hardware::{FlushKind, Hardware, NO_FLUSH_ENV};
+pub(crate) use stats::{count_pfence, count_psync, count_pwbs};
+pub use stats::{reset_stats, stats, PersistStats};
+
+/// Size in bytes of the unit a `pwb` writes back (a cache line on every x86 CPU).
+pub const CACHE_LINE: usize = 64;
+
+/// Where `pwb`/`pfence`/`psync` go (notation of the paper's §2).
+///
+/// Code that must survive crashes calls these at the places its algorithm prescribes; the
+/// implementation decides what they do:
+///
+/// | implementation | `pwb` | `pfence` | `psync` | counted in [`stats`] |
+/// |---|---|---|---|---|
+/// | [`NoPersist`] | nothing | nothing | nothing | no |
+/// | [`Hardware`] | `clwb`/`clflushopt`/`clflush` per line | `sfence` | `sfence` | yes |
+/// | [`Simulated`](crate::sim::Simulated) | snapshot lines into the thread's pending set | commit the thread's pending lines to the media image | same as `pfence` | yes |
+///
+/// # Examples
+///
+/// ```
+/// use pmem::{Persist, Hardware};
+///
+/// fn persist_u64<P: Persist>(p: &P, value: &u64) {
+///     p.pwb((value as *const u64).cast(), 8);
+///     p.psync();
+/// }
+///
+/// let x = 42u64;
+/// persist_u64(&Hardware::new(), &x);
+/// persist_u64(&pmem::NoPersist, &x);
+/// ```
+pub trait Persist: Send + Sync + 'static {
+    /// Writes back every cache line overlapping `[addr, addr + len)` (nothing when `len == 0`).
+    ///
+    /// The lines must be mapped memory of this process (flushing an unmapped address faults like
+    /// a read of it would). Not ordered with other `pwb`s until a `pfence` or `psync`.
+    fn pwb(&self, addr: *const u8, len: usize);
+
+    /// Orders the calling thread's earlier `pwb`s before its later ones (`sfence` on x86).
+    fn pfence(&self);
+
+    /// Waits until the calling thread's earlier `pwb`s are durable (`sfence` on x86).
+    fn psync(&self);
+
+    /// `pwb` of the bytes of `value`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Persist, NoPersist};
+    /// let v = [1u64; 16];
+    /// NoPersist.pwb_val(&v); // 2 cache lines on a persisting implementation
+    /// NoPersist.pfence();
+    /// ```
+    #[inline]
+    fn pwb_val<T: ?Sized>(&self, value: &T) {
+        self.pwb(
+            (value as *const T).cast::<u8>(),
+            core::mem::size_of_val(value),
+        );
+    }
+}
+
+/// Volatile mode: every persistence instruction is a no-op (zero-sized, inlined away).
+///
+/// Used for the volatile variants of the persistent algorithms, and by
+/// [`Region::anonymous`](crate::Region::anonymous).
+///
+/// # Examples
+///
+/// ```
+/// use pmem::{Persist, NoPersist};
+/// pmem::reset_stats();
+/// NoPersist.pwb(core::ptr::null(), 4096);
+/// NoPersist.psync();
+/// assert_eq!(pmem::stats(), pmem::PersistStats::default());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoPersist;
+
+impl Persist for NoPersist {
+    #[inline(always)]
+    fn pwb(&self, _addr: *const u8, _len: usize) {}
+
+    #[inline(always)]
+    fn pfence(&self) {}
+
+    #[inline(always)]
+    fn psync(&self) {}
+}
+
+/// The number of cache lines overlapping `[addr, addr + len)`, and the first line's address.
+#[inline]
+pub(crate) fn line_span(addr: *const u8, len: usize) -> (usize, usize) {
+    if len == 0 {
+        return (addr as usize & !(CACHE_LINE - 1), 0);
+    }
+    let start = addr as usize & !(CACHE_LINE - 1);
+    let last = (addr as usize).saturating_add(len - 1) & !(CACHE_LINE - 1);
+    (start, (last - start) / CACHE_LINE + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_span_counts_overlapping_lines() {
+        let a = 0x1000 as *const u8;
+        assert_eq!(line_span(a, 0).1, 0);
+        assert_eq!(line_span(a, 1), (0x1000, 1));
+        assert_eq!(line_span(a, 64), (0x1000, 1));
+        assert_eq!(line_span(a, 65), (0x1000, 2));
+        let b = 0x103f as *const u8;
+        assert_eq!(line_span(b, 1), (0x1000, 1));
+        assert_eq!(line_span(b, 2), (0x1000, 2));
+        assert_eq!(line_span(a, 4096).1, 64);
+    }
+}

@@ -1,0 +1,676 @@
+//! Regions: a header plus a user area, backed by a shared file mapping ([`Hardware`]), an
+//! anonymous mapping ([`NoPersist`]) or a simulated persistence domain
+//! ([`Simulated`](crate::sim::Simulated)).
+
+use std::fs::OpenOptions;
+use std::io::ErrorKind;
+use std::path::Path;
+use std::ptr::NonNull;
+
+use memmap2::MmapMut;
+
+use crate::header::{self, HEADER_SIZE, ROOTS_W, ROOT_SLOTS};
+use crate::sync::{store_word, Ordering};
+use crate::{Hardware, NoPersist, Offset, Persist, Pod, RegionError};
+
+/// What keeps a region's memory alive.
+pub(crate) enum Backing {
+    /// A shared file mapping or an anonymous mapping, owned by the region.
+    Map(MmapMut),
+    /// Memory owned by the persistence domain the region holds (the simulator's view).
+    Domain,
+}
+
+/// A persistent region: a header (magic, version, layout id, size, checksum, root slots,
+/// allocator high-water mark) followed by a user area addressed by [`Offset`]s.
+///
+/// `P` is where the region's persistence instructions go: [`Hardware`] for a mapped file,
+/// [`NoPersist`] for an anonymous (volatile) region, [`Simulated`](crate::sim::Simulated) for
+/// crash tests. The region hands out raw pointers to its memory ([`Region::ptr`]); what the
+/// program stores there and when it calls [`persist`](Region::persist)`().pwb(..)` is the
+/// program's algorithm.
+///
+/// # Examples
+///
+/// ```
+/// use pmem::{Persist, Region};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("counter.pmem");
+/// const LAYOUT: u64 = 0xC0_07E2;
+/// {
+///     let region = Region::create(&path, LAYOUT, 4096)?;
+///     let off = region.allocator(256).alloc::<u64>()?;
+///     let p = region.ptr::<u64>(off)?;
+///     // SAFETY: `p` is in bounds, aligned and not shared with another thread.
+///     unsafe { p.as_ptr().write(41) };
+///     region.persist().pwb(p.as_ptr().cast(), 8);
+///     region.persist().pfence();
+///     region.set_root(off)?; // persisted (pwb + psync) by set_root
+/// }
+/// let region = Region::open(&path, LAYOUT)?;
+/// let off = region.root().expect("root was set");
+/// // SAFETY: in bounds and aligned (checked by `ptr`), no concurrent writer.
+/// assert_eq!(unsafe { region.ptr::<u64>(off)?.as_ptr().read() }, 41);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Region<P: Persist> {
+    base: NonNull<u8>,
+    len: u64,
+    layout: u64,
+    persist: P,
+    backing: Backing,
+}
+
+// SAFETY:
+// - the region owns (or, through `persist`, keeps alive) the memory `base` points to, so moving
+//   the region to another thread moves the ownership with it;
+// - `P: Send` (required by `Persist`), and `MmapMut` is `Send`.
+unsafe impl<P: Persist> Send for Region<P> {}
+// SAFETY:
+// - every access the region itself makes to its memory through `&self` is atomic (header words
+//   via the sync shim) or a persistence instruction;
+// - access to the user area goes through raw pointers that the caller dereferences under its
+//   own `unsafe` contract;
+// - `P: Sync` (required by `Persist`), and `MmapMut` is `Sync`.
+unsafe impl<P: Persist> Sync for Region<P> {}
+
+impl<P: Persist> std::fmt::Debug for Region<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("base", &self.base)
+            .field("len", &self.len)
+            .field("layout", &self.layout)
+            .field("persist", &std::any::type_name::<P>())
+            .finish()
+    }
+}
+
+impl<P: Persist> Region<P> {
+    /// Wraps validated (or freshly initialized) memory.
+    ///
+    /// # Safety
+    ///
+    /// - `base` points to `len` bytes, readable and writable, 4096-byte aligned, that stay valid
+    ///   as long as `backing` (or `persist`, for [`Backing::Domain`]) lives;
+    /// - those bytes hold a header that passed [`header::validate`] for `len` and `layout`.
+    pub(crate) unsafe fn from_parts(
+        base: NonNull<u8>,
+        len: u64,
+        layout: u64,
+        persist: P,
+        backing: Backing,
+    ) -> Self {
+        Self {
+            base,
+            len,
+            layout,
+            persist,
+            backing,
+        }
+    }
+
+    /// Where this region's `pwb`/`pfence`/`psync` go.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Persist, Region};
+    /// let region = Region::anonymous(1, 4096)?;
+    /// region.persist().psync();
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn persist(&self) -> &P {
+        &self.persist
+    }
+
+    /// Size of the region in bytes, header included.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::Region::anonymous(1, 4096)?.len(), 4096);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Always `false`: a region holds at least its header.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!pmem::Region::anonymous(1, 4096)?.is_empty());
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The layout id the region was created with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::Region::anonymous(9, 4096)?.layout(), 9);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn layout(&self) -> u64 {
+        self.layout
+    }
+
+    /// The first usable byte after the header (64-byte aligned).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// assert_eq!(region.user_offset().get() % 64, 0);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn user_offset(&self) -> Offset {
+        Offset(HEADER_SIZE)
+    }
+
+    /// The address the region is mapped at (page aligned). Valid while the region lives.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// assert_eq!(region.base().as_ptr() as usize % 4096, 0);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+
+    /// Pointer to a `T` at `off`, after checking that `off` is in the user area, that
+    /// `size_of::<T>()` bytes fit, and that `off` is aligned for `T`.
+    ///
+    /// The pointer is valid while the region lives. Dereferencing it is the caller's `unsafe`
+    /// business: the region cannot know which other threads access the same object.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::OutOfBounds`] (including offsets inside the header) and
+    /// [`RegionError::Misaligned`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Offset, Region, RegionError};
+    /// let region = Region::anonymous(1, 4096)?;
+    /// assert!(region.ptr::<u64>(region.user_offset()).is_ok());
+    /// assert!(matches!(region.ptr::<u64>(Offset(4092)), Err(RegionError::OutOfBounds { .. })));
+    /// assert!(matches!(region.ptr::<u64>(Offset(260)), Err(RegionError::Misaligned { .. })));
+    /// # Ok::<(), RegionError>(())
+    /// ```
+    #[inline]
+    pub fn ptr<T: Pod>(&self, off: Offset) -> Result<NonNull<T>, RegionError> {
+        self.ptr_array::<T>(off, 1)
+    }
+
+    /// Pointer to `count` consecutive `T`s starting at `off`, checked like [`Region::ptr`].
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::OutOfBounds`] and [`RegionError::Misaligned`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// let p = region.ptr_array::<u32>(region.user_offset(), 10)?;
+    /// assert!(region.ptr_array::<u32>(region.user_offset(), 10_000).is_err());
+    /// # let _ = p;
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn ptr_array<T: Pod>(&self, off: Offset, count: u64) -> Result<NonNull<T>, RegionError> {
+        let size = (core::mem::size_of::<T>() as u64).saturating_mul(count);
+        let end = off.0.checked_add(size);
+        if off.0 < HEADER_SIZE || end.map_or(true, |e| e > self.len) {
+            return Err(RegionError::OutOfBounds {
+                offset: off.0,
+                size,
+                len: self.len,
+            });
+        }
+        let align = core::mem::align_of::<T>() as u64;
+        if off.0 % align != 0 {
+            return Err(RegionError::Misaligned {
+                offset: off.0,
+                align,
+            });
+        }
+        // SAFETY:
+        // - `off + size <= len`, so the pointer stays inside the region's allocation (checked
+        //   above), and `off < len` fits in `usize` because `len` does.
+        let p = unsafe { self.base.as_ptr().add(off.0 as usize) };
+        // SAFETY:
+        // - an in-bounds offset from a non-null base is non-null.
+        Ok(unsafe { NonNull::new_unchecked(p.cast::<T>()) })
+    }
+
+    /// The offset of `ptr` inside this region's user area.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::OutOfBounds`] when `ptr` is not inside the user area.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// let off = region.user_offset();
+    /// let p = region.ptr::<u64>(off)?;
+    /// assert_eq!(region.offset_of(p.as_ptr())?, off);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn offset_of<T>(&self, ptr: *const T) -> Result<Offset, RegionError> {
+        let addr = ptr as usize as u64;
+        let base = self.base.as_ptr() as usize as u64;
+        let off = addr.wrapping_sub(base);
+        if addr < base || off < HEADER_SIZE || off >= self.len {
+            return Err(RegionError::OutOfBounds {
+                offset: off,
+                size: 0,
+                len: self.len,
+            });
+        }
+        Ok(Offset(off))
+    }
+
+    /// Root slot 0 (see [`Region::root_slot`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// assert_eq!(region.root(), None);
+    /// region.set_root(region.user_offset())?;
+    /// assert_eq!(region.root(), Some(region.user_offset()));
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn root(&self) -> Option<Offset> {
+        self.read_root(0)
+    }
+
+    /// Sets root slot 0 (see [`Region::set_root_slot`]).
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::OutOfBounds`] when `off` is neither [`Offset::NULL`] nor in the user
+    /// area.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// assert!(region.set_root(pmem::Offset(8)).is_err()); // inside the header
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    #[inline]
+    pub fn set_root(&self, off: Offset) -> Result<(), RegionError> {
+        self.set_root_slot(0, off)
+    }
+
+    /// Root slot `index` (`< ROOT_SLOTS`): where recovery finds the structure, `None` when unset.
+    ///
+    /// An Acquire load: pairs with the Release store in [`Region::set_root_slot`], so a thread
+    /// that sees a root also sees the stores that initialized the object before it was set.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::NoSuchRoot`] when `index >= ROOT_SLOTS`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// assert_eq!(region.root_slot(3)?, None);
+    /// assert!(region.root_slot(pmem::ROOT_SLOTS).is_err());
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn root_slot(&self, index: usize) -> Result<Option<Offset>, RegionError> {
+        if index >= ROOT_SLOTS {
+            return Err(RegionError::NoSuchRoot { index });
+        }
+        Ok(self.read_root(index))
+    }
+
+    /// Sets root slot `index` to `off` ([`Offset::NULL`] clears it) and persists it
+    /// (`pwb` + `psync`) before returning.
+    ///
+    /// The slot is one aligned 8-byte word, so after a crash recovery sees either the old or the
+    /// new root, never a mix. Persist the object `off` names *before* setting the root (a `pwb`
+    /// of its lines and a `pfence`), or recovery may find the root pointing to unpersisted data.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::NoSuchRoot`] when `index >= ROOT_SLOTS`; [`RegionError::OutOfBounds`]
+    /// when `off` is neither null nor inside the user area.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 4096)?;
+    /// region.set_root_slot(2, pmem::Offset(512))?;
+    /// assert_eq!(region.root_slot(2)?, Some(pmem::Offset(512)));
+    /// region.set_root_slot(2, pmem::Offset::NULL)?;
+    /// assert_eq!(region.root_slot(2)?, None);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn set_root_slot(&self, index: usize, off: Offset) -> Result<(), RegionError> {
+        if index >= ROOT_SLOTS {
+            return Err(RegionError::NoSuchRoot { index });
+        }
+        if !off.is_null() && (off.0 < HEADER_SIZE || off.0 >= self.len) {
+            return Err(RegionError::OutOfBounds {
+                offset: off.0,
+                size: 0,
+                len: self.len,
+            });
+        }
+        // SAFETY:
+        // - the header is at the start of the region (at least HEADER_SIZE bytes, aligned).
+        let slot = unsafe { header::word_ptr(self.base.as_ptr(), ROOTS_W + index) };
+        // SAFETY:
+        // - `slot` is an aligned header word inside the region, only accessed atomically.
+        // Release: pairs with the Acquire load in `read_root`.
+        unsafe { store_word(slot, off.0, Ordering::Release) };
+        self.persist.pwb(slot.cast_const().cast(), 8);
+        self.persist.psync();
+        Ok(())
+    }
+
+    fn read_root(&self, index: usize) -> Option<Offset> {
+        // SAFETY:
+        // - the header is at the start of the region (at least HEADER_SIZE bytes, aligned).
+        // Acquire: pairs with the Release store in `set_root_slot`.
+        let v = unsafe { header::read(self.base.as_ptr(), ROOTS_W + index, Ordering::Acquire) };
+        (v != 0).then_some(Offset(v))
+    }
+}
+
+impl Region<Hardware> {
+    /// Creates the file `path` of `size` bytes (zero-filled), maps it shared, writes and
+    /// persists a fresh header with layout id `layout`. Persistence instructions go to
+    /// [`Hardware::new`] (honours `PMEM_NO_FLUSH=1`).
+    ///
+    /// Never overwrites: an existing file is [`RegionError::AlreadyExists`].
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::InvalidSize`], [`RegionError::AlreadyExists`], [`RegionError::Io`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let region = pmem::Region::create(dir.path().join("r"), 1, 1 << 16)?;
+    /// assert_eq!(region.len(), 1 << 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(path: impl AsRef<Path>, layout: u64, size: u64) -> Result<Self, RegionError> {
+        Self::create_with(path, layout, size, Hardware::new())
+    }
+
+    /// [`Region::create`] with an explicit [`Hardware`] (e.g. [`Hardware::no_flush`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Region::create`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let hw = pmem::Hardware::no_flush();
+    /// let region = pmem::Region::create_with(dir.path().join("r"), 1, 4096, hw)?;
+    /// assert_eq!(region.persist().kind(), pmem::FlushKind::NoFlush);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        layout: u64,
+        size: u64,
+        hw: Hardware,
+    ) -> Result<Self, RegionError> {
+        let path = path.as_ref();
+        let len = header::check_new_size(size)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                ErrorKind::AlreadyExists => RegionError::AlreadyExists {
+                    path: path.to_path_buf(),
+                },
+                _ => RegionError::Io {
+                    op: "create",
+                    source: e,
+                },
+            })?;
+        file.set_len(size).map_err(|e| RegionError::Io {
+            op: "set_len",
+            source: e,
+        })?;
+        // SAFETY:
+        // - the file was just created by this call with `create_new`; other processes modifying
+        //   or truncating it concurrently is outside this crate's contract (documented on
+        //   `open`: a region file is used by one process at a time).
+        let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| RegionError::Io {
+            op: "map",
+            source: e,
+        })?;
+        debug_assert_eq!(map.len(), len);
+        let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
+            op: "map",
+            source: std::io::Error::other("null mapping"),
+        })?;
+        // SAFETY:
+        // - the mapping is `len >= MIN_REGION_SIZE` bytes, page aligned, writable, unshared.
+        unsafe { header::write_fresh(base.as_ptr(), layout, size) };
+        hw.pwb(base.as_ptr(), HEADER_SIZE as usize);
+        hw.psync();
+        // Also push the header through the page cache for file systems without DAX.
+        map.flush_range(0, HEADER_SIZE as usize)
+            .map_err(|e| RegionError::Io {
+                op: "msync",
+                source: e,
+            })?;
+        // SAFETY:
+        // - `base` points to the `size`-byte mapping kept alive by `Backing::Map(map)`;
+        // - the header was just written for `size` and `layout`, which `validate` accepts.
+        Ok(unsafe { Self::from_parts(base, size, layout, hw, Backing::Map(map)) })
+    }
+
+    /// Opens and maps the region file `path`, checking that it is a region of this format
+    /// created with layout id `layout` and that its length matches its header.
+    ///
+    /// A region file must be used by one process at a time: another process truncating it
+    /// while mapped makes accesses fault (SIGBUS), as for any memory-mapped file.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::NotFound`], [`RegionError::Io`], [`RegionError::Truncated`],
+    /// [`RegionError::BadMagic`], [`RegionError::UnsupportedVersion`],
+    /// [`RegionError::BadChecksum`], [`RegionError::WrongLayout`],
+    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`]: never a panic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("r");
+    /// drop(pmem::Region::create(&path, 1, 4096)?);
+    /// assert!(pmem::Region::open(&path, 1).is_ok());
+    /// assert!(matches!(
+    ///     pmem::Region::open(&path, 2),
+    ///     Err(pmem::RegionError::WrongLayout { found: 1, expected: 2 })
+    /// ));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>, layout: u64) -> Result<Self, RegionError> {
+        Self::open_with(path, layout, Hardware::new())
+    }
+
+    /// [`Region::open`] with an explicit [`Hardware`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Region::open`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("r");
+    /// drop(pmem::Region::create(&path, 1, 4096)?);
+    /// let region = pmem::Region::open_with(&path, 1, pmem::Hardware::detect())?;
+    /// # let _ = region;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        layout: u64,
+        hw: Hardware,
+    ) -> Result<Self, RegionError> {
+        let path = path.as_ref();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                ErrorKind::NotFound => RegionError::NotFound {
+                    path: path.to_path_buf(),
+                },
+                _ => RegionError::Io {
+                    op: "open",
+                    source: e,
+                },
+            })?;
+        let len = file
+            .metadata()
+            .map_err(|e| RegionError::Io {
+                op: "metadata",
+                source: e,
+            })?
+            .len();
+        // Check before mapping: an empty file cannot be mapped, and a short one has no header.
+        if len < HEADER_SIZE {
+            return Err(RegionError::Truncated {
+                len,
+                needed: HEADER_SIZE,
+            });
+        }
+        if usize::try_from(len).is_err() || len > isize::MAX as u64 {
+            return Err(RegionError::InvalidSize { size: len });
+        }
+        // SAFETY:
+        // - a region file is used by one process at a time (documented above); the mapping
+        //   covers the file's current length, checked to hold at least the header.
+        let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| RegionError::Io {
+            op: "map",
+            source: e,
+        })?;
+        let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
+            op: "map",
+            source: std::io::Error::other("null mapping"),
+        })?;
+        // SAFETY:
+        // - `base` points to the `len`-byte mapping, page aligned, readable.
+        unsafe { header::validate(base.as_ptr(), map.len() as u64, layout) }?;
+        // SAFETY:
+        // - `base` points to the `len`-byte mapping kept alive by `Backing::Map(map)`;
+        // - the header was validated for `len` and `layout` just above.
+        Ok(unsafe { Self::from_parts(base, len, layout, hw, Backing::Map(map)) })
+    }
+
+    /// Writes the whole mapping back to the file through the page cache (`msync`).
+    ///
+    /// Only needed on file systems without DAX, where `clwb` reaches the page cache but not the
+    /// device; on DAX (real persistent memory) the persistence instructions are enough.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::Io`] when `msync` fails.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let region = pmem::Region::create(dir.path().join("r"), 1, 4096)?;
+    /// region.sync_file()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sync_file(&self) -> Result<(), RegionError> {
+        match &self.backing {
+            Backing::Map(map) => map.flush().map_err(|e| RegionError::Io {
+                op: "msync",
+                source: e,
+            }),
+            Backing::Domain => Ok(()),
+        }
+    }
+}
+
+impl Region<NoPersist> {
+    /// A volatile region in anonymous memory (zero-filled) with a fresh header: for the
+    /// volatile mode of persistent algorithms, and for tests.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::InvalidSize`] (size not a multiple of 64, or below
+    /// [`MIN_REGION_SIZE`](crate::MIN_REGION_SIZE)); [`RegionError::Io`] when the mapping is
+    /// refused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let region = pmem::Region::anonymous(1, 1 << 20)?;
+    /// assert_eq!(region.len(), 1 << 20);
+    /// assert!(pmem::Region::anonymous(1, 100).is_err());
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn anonymous(layout: u64, size: u64) -> Result<Self, RegionError> {
+        let (map, base) = anonymous_map(size)?;
+        // SAFETY:
+        // - the mapping is `size >= MIN_REGION_SIZE` bytes, page aligned, writable, unshared.
+        unsafe { header::write_fresh(base.as_ptr(), layout, size) };
+        // SAFETY:
+        // - `base` points to the `size`-byte mapping kept alive by `Backing::Map(map)`;
+        // - the header was just written for `size` and `layout`.
+        Ok(unsafe { Self::from_parts(base, size, layout, NoPersist, Backing::Map(map)) })
+    }
+}
+
+/// A zero-filled anonymous mapping of `size` bytes (checked like a new region's size).
+pub(crate) fn anonymous_map(size: u64) -> Result<(MmapMut, NonNull<u8>), RegionError> {
+    let len = header::check_new_size(size)?;
+    anonymous_map_raw(len)
+}
+
+/// A zero-filled anonymous mapping of `len > 0` bytes.
+pub(crate) fn anonymous_map_raw(len: usize) -> Result<(MmapMut, NonNull<u8>), RegionError> {
+    let mut map = MmapMut::map_anon(len.max(1)).map_err(|e| RegionError::Io {
+        op: "map_anon",
+        source: e,
+    })?;
+    let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
+        op: "map_anon",
+        source: std::io::Error::other("null mapping"),
+    })?;
+    Ok((map, base))
+}

@@ -1,0 +1,107 @@
+//! The one place that names `std::sync`, `std::thread` or `loom`.
+//!
+//! Everything the crate synchronizes through comes from here: the standard library normally,
+//! `loom`'s model-checked replacements under `--cfg loom`. `clippy.toml` forbids the standard
+//! versions everywhere else in the crate.
+//!
+//! Two kinds of shared state exist in this crate:
+//!
+//! - the simulator's bookkeeping (media image, pending write-backs, event counter), behind one
+//!   [`Mutex`]; under loom this is loom's mutex, so a model that drives a simulated region sees
+//!   every event as a synchronization point;
+//! - the *contents* of a region (mapped file, anonymous mapping or simulated view), accessed by
+//!   the crate only through [`load_word`], [`store_word`] and [`cas_word`]. Those are std atomics
+//!   created over raw memory in both builds: loom cannot model memory it did not allocate, and
+//!   region memory is shared with code outside the model (the kernel, other processes).
+
+// This is the one module allowed to name the types and functions `clippy.toml` forbids.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+pub(crate) use std::sync::atomic::Ordering;
+
+#[cfg(not(loom))]
+mod imp {
+    pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+    pub(crate) use std::thread::ThreadId;
+
+    /// The id of the calling thread (the simulator keys pending write-backs by it).
+    pub(crate) fn current_thread_id() -> ThreadId {
+        std::thread::current().id()
+    }
+
+    /// A full memory fence (the fence-only persistence mode on non-x86 targets).
+    #[allow(dead_code)] // used only on non-x86 targets
+    pub(crate) fn full_fence() {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+    pub(crate) use loom::thread::ThreadId;
+
+    /// The id of the calling (loom) thread.
+    pub(crate) fn current_thread_id() -> ThreadId {
+        loom::thread::current().id()
+    }
+
+    /// A full memory fence, modelled by loom.
+    #[allow(dead_code)] // used only on non-x86 targets
+    pub(crate) fn full_fence() {
+        loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+pub(crate) use imp::*;
+
+/// Atomically loads the 8-byte word at `ptr`.
+///
+/// # Safety
+///
+/// - `ptr` is valid for reads of 8 bytes for the duration of the call and 8-byte aligned;
+/// - every concurrent access to that word is atomic (or the caller accepts the documented
+///   aliasing assumption of the simulator: an aligned 8-byte load on x86 never tears).
+#[inline(always)]
+pub(crate) unsafe fn load_word(ptr: *const u64, order: Ordering) -> u64 {
+    // SAFETY:
+    // - validity and alignment of `ptr` for the call are the caller's precondition;
+    // - `from_ptr` only needs the pointer to stay valid while the reference lives (this call).
+    let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr.cast_mut()) };
+    word.load(order)
+}
+
+/// Atomically stores `value` into the 8-byte word at `ptr`.
+///
+/// # Safety
+///
+/// - `ptr` is valid for writes of 8 bytes for the duration of the call and 8-byte aligned;
+/// - every concurrent access to that word is atomic.
+#[inline(always)]
+pub(crate) unsafe fn store_word(ptr: *mut u64, value: u64, order: Ordering) {
+    // SAFETY:
+    // - validity and alignment of `ptr` for the call are the caller's precondition.
+    let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr) };
+    word.store(value, order);
+}
+
+/// Atomically compares the word at `ptr` with `current` and, if equal, replaces it by `new`.
+///
+/// # Safety
+///
+/// - `ptr` is valid for reads and writes of 8 bytes for the duration of the call and 8-byte
+///   aligned;
+/// - every concurrent access to that word is atomic.
+#[inline(always)]
+pub(crate) unsafe fn cas_word(
+    ptr: *mut u64,
+    current: u64,
+    new: u64,
+    success: Ordering,
+    failure: Ordering,
+) -> Result<u64, u64> {
+    // SAFETY:
+    // - validity and alignment of `ptr` for the call are the caller's precondition.
+    let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr) };
+    word.compare_exchange(current, new, success, failure)
+}
