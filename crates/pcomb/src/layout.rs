@@ -15,7 +15,7 @@
 
 use core::marker::PhantomData;
 
-use crate::pm::Pod;
+use pmem::Pod;
 use crate::sync::AtomicU64;
 use crate::words::{self, words_for};
 

@@ -5,7 +5,7 @@
 
 use nr_core::Dispatch;
 
-use crate::pm::Pod;
+use pmem::Pod;
 
 /// The paper's synthetic AtomicFloat object (§6): `AtomicFloat(O, k)` reads `v`, sets
 /// `v := v * k` and returns the value read. The value is held as `f64` bits, so states and

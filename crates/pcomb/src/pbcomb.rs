@@ -17,9 +17,9 @@ use nr_core::Dispatch;
 
 use crate::config::MAX_THREADS;
 use crate::error::{BuildError, RegisterError};
-use crate::layout::{Kind, Record, RecordLayout};
+use crate::layout::{header, Kind, Record, RecordLayout};
 use crate::memory::Memory;
-use crate::pm::{NoPersist, Persist, Pod};
+use pmem::{NoPersist, Persist, Pod, Region};
 use crate::recovered::Recovered;
 use crate::slots::Slots;
 use crate::sync::{panicking, AtomicBool, AtomicU64, Ordering, UnsafeCell};
@@ -228,6 +228,85 @@ where
             poisoned: AtomicBool::new(false),
             _state: PhantomData,
         }
+    }
+
+    /// A persistent object holding `init`, allocated in `region` (which becomes its owner)
+    /// and recorded as the region's root, for up to `max_threads` registered threads.
+    /// Everything is persisted before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
+    /// [`BuildError::RegionTooSmall`] if the region has no room, [`BuildError::Region`] if the
+    /// region refuses the allocation or the root.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb};
+    ///
+    /// let region = Region::anonymous(7, 1 << 16)?;
+    /// let c = PBComb::create(region, Counter::new(1), 2)?;
+    /// assert_eq!(c.register()?.execute_mut(1), 1);
+    /// // Reopen the same memory, as recovery does after a crash.
+    /// let c = PBComb::open(c.into_region().expect("created in a region"))?;
+    /// assert_eq!(c.register()?.execute(()), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+        let layout = Self::layout_for(max_threads)?;
+        let (mem, off) = Memory::allocate(region, layout.total_words(2))?;
+        let obj = Self::create_in(mem, layout, &init);
+        obj.mem.publish(off)?;
+        Ok(obj)
+    }
+
+    /// Reopens the object at `region`'s root after a restart or crash: the state is the one in
+    /// the persisted record indexed by the persisted `MIndex`, and every
+    /// thread's pending operation can then be [`recover`]ed.
+    ///
+    /// [`recover`]: PBCombHandle::recover
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::LayoutMismatch`] if the root is missing or is not a `PBComb` of these
+    /// types (or its header is corrupt), [`BuildError::Region`] if the region refuses an access.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, BuildError, PBComb};
+    ///
+    /// let region = Region::anonymous(7, 1 << 16)?;
+    /// let c = PBComb::create(region, Counter::default(), 2)?;
+    /// let region = c.into_region().expect("created in a region");
+    /// // A region without an object does not open.
+    /// let err = PBComb::<AtomicFloat, _>::open(Region::anonymous(7, 1 << 16)?).unwrap_err();
+    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// assert!(PBComb::<Counter, _>::open(region).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        let (mem, head) = Memory::open(region, "PBComb")?;
+        let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
+            BuildError::LayoutMismatch { kind: "PBComb", detail: "bad max_threads in the header" }
+        })?;
+        mem.check_header(Kind::PBComb, &layout, Self::sizes())?;
+        Ok(Self::with_memory(mem, layout))
+    }
+
+    /// Gives back the region of a persistent object (`None` for a volatile one), e.g. to
+    /// [`open`](Self::open) it again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb};
+    /// assert!(PBComb::new(Counter::default(), 1)?.into_region().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_region(self) -> Option<Region<P>> {
+        self.mem.into_region()
     }
 
     /// The `max_threads` fixed at construction.

@@ -15,7 +15,7 @@
 
 use core::mem::{size_of, MaybeUninit};
 
-use crate::pm::Pod;
+use pmem::Pod;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Number of 8-byte words a `T` occupies (at least one, so every field has an address).
