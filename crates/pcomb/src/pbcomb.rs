@@ -249,7 +249,7 @@ where
     /// let c = PBComb::create(region, Counter::new(1), 2)?;
     /// assert_eq!(c.register()?.execute_mut(1), 1);
     /// // Reopen the same memory, as recovery does after a crash.
-    /// let c = PBComb::open(c.into_region().expect("created in a region"))?;
+    /// let c = PBComb::<Counter, _>::open(c.into_region().expect("created in a region"))?;
     /// assert_eq!(c.register()?.execute(()), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

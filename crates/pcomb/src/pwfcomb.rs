@@ -254,7 +254,7 @@ where
     /// let c = PWFComb::create(region, Counter::new(1), 2)?;
     /// assert_eq!(c.register()?.execute_mut(1), 1);
     /// // Reopen the same memory, as recovery does after a crash.
-    /// let c = PWFComb::open(c.into_region().expect("created in a region"))?;
+    /// let c = PWFComb::<Counter, _>::open(c.into_region().expect("created in a region"))?;
     /// assert_eq!(c.register()?.execute(()), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
