@@ -187,6 +187,31 @@ where
     D::Response: Pod,
     P: Persist,
 {
+    /// A heap-backed object like [`new`](PBComb::new), but with every persistence instruction
+    /// sent to `persist`: no durability (the words are not in a region), but the exact
+    /// pwb/pfence/psync sequence of the persistent protocol, e.g. to count or cost it.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem, PBComb};
+    ///
+    /// let c = PBComb::with_persist(Counter::default(), 1, pmem::Hardware::new())?;
+    /// pmem::reset_stats();
+    /// c.register()?.execute_mut(1);
+    /// assert!(pmem::stats().psyncs >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
+        let layout = Self::layout_for(max_threads)?;
+        let mem = Memory::heap(layout.total_words(2), persist);
+        Ok(Self::create_in(mem, layout, &init))
+    }
+
     fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
         if max_threads == 0 || max_threads > MAX_THREADS {
             return Err(BuildError::InvalidMaxThreads {

@@ -47,7 +47,7 @@ use crate::memory::Memory;
 use pmem::{NoPersist, Persist, Pod, Region};
 use crate::recovered::Recovered;
 use crate::slots::Slots;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 use crate::words::{self, words_for};
 
 /// Attempts of the optimistic read before it keeps retrying (reads are lock-free).
@@ -180,6 +180,31 @@ where
     D::WriteOperation: Pod,
     P: Persist,
 {
+    /// A heap-backed object like [`new`](PWFComb::new), but with every persistence instruction
+    /// sent to `persist`: no durability (the words are not in a region), but the exact
+    /// pwb/pfence/psync sequence of the persistent protocol, e.g. to count or cost it.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem, PWFComb};
+    ///
+    /// let c = PWFComb::with_persist(Counter::default(), 1, pmem::Hardware::new())?;
+    /// pmem::reset_stats();
+    /// c.register()?.execute_mut(1);
+    /// assert!(pmem::stats().psyncs >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
+        let layout = Self::layout_for(max_threads)?;
+        let mem = Memory::heap(layout.total_words(Self::records(max_threads)), persist);
+        Ok(Self::create_in(mem, layout, &init))
+    }
+
     fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
         if max_threads == 0 || max_threads > MAX_THREADS {
             return Err(BuildError::InvalidMaxThreads {
@@ -381,7 +406,7 @@ where
         // Relaxed: only the slot owner writes `ctrl`, and the slot claim (Acquire) ordered us
         // after the previous owner.
         let version = req.ctrl.load(Ordering::Relaxed) >> VERSION_SHIFT;
-        // Release: pairs with the Acquire/SeqCst loads of combiners; valid = 0.
+        // Release: pairs with the Acquire loads of `ctrl` in `read_request`; valid = 0.
         req.ctrl.store(((version + 1) << VERSION_SHIFT) | act, Ordering::Release);
         PWFCombHandle { obj: self, id, seq: act }
     }
@@ -389,8 +414,9 @@ where
     /// The `S` word and the record it points to.
     #[inline]
     fn current(&self) -> (u64, Record<'_, D, D::Response>) {
-        // SeqCst: LL (line 9 / 38); see `perform` for why S is accessed SeqCst.
-        let s = self.mem.index_word().load(Ordering::SeqCst);
+        // Acquire: LL (lines 9, 38); pairs with the AcqRel CAS (SC, line 31) that installed the
+        // record, so its contents (stored before the SC) are visible.
+        let s = self.mem.index_word().load(Ordering::Acquire);
         (s, self.record(s))
     }
 
@@ -420,11 +446,15 @@ where
         // Relaxed: the Release stores of `op` below keep this store before them.
         req.ctrl.store(old | BUSY, Ordering::Relaxed);
         words::store(&req.op, op);
-        // SeqCst: the announcement must be ordered before this thread's LL of S (line 9): the
-        // wait-freedom argument (two failed SCs imply a successful combiner whose LL followed
-        // the announcement and so saw it) needs store->load order, which only SeqCst gives.
-        // Pairs with the SeqCst load of `ctrl` in `collect`.
-        req.ctrl.swap((version << VERSION_SHIFT) | VALID | act, Ordering::SeqCst);
+        // Release: pairs with the Acquire loads in `read_request`.
+        req.ctrl.store((version << VERSION_SHIFT) | VALID | act, Ordering::Release);
+        // SeqCst fence: pairs with the fence after the LL in `perform`. The wait-freedom
+        // argument (two failed attempts imply an install by a combiner whose LL read an `S`
+        // written after our first LL, so that combiner saw this announcement) needs
+        // store->load order between this store and our LL: if our LL read an `S` value
+        // coherence-ordered before the other combiner's LL, this fence precedes that
+        // combiner's fence, so its loads of `ctrl` see this store.
+        fence(Ordering::SeqCst);
     }
 
     /// Reads `Request[q]`: its activate bit and operation, or `None` if it is not valid or was
@@ -432,8 +462,9 @@ where
     #[inline]
     fn read_request(&self, q: usize) -> Option<(u8, D::WriteOperation)> {
         let req = &self.requests[q];
-        // SeqCst: pairs with the SeqCst swap in `announce`.
-        let c1 = req.ctrl.load(Ordering::SeqCst);
+        // Acquire: pairs with the Release store in `announce` (visibility of the announcement
+        // itself is ensured by the two SeqCst fences, see `announce`).
+        let c1 = req.ctrl.load(Ordering::Acquire);
         if c1 & VALID == 0 || c1 & BUSY != 0 {
             return None;
         }
@@ -449,8 +480,10 @@ where
         let s = self.mem.index_word();
         let persist = self.mem.persist();
         for _ in 0..2 {
-            // Line 9: LL(S). S is loaded and CASed SeqCst throughout (see `announce`).
+            // Line 9: LL(S).
             let (ll, src) = self.current();
+            // SeqCst fence: pairs with the fence in `announce` (see there).
+            fence(Ordering::SeqCst);
             let ind = usize::from(src.index(p)); // line 11
             let dst = self.record((2 * p + ind) as u64);
             dst.copy_from(&src); // line 13
@@ -459,7 +492,9 @@ where
             // Flush[p] except helpers' CAS to lval + 1, which keeps the parity argument valid.
             let f = self.flush[p].load(Ordering::Relaxed);
             let lval = if f % 2 == 0 { f + 1 } else { f + 2 };
-            if s.load(Ordering::SeqCst) != ll {
+            // Acquire: VL; after the Acquire loads of the copy, so a torn copy (a word written
+            // by a recycler, which first saw S move on) makes it fail.
+            if s.load(Ordering::Acquire) != ll {
                 continue; // line 18: VL failed, the copy may be torn
             }
             // Lines 19-25 (simulation phase).
@@ -474,18 +509,20 @@ where
                 }
             }
             dst.set_state(&st);
-            if s.load(Ordering::SeqCst) == ll {
+            // Acquire: VL, as on line 18.
+            if s.load(Ordering::Acquire) == ll {
                 // Line 26: VL.
                 dst.set_index(p, 1 - ind as u8); // line 27
                 let (addr, len) = dst.span();
                 persist.pwb(addr, len); // line 28
                 persist.pfence(); // line 29
                 // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`,
-                // which happens after that thread's SeqCst load of the S our CAS writes.
+                // which happens after that thread's Acquire load of the S our CAS writes.
                 self.flush[p].store(lval, Ordering::Release);
                 let next = (((ll >> RECORD_BITS) + 1) << RECORD_BITS) | (2 * p + ind) as u64;
                 // Line 31: SC(S, &MemState[p][ind]).
-                if s.compare_exchange(ll, next, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                // AcqRel: the Release half publishes our record to the Acquire LLs of others.
+                if s.compare_exchange(ll, next, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                     self.mem.pwb_index(); // line 32
                     persist.psync(); // line 33
                     // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
@@ -534,8 +571,8 @@ where
             for _ in 0..ATTEMPTS {
                 let (ll, rec) = self.current();
                 let st = rec.state();
-                // SeqCst: VL(S), after the Acquire loads of the record.
-                if self.mem.index_word().load(Ordering::SeqCst) == ll {
+                // Acquire: VL(S), after the Acquire loads of the record.
+                if self.mem.index_word().load(Ordering::Acquire) == ll {
                     self.ensure_persisted(ll);
                     return st;
                 }

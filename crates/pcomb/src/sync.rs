@@ -13,7 +13,7 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::Ordering;
+    pub(crate) use std::sync::atomic::{fence, Ordering};
 
     /// Wraps a std atomic in a distinct type so that `clippy.toml` can forbid the std type
     /// everywhere else; every method is a forwarding `#[inline(always)]` call.
@@ -113,7 +113,7 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
     pub(crate) use loom::thread::yield_now;
 
     /// Loom atomics are not plain words, so they cannot be laid over a mapped region: under loom
