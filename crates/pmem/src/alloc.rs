@@ -63,7 +63,7 @@ impl<P: Persist> Region<P> {
     pub fn allocator(&self, chunk_size: u64) -> ChunkAllocator<'_, P> {
         ChunkAllocator {
             region: self,
-            chunk_size: round_up(chunk_size.max(64), 64).unwrap_or(u64::MAX & !63),
+            chunk_size: round_up(chunk_size.max(64), 64).unwrap_or(!63),
             next: 0,
             end: 0,
         }

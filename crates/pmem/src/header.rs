@@ -123,9 +123,11 @@ pub(crate) unsafe fn validate(base: *const u8, len: u64, layout: u64) -> Result<
             needed: HEADER_SIZE,
         });
     }
-    // SAFETY (for every `read` below):
-    // - `len >= HEADER_SIZE` readable, aligned bytes at `base` (checked above, and caller).
-    let rd = |i| unsafe { read(base, i, Ordering::Relaxed) };
+    let rd = |i| {
+        // SAFETY:
+        // - `len >= HEADER_SIZE` readable, aligned bytes at `base` (checked above, and caller).
+        unsafe { read(base, i, Ordering::Relaxed) }
+    };
     let magic = rd(MAGIC_W);
     if magic != MAGIC {
         return Err(RegionError::BadMagic { found: magic });

@@ -6,6 +6,8 @@ mod header;
 mod persist;
 mod pod;
 mod region;
+mod rng;
+pub mod sim;
 mod sync;
 
 pub use alloc::{ChunkAllocator, MAX_ALIGN};

@@ -1,0 +1,366 @@
+//! The simulator's state: the media image, each thread's pending write-backs, the event
+//! counter, evictions and crashes. Everything here runs under the domain's one mutex.
+//!
+//! # Model
+//!
+//! Memory is a sequence of 8-byte *words*, grouped into 64-byte *lines*. The program works on the
+//! *view* (the region's memory, standing for caches + DRAM contents as the CPU sees them); the
+//! *media* is what would survive a power failure.
+//!
+//! - `pwb` by thread T at event `e` snapshots the current view contents of each covered line
+//!   into T's pending set (a later `pwb` of the same line replaces the snapshot: its contents
+//!   are at least as new, word by word).
+//! - `pfence`/`psync` by T commits T's pending snapshots to the media (x86: a write-back is
+//!   durable once a later `sfence` of the same thread completes). Another thread's fence does
+//!   not commit T's snapshots.
+//! - At every event, with probability `evict_probability`, the cache *evicts*: the current view
+//!   contents of one dirty line (or, with probability `1 - evict_line_probability`, one dirty
+//!   aligned 8-byte word) are written to the media.
+//! - Every media word remembers the sequence number of the write that produced it, and a write
+//!   carrying an older sequence number never overwrites it: the media only moves forward in
+//!   each word's coherence order, as real write-backs do (a snapshot taken before an eviction
+//!   but committed after it does not roll the eviction back).
+//! - A *crash* at event `e` (before the event takes effect) copies the media, then writes each
+//!   pending snapshot with probability `crash_pending_probability`, then each line still dirty
+//!   with probability `crash_dirty_probability` (half the time the whole line, half the time a
+//!   random subset of its words). The result is frozen as the crash image; later events do
+//!   nothing (threads keep running on the view, their persists no longer reach the image).
+//!
+//! Only aligned 8-byte words are failure-atomic in this model (x86 guarantees no more), so a
+//! 16-byte value can be torn in an image: one word new, the other old.
+//!
+//! # Reading the view
+//!
+//! The simulator reads the view with relaxed 8-byte atomic loads, concurrently with the
+//! program's own stores. A program whose stores to shared persistent words are atomic is
+//! race-free with the simulator; a program that stores non-atomically to a line that another
+//! thread flushes at the same time races with that flush in the Rust memory model. On x86 an
+//! aligned 8-byte load never tears, so the snapshot sees each word either before or after the
+//! store, which is all the model needs; this is the simulator's documented aliasing assumption.
+
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+
+use memmap2::MmapMut;
+
+use super::{Image, SimConfig};
+use crate::rng::SplitMix64;
+use crate::sync::{current_thread_id, load_word, Mutex, MutexGuard, Ordering, ThreadId};
+
+/// Words per cache line.
+pub(crate) const LINE_WORDS: usize = crate::CACHE_LINE / 8;
+
+/// A line's contents as seen by one `pwb`, waiting for its thread's fence.
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    seq: u64,
+    words: [u64; LINE_WORDS],
+}
+
+/// The view's memory plus the simulator's state.
+pub(crate) struct Domain {
+    view: NonNull<u64>,
+    words: usize,
+    /// Owns the view's memory (an anonymous mapping); never accessed through this field.
+    _map: MmapMut,
+    state: Mutex<State>,
+}
+
+// SAFETY:
+// - `view` points into `_map`, which the domain owns and which lives as long as it;
+// - `MmapMut` is `Send`; the state is behind a mutex.
+unsafe impl Send for Domain {}
+// SAFETY:
+// - through `&Domain` the view is only read with atomic loads (`load_word`), the state only
+//   under the mutex.
+unsafe impl Sync for Domain {}
+
+impl std::fmt::Debug for Domain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Domain")
+            .field("view", &self.view)
+            .field("words", &self.words)
+            .finish_non_exhaustive()
+    }
+}
+
+struct State {
+    cfg: SimConfig,
+    rng: SplitMix64,
+    media: Vec<u64>,
+    /// Sequence number of the write that produced each media word (0: initial contents).
+    media_seq: Vec<u64>,
+    /// Pending snapshots per thread, keyed by line index (ordered, for determinism).
+    pending: Vec<(ThreadId, BTreeMap<usize, Snapshot>)>,
+    events: u64,
+    evictions: u64,
+    crashed: Option<Image>,
+}
+
+impl Domain {
+    /// A domain whose view is `map` (of `words` words, starting at `view`) and whose media
+    /// starts equal to the view.
+    ///
+    /// # Safety
+    ///
+    /// - `view` points to the start of `map`, which holds at least `words * 8` bytes;
+    /// - nothing else accesses the mapping yet.
+    pub(crate) unsafe fn new(
+        map: MmapMut,
+        view: NonNull<u64>,
+        words: usize,
+        cfg: SimConfig,
+    ) -> Self {
+        // SAFETY:
+        // - `words * 8` bytes at `view` are readable (caller) and not shared yet.
+        let media = unsafe { std::slice::from_raw_parts(view.as_ptr(), words) }.to_vec();
+        Self {
+            view,
+            words,
+            _map: map,
+            state: Mutex::new(State {
+                rng: SplitMix64::new(cfg.seed),
+                cfg,
+                media,
+                media_seq: vec![0; words],
+                pending: Vec::new(),
+                events: 0,
+                evictions: 0,
+                crashed: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    /// Reads view word `i`.
+    #[inline]
+    fn view_word(&self, i: usize) -> u64 {
+        debug_assert!(i < self.words);
+        // SAFETY:
+        // - `i < words`, so the word is inside the view the domain owns, 8-byte aligned;
+        // - the program may store to it concurrently (see the module docs, "Reading the view").
+        // Relaxed: the simulator orders its own events with the mutex; it reads program data
+        // racily by design, and a thread's own earlier stores are visible by program order.
+        unsafe { load_word(self.view.as_ptr().add(i), Ordering::Relaxed) }
+    }
+
+    fn view_line(&self, line: usize) -> [u64; LINE_WORDS] {
+        let mut words = [0; LINE_WORDS];
+        for (k, w) in words.iter_mut().enumerate() {
+            *w = self.view_word(line * LINE_WORDS + k);
+        }
+        words
+    }
+
+    /// Line indices of the view covered by `[addr, addr + len)`, if any.
+    fn lines_of(&self, addr: *const u8, len: usize) -> std::ops::Range<usize> {
+        let base = self.view.as_ptr() as usize;
+        let end_view = base + self.words * 8;
+        let start = (addr as usize).max(base);
+        let end = (addr as usize).saturating_add(len).min(end_view);
+        if len == 0 || start >= end {
+            return 0..0;
+        }
+        let first = (start - base) / crate::CACHE_LINE;
+        let last = (end - 1 - base) / crate::CACHE_LINE;
+        first..last + 1
+    }
+
+    /// `pwb` of `[addr, addr + len)` by the calling thread.
+    pub(crate) fn pwb(&self, addr: *const u8, len: usize) {
+        let mut st = self.lock();
+        let Some(seq) = self.begin_event(&mut st) else {
+            return;
+        };
+        let lines = self.lines_of(addr, len);
+        if lines.is_empty() {
+            return;
+        }
+        let tid = current_thread_id();
+        let pending = st.pending_of(tid);
+        for line in lines {
+            pending.insert(
+                line,
+                Snapshot {
+                    seq,
+                    words: self.view_line(line),
+                },
+            );
+        }
+    }
+
+    /// `pfence` or `psync` by the calling thread: commits its pending snapshots.
+    pub(crate) fn fence(&self) {
+        let mut st = self.lock();
+        if self.begin_event(&mut st).is_none() {
+            return;
+        }
+        let tid = current_thread_id();
+        if let Some(i) = st.pending.iter().position(|(t, _)| *t == tid) {
+            let (_, lines) = st.pending.swap_remove(i);
+            let State {
+                media, media_seq, ..
+            } = &mut *st;
+            for (line, snap) in lines {
+                write_line(media, media_seq, line, &snap, None);
+            }
+        }
+    }
+
+    /// Starts an event: crashes if this is the configured crash point, else counts it and maybe
+    /// evicts. Returns the event's sequence number, `None` once crashed.
+    fn begin_event(&self, st: &mut State) -> Option<u64> {
+        if st.crashed.is_some() {
+            return None;
+        }
+        let n = st.events;
+        if st.cfg.crash_at == Some(n) {
+            self.crash_locked(st);
+            return None;
+        }
+        st.events += 1;
+        let seq = n + 1;
+        if st.rng.chance(st.cfg.evict_probability) {
+            self.evict(st, seq);
+        }
+        Some(seq)
+    }
+
+    /// Writes back one dirty line or word, found by scanning from a random word.
+    fn evict(&self, st: &mut State, seq: u64) {
+        let whole_line = st.rng.chance(st.cfg.evict_line_probability);
+        let start = st.rng.below(self.words as u64) as usize;
+        let Some(w) = (0..self.words)
+            .map(|k| (start + k) % self.words)
+            .find(|&w| self.view_word(w) != st.media[w])
+        else {
+            return;
+        };
+        st.evictions += 1;
+        let range = if whole_line {
+            let line = w / LINE_WORDS;
+            line * LINE_WORDS..(line + 1) * LINE_WORDS
+        } else {
+            w..w + 1
+        };
+        for i in range {
+            st.media[i] = self.view_word(i);
+            st.media_seq[i] = seq;
+        }
+    }
+
+    /// Freezes the crash image (see the module docs) unless already crashed.
+    fn crash_locked(&self, st: &mut State) {
+        if st.crashed.is_some() {
+            return;
+        }
+        let seq = st.events + 1;
+        let mut image = st.media.clone();
+        let mut image_seq = st.media_seq.clone();
+        let p_pending = st.cfg.crash_pending_probability;
+        let State { pending, rng, .. } = &mut *st;
+        for (_, lines) in pending.iter() {
+            for (&line, snap) in lines {
+                if rng.chance(p_pending) {
+                    write_line(&mut image, &mut image_seq, line, snap, None);
+                }
+            }
+        }
+        let p_dirty = st.cfg.crash_dirty_probability;
+        for line in 0..self.words / LINE_WORDS {
+            let current = self.view_line(line);
+            let durable = &image[line * LINE_WORDS..(line + 1) * LINE_WORDS];
+            if current[..] == *durable || !st.rng.chance(p_dirty) {
+                continue;
+            }
+            let mask = if st.rng.chance(0.5) {
+                None
+            } else {
+                Some(st.rng.next_u64())
+            };
+            let snap = Snapshot {
+                seq,
+                words: current,
+            };
+            write_line(&mut image, &mut image_seq, line, &snap, mask);
+        }
+        st.crashed = Some(Image::from_words(&image));
+    }
+
+    /// Crashes now (if not already crashed) and returns the frozen image.
+    pub(crate) fn crash(&self) -> Image {
+        let mut st = self.lock();
+        self.crash_locked(&mut st);
+        st.crashed
+            .clone()
+            .expect("invariant: crash_locked always leaves an image")
+    }
+
+    pub(crate) fn crash_image(&self) -> Option<Image> {
+        self.lock().crashed.clone()
+    }
+
+    pub(crate) fn is_crashed(&self) -> bool {
+        self.lock().crashed.is_some()
+    }
+
+    pub(crate) fn events(&self) -> u64 {
+        self.lock().events
+    }
+
+    pub(crate) fn evictions(&self) -> u64 {
+        self.lock().evictions
+    }
+
+    pub(crate) fn config(&self) -> SimConfig {
+        self.lock().cfg.clone()
+    }
+
+    pub(crate) fn durable_image(&self) -> Image {
+        Image::from_words(&self.lock().media)
+    }
+
+    pub(crate) fn dirty_words(&self) -> usize {
+        let st = self.lock();
+        (0..self.words)
+            .filter(|&w| self.view_word(w) != st.media[w])
+            .count()
+    }
+}
+
+impl State {
+    fn pending_of(&mut self, tid: ThreadId) -> &mut BTreeMap<usize, Snapshot> {
+        let i = match self.pending.iter().position(|(t, _)| *t == tid) {
+            Some(i) => i,
+            None => {
+                self.pending.push((tid, BTreeMap::new()));
+                self.pending.len() - 1
+            }
+        };
+        &mut self.pending[i].1
+    }
+}
+
+/// Writes the words of `snap` selected by `mask` (bit k = word k; `None` = all) into line `line`
+/// of `media`, skipping words already written by a newer write.
+fn write_line(
+    media: &mut [u64],
+    media_seq: &mut [u64],
+    line: usize,
+    snap: &Snapshot,
+    mask: Option<u64>,
+) {
+    for (k, &word) in snap.words.iter().enumerate() {
+        if mask.is_some_and(|m| m & (1 << k) == 0) {
+            continue;
+        }
+        let i = line * LINE_WORDS + k;
+        if snap.seq >= media_seq[i] {
+            media[i] = word;
+            media_seq[i] = snap.seq;
+        }
+    }
+}

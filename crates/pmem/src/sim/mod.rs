@@ -1,0 +1,543 @@
+//! A simulated persistence domain: crash consistency testable without persistent memory.
+//!
+//! A simulated region ([`Region::simulated`]) is an in-memory *view*, which the program reads
+//! and writes as usual through [`Region::ptr`], plus a separate *media* image that changes only
+//!
+//! - when a line a thread wrote back (`pwb`) is followed by a fence (`pfence` or `psync`) of the
+//!   *same* thread, or
+//! - when a simulated cache eviction writes back a random dirty line or a random aligned 8-byte
+//!   word, at a random persistence event.
+//!
+//! A *crash* ([`SimConfig::crash_at`], or [`Simulated::crash`]) freezes the media plus a random
+//! subset of the flushed-but-unfenced lines and of the dirty lines/words at that instant into an
+//! [`Image`], which recovery opens with [`Region::from_image`]. Only aligned 8-byte words are
+//! failure-atomic (x86 guarantees no more), so a 16-byte value may be torn in an image.
+//!
+//! Every `pwb`, `pfence` and `psync` call of any thread is one *event* with a global sequence
+//! number ([`Simulated::events`]); crash points are event numbers. Given the same seed, a
+//! deterministic single-threaded workload produces the same events, evictions and images.
+//! [`systematic`] crashes such a workload at every one of its events in turn.
+//!
+//! The precise model (snapshots, sequence numbers, what a crash keeps) is documented in the
+//! source of `sim/domain.rs`; its aliasing assumption: the simulator reads the view with relaxed
+//! 8-byte atomic loads while the program stores to it, which is race-free for programs whose
+//! concurrently flushed words are stored atomically.
+//!
+//! # Examples
+//!
+//! ```
+//! use pmem::sim::{SimConfig, Simulated};
+//! use pmem::{Persist, Region};
+//!
+//! let region = Region::simulated(1, 4096, SimConfig::new(42).evictions(0.0))?;
+//! let off = region.user_offset();
+//! let p = region.ptr::<u64>(off)?;
+//! // SAFETY: in bounds, aligned, no other thread.
+//! unsafe { p.as_ptr().write(7) };
+//! region.persist().pwb(p.as_ptr().cast(), 8);
+//! region.persist().psync();
+//! // SAFETY: as above.
+//! unsafe { p.as_ptr().write(8) }; // never written back
+//!
+//! let image = region.persist().crash();
+//! let recovered = Region::from_image(&image, 1, SimConfig::new(0))?;
+//! // SAFETY: in bounds, aligned, no other thread.
+//! let v = unsafe { recovered.ptr::<u64>(off)?.as_ptr().read() };
+//! assert!(v == 7 || v == 8); // 8 only if the crash happened to write the dirty line back
+//! # Ok::<(), pmem::RegionError>(())
+//! ```
+
+mod domain;
+mod systematic;
+
+use std::path::Path;
+use std::ptr::NonNull;
+
+pub use systematic::{systematic, SystematicError};
+
+use crate::header;
+use crate::persist::{count_pfence, count_psync, count_pwbs, line_span};
+use crate::region::{anonymous_map, anonymous_map_raw, Backing};
+use crate::sync::Arc;
+use crate::{Persist, Region, RegionError};
+use domain::Domain;
+
+/// Parameters of a simulated persistence domain. Probabilities are per event (eviction) or per
+/// line (crash); all randomness comes from `seed`.
+///
+/// # Examples
+///
+/// ```
+/// use pmem::sim::SimConfig;
+/// let cfg = SimConfig::new(7).evictions(0.25).crash_at(100);
+/// assert_eq!(cfg.crash_at, Some(100));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// Seed of the simulator's RNG.
+    pub seed: u64,
+    /// Probability that an event is preceded by an eviction (default 0.1).
+    pub evict_probability: f64,
+    /// Probability that an eviction writes back a whole dirty line rather than one dirty 8-byte
+    /// word (default 0.5).
+    pub evict_line_probability: f64,
+    /// Crash just before event number `n` (0-based) takes effect; `None`: only on
+    /// [`Simulated::crash`].
+    pub crash_at: Option<u64>,
+    /// At a crash, probability that each flushed-but-unfenced line reaches the image
+    /// (default 0.5).
+    pub crash_pending_probability: f64,
+    /// At a crash, probability that each dirty line (or a random subset of its words) reaches
+    /// the image (default 0.5).
+    pub crash_dirty_probability: f64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl SimConfig {
+    /// Default probabilities with the given seed, no crash point.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::sim::SimConfig::new(3).seed, 3);
+    /// ```
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            evict_probability: 0.1,
+            evict_line_probability: 0.5,
+            crash_at: None,
+            crash_pending_probability: 0.5,
+            crash_dirty_probability: 0.5,
+        }
+    }
+
+    /// Sets [`SimConfig::evict_probability`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cfg = pmem::sim::SimConfig::new(0).evictions(0.0); // nothing leaves the cache early
+    /// assert_eq!(cfg.evict_probability, 0.0);
+    /// ```
+    #[must_use]
+    pub fn evictions(mut self, probability: f64) -> Self {
+        self.evict_probability = probability;
+        self
+    }
+
+    /// Sets [`SimConfig::crash_at`] to `Some(event)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::sim::SimConfig::new(0).crash_at(5).crash_at, Some(5));
+    /// ```
+    #[must_use]
+    pub fn crash_at(mut self, event: u64) -> Self {
+        self.crash_at = Some(event);
+        self
+    }
+
+    /// Sets both crash-time probabilities ([`SimConfig::crash_pending_probability`] and
+    /// [`SimConfig::crash_dirty_probability`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // A crash keeps exactly what was fenced or evicted.
+    /// let cfg = pmem::sim::SimConfig::new(0).crash_keeps(0.0);
+    /// assert_eq!(cfg.crash_dirty_probability, 0.0);
+    /// ```
+    #[must_use]
+    pub fn crash_keeps(mut self, probability: f64) -> Self {
+        self.crash_pending_probability = probability;
+        self.crash_dirty_probability = probability;
+        self
+    }
+}
+
+/// The persistence instructions of a simulated region: `pwb` snapshots lines into the calling
+/// thread's pending set, `pfence`/`psync` commit them to the media image, and every call is an
+/// event that may trigger an eviction or the configured crash. Counted in
+/// [`stats`](crate::stats) like [`Hardware`](crate::Hardware).
+///
+/// Cloning gives another handle to the same domain.
+///
+/// # Examples
+///
+/// ```
+/// use pmem::sim::SimConfig;
+/// use pmem::{Persist, Region};
+/// let region = Region::simulated(1, 4096, SimConfig::new(1))?;
+/// let sim = region.persist();
+/// assert_eq!(sim.events(), 0);
+/// sim.pfence();
+/// assert_eq!(sim.events(), 1);
+/// # Ok::<(), pmem::RegionError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Simulated {
+    domain: Arc<Domain>,
+}
+
+impl Persist for Simulated {
+    fn pwb(&self, addr: *const u8, len: usize) {
+        count_pwbs(line_span(addr, len).1);
+        self.domain.pwb(addr, len);
+    }
+
+    fn pfence(&self) {
+        count_pfence();
+        self.domain.fence();
+    }
+
+    fn psync(&self) {
+        count_psync();
+        self.domain.fence();
+    }
+}
+
+impl Simulated {
+    /// Events (persistence-instruction calls) so far; stops advancing at a crash.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Persist, Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// r.persist().pwb(r.base().as_ptr(), 1);
+    /// r.persist().psync();
+    /// assert_eq!(r.persist().events(), 2);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn events(&self) -> u64 {
+        self.domain.events()
+    }
+
+    /// Evictions (dirty lines or words written back at random) so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// assert_eq!(r.persist().evictions(), 0);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn evictions(&self) -> u64 {
+        self.domain.evictions()
+    }
+
+    /// Crashes now, unless already crashed, and returns the frozen image. Later persistence
+    /// instructions do nothing; the view stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// let image = r.persist().crash();
+    /// assert_eq!(image.len(), 4096);
+    /// assert!(r.persist().is_crashed());
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn crash(&self) -> Image {
+        self.domain.crash()
+    }
+
+    /// The crash image, once a crash happened (at [`SimConfig::crash_at`] or [`Simulated::crash`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Persist, Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_at(1))?;
+    /// r.persist().pfence(); // event 0
+    /// assert!(r.persist().crash_image().is_none());
+    /// r.persist().pfence(); // event 1: crashes first
+    /// assert!(r.persist().crash_image().is_some());
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn crash_image(&self) -> Option<Image> {
+        self.domain.crash_image()
+    }
+
+    /// Whether the domain has crashed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// assert!(!Region::simulated(1, 4096, SimConfig::new(0))?.persist().is_crashed());
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn is_crashed(&self) -> bool {
+        self.domain.is_crashed()
+    }
+
+    /// The media image as it is now (no crash, no randomness): what is certainly durable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// assert_eq!(r.persist().durable_image().len(), 4096);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn durable_image(&self) -> Image {
+        self.domain.durable_image()
+    }
+
+    /// How many 8-byte words of the view differ from the media right now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// assert_eq!(r.persist().dirty_words(), 0);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn dirty_words(&self) -> usize {
+        self.domain.dirty_words()
+    }
+
+    /// The configuration the domain was created with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(5))?;
+    /// assert_eq!(r.persist().config().seed, 5);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn config(&self) -> SimConfig {
+        self.domain.config()
+    }
+}
+
+/// The bytes of a simulated region's media at a crash: what recovery gets.
+///
+/// # Examples
+///
+/// ```
+/// use pmem::{Region, sim::{Image, SimConfig}};
+/// let r = Region::simulated(7, 4096, SimConfig::new(0))?;
+/// let image = r.persist().crash();
+/// let copy = Image::from_bytes(image.as_bytes().to_vec());
+/// assert!(Region::from_image(&copy, 7, SimConfig::new(0)).is_ok());
+/// # Ok::<(), pmem::RegionError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Image {
+    bytes: Vec<u8>,
+}
+
+impl Image {
+    /// Wraps arbitrary bytes (for example a region file's contents, or fuzzer input).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let image = pmem::sim::Image::from_bytes(vec![0; 64]);
+    /// assert_eq!(image.len(), 64);
+    /// ```
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        Self { bytes }
+    }
+
+    fn from_words(words: &[u64]) -> Self {
+        Self {
+            bytes: words.iter().flat_map(|w| w.to_ne_bytes()).collect(),
+        }
+    }
+
+    /// The bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::sim::Image::from_bytes(vec![1, 2]).as_bytes(), &[1, 2]);
+    /// ```
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The bytes, by value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::sim::Image::from_bytes(vec![1]).into_bytes(), vec![1]);
+    /// ```
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Length in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::sim::Image::from_bytes(vec![]).len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether the image has no bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(pmem::sim::Image::from_bytes(vec![]).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The aligned 8-byte word at byte offset `off` (native endian), if inside the image.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let image = pmem::sim::Image::from_bytes(7u64.to_ne_bytes().to_vec());
+    /// assert_eq!(image.word(0), Some(7));
+    /// assert_eq!(image.word(8), None);
+    /// ```
+    pub fn word(&self, off: u64) -> Option<u64> {
+        let off = usize::try_from(off).ok()?;
+        if off % 8 != 0 {
+            return None;
+        }
+        let bytes = self.bytes.get(off..off.checked_add(8)?)?;
+        Some(u64::from_ne_bytes(bytes.try_into().ok()?))
+    }
+
+    /// Writes the image to a file (so that [`Region::open`] can recover it as a real region).
+    ///
+    /// # Errors
+    ///
+    /// The file system's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let dir = tempfile::tempdir()?;
+    /// let r = Region::simulated(3, 4096, SimConfig::new(0))?;
+    /// r.persist().crash().save(dir.path().join("img"))?;
+    /// assert!(Region::open(dir.path().join("img"), 3).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn save(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        std::fs::write(path, &self.bytes)
+    }
+}
+
+impl Region<Simulated> {
+    /// A fresh simulated region of `size` bytes with layout id `layout`: view and media both
+    /// hold a fresh header (as if the file had been created and persisted before the run), and
+    /// the event counter starts at 0.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::InvalidSize`], [`RegionError::Io`] (mapping refused).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 1 << 16, SimConfig::new(9))?;
+    /// assert_eq!(r.len(), 1 << 16);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn simulated(layout: u64, size: u64, cfg: SimConfig) -> Result<Self, RegionError> {
+        let (map, base) = anonymous_map(size)?;
+        // SAFETY:
+        // - the mapping is `size >= MIN_REGION_SIZE` bytes, page aligned, writable, unshared.
+        unsafe { header::write_fresh(base.as_ptr(), layout, size) };
+        // SAFETY:
+        // - the header was just written for `size` and `layout`;
+        // - `base` is the start of `map`, `size` bytes.
+        Ok(unsafe { Self::over_domain(map, base, size, layout, cfg) })
+    }
+
+    /// Recovery: a simulated region whose view and media are `image` (typically a crash image),
+    /// after checking its header exactly as [`Region::open`] checks a file's.
+    ///
+    /// # Errors
+    ///
+    /// Every header error of [`Region::open`] ([`RegionError::Truncated`],
+    /// [`RegionError::BadMagic`], [`RegionError::UnsupportedVersion`],
+    /// [`RegionError::BadChecksum`], [`RegionError::WrongLayout`],
+    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`]), and [`RegionError::Io`]:
+    /// never a panic, whatever the bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, RegionError, sim::{Image, SimConfig}};
+    /// let garbage = Image::from_bytes(vec![0xAB; 4096]);
+    /// assert!(matches!(
+    ///     Region::from_image(&garbage, 1, SimConfig::new(0)),
+    ///     Err(RegionError::BadMagic { .. })
+    /// ));
+    /// ```
+    pub fn from_image(image: &Image, layout: u64, cfg: SimConfig) -> Result<Self, RegionError> {
+        let len = image.len() as u64;
+        if len < header::HEADER_SIZE {
+            return Err(RegionError::Truncated {
+                len,
+                needed: header::HEADER_SIZE,
+            });
+        }
+        let (map, base) = anonymous_map_raw(image.len().div_ceil(8) * 8)?;
+        // SAFETY:
+        // - the mapping holds at least `image.len()` bytes and is not shared yet;
+        // - `image.bytes` is a distinct allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(image.bytes.as_ptr(), base.as_ptr(), image.len());
+        }
+        // SAFETY:
+        // - `len` readable bytes at `base`, page aligned.
+        unsafe { header::validate(base.as_ptr(), len, layout) }?;
+        // SAFETY:
+        // - the header was validated for `len` and `layout` just above (`len == size`, a
+        //   multiple of 64, so the mapping is exactly `len` bytes);
+        // - `base` is the start of `map`.
+        Ok(unsafe { Self::over_domain(map, base, len, layout, cfg) })
+    }
+
+    /// # Safety
+    ///
+    /// - `base` is the start of `map`, which holds exactly `len` bytes (a multiple of 64) with a
+    ///   header valid for `len` and `layout`, not shared yet.
+    unsafe fn over_domain(
+        map: memmap2::MmapMut,
+        base: NonNull<u8>,
+        len: u64,
+        layout: u64,
+        cfg: SimConfig,
+    ) -> Self {
+        let words = (len / 8) as usize;
+        // SAFETY:
+        // - `base` is the start of `map`, `len = words * 8` bytes, page aligned, unshared.
+        let domain = unsafe { Domain::new(map, base.cast(), words, cfg) };
+        let persist = Simulated {
+            domain: Arc::new(domain),
+        };
+        // SAFETY:
+        // - the view memory is owned by the domain, kept alive by `persist` (Backing::Domain);
+        // - the header is valid for `len` and `layout` (caller).
+        unsafe { Self::from_parts(base, len, layout, persist, Backing::Domain) }
+    }
+}

@@ -1,0 +1,129 @@
+//! `Hardware` and `NoPersist`: flush counters, every supported write-back instruction.
+
+// Tests spawn plain std threads (the sync shim is for the crate's own code).
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use pmem::{FlushKind, Hardware, NoPersist, Persist, PersistStats, Region, CACHE_LINE};
+
+#[repr(C, align(64))]
+struct Lines([u8; 64 * 8]);
+
+fn kinds() -> Vec<Hardware> {
+    [
+        FlushKind::Clwb,
+        FlushKind::Clflushopt,
+        FlushKind::Clflush,
+        FlushKind::NoFlush,
+    ]
+    .into_iter()
+    .filter_map(Hardware::with_kind)
+    .collect()
+}
+
+#[test]
+fn pwb_counts_every_overlapping_line() {
+    let buf = Lines([1; 64 * 8]);
+    let base = buf.0.as_ptr();
+    assert!(!kinds().is_empty());
+    for hw in kinds() {
+        pmem::reset_stats();
+        hw.pwb(base, 3 * CACHE_LINE); // exactly 3 lines
+        assert_eq!(pmem::stats().pwbs, 3, "{:?}", hw.kind());
+        // SAFETY: 63 < the buffer's length.
+        hw.pwb(unsafe { base.add(63) }, 2); // straddles a boundary: 2 lines
+        assert_eq!(pmem::stats().pwbs, 5);
+        // SAFETY: 10 < the buffer's length.
+        hw.pwb(unsafe { base.add(10) }, 64 * 7); // 10..458: 8 lines
+        assert_eq!(pmem::stats().pwbs, 13);
+        hw.pwb(base, 0);
+        assert_eq!(pmem::stats().pwbs, 13);
+        hw.pfence();
+        hw.psync();
+        hw.psync();
+        assert_eq!(
+            pmem::stats(),
+            PersistStats {
+                pwbs: 13,
+                pfences: 1,
+                psyncs: 2
+            }
+        );
+    }
+}
+
+#[test]
+fn counters_are_per_thread() {
+    let hw = Hardware::new();
+    let buf = Lines([0; 64 * 8]);
+    pmem::reset_stats();
+    hw.pwb(buf.0.as_ptr(), 64);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert_eq!(pmem::stats(), PersistStats::default());
+            hw.psync();
+            assert_eq!(pmem::stats().psyncs, 1);
+        });
+    });
+    assert_eq!(
+        pmem::stats(),
+        PersistStats {
+            pwbs: 1,
+            pfences: 0,
+            psyncs: 0
+        }
+    );
+    let before = pmem::stats();
+    hw.pfence();
+    assert_eq!(pmem::stats().since(before).pfences, 1);
+}
+
+#[test]
+fn no_persist_does_not_count() {
+    pmem::reset_stats();
+    let buf = [0u8; 256];
+    NoPersist.pwb(buf.as_ptr(), 256);
+    NoPersist.pwb_val(&buf);
+    NoPersist.pfence();
+    NoPersist.psync();
+    assert_eq!(pmem::stats(), PersistStats::default());
+}
+
+#[test]
+fn detect_prefers_clwb_then_clflushopt() {
+    let kind = Hardware::detect().kind();
+    if Hardware::with_kind(FlushKind::Clwb).is_some() {
+        assert_eq!(kind, FlushKind::Clwb);
+    } else if Hardware::with_kind(FlushKind::Clflushopt).is_some() {
+        assert_eq!(kind, FlushKind::Clflushopt);
+    } else if cfg!(target_arch = "x86_64") {
+        assert_eq!(kind, FlushKind::Clflush);
+    } else {
+        assert_eq!(kind, FlushKind::FenceOnly);
+    }
+    assert_eq!(Hardware::no_flush().kind(), FlushKind::NoFlush);
+}
+
+#[test]
+fn every_kind_flushes_a_file_region() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, hw) in kinds().into_iter().enumerate() {
+        let path = dir.path().join(format!("r{i}"));
+        let r = Region::create_with(&path, 1, 1 << 16, hw).unwrap();
+        let off = r.allocator(4096).alloc_array::<u64>(512).unwrap();
+        let p = r.ptr_array::<u64>(off, 512).unwrap();
+        for k in 0..512 {
+            // SAFETY: 512 elements checked by `ptr_array`; single-threaded.
+            unsafe { p.as_ptr().add(k).write(k as u64) };
+        }
+        pmem::reset_stats();
+        r.persist().pwb(p.as_ptr().cast(), 4096);
+        r.persist().psync();
+        assert_eq!(pmem::stats().pwbs, 64, "{:?}", hw.kind());
+        r.set_root(off).unwrap();
+        drop(r);
+        let r = Region::open(&path, 1).unwrap();
+        let p = r.ptr_array::<u64>(r.root().unwrap(), 512).unwrap();
+        // SAFETY: element 511 is in bounds; single-threaded.
+        assert_eq!(unsafe { p.as_ptr().add(511).read() }, 511);
+    }
+}
