@@ -47,7 +47,10 @@ impl fmt::Display for RegisterError {
                 write!(f, "all {max_threads} thread slots are in use")
             }
             Self::OutOfRange { id, max_threads } => {
-                write!(f, "thread id {id} is out of range (max_threads = {max_threads})")
+                write!(
+                    f,
+                    "thread id {id} is out of range (max_threads = {max_threads})"
+                )
             }
             Self::InUse { id } => write!(f, "thread slot {id} already has a live handle"),
         }
@@ -104,7 +107,10 @@ impl fmt::Display for BuildError {
                 write!(f, "max_threads must be in 1..={limit}, got {requested}")
             }
             Self::RegionTooSmall { needed } => {
-                write!(f, "the region has no room for the object ({needed} bytes needed)")
+                write!(
+                    f,
+                    "the region has no room for the object ({needed} bytes needed)"
+                )
             }
             Self::LayoutMismatch { kind, detail } => {
                 write!(f, "the region does not hold a matching {kind}: {detail}")

@@ -15,9 +15,9 @@
 
 use core::marker::PhantomData;
 
-use pmem::Pod;
 use crate::sync::AtomicU64;
 use crate::words::{self, words_for};
+use pmem::Pod;
 
 /// Words per cache line.
 pub(crate) const LINE_WORDS: usize = 8;
@@ -77,10 +77,23 @@ impl RecordLayout {
         let deact_at = ret_at + threads * ret_words;
         let bytes_words = threads.div_ceil(8);
         let index_at = deact_at + bytes_words;
-        let pid_at = if pwf { index_at + bytes_words } else { index_at };
+        let pid_at = if pwf {
+            index_at + bytes_words
+        } else {
+            index_at
+        };
         let end = if pwf { pid_at + 1 } else { pid_at };
         let len = end.div_ceil(LINE_WORDS) * LINE_WORDS;
-        Self { threads, state_words, ret_words, ret_at, deact_at, index_at, pid_at, len }
+        Self {
+            threads,
+            state_words,
+            ret_words,
+            ret_at,
+            deact_at,
+            index_at,
+            pid_at,
+            len,
+        }
     }
 
     /// Total words of an object with `records` records.
@@ -102,7 +115,11 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
     #[inline]
     pub(crate) fn at(all: &'a [AtomicU64], layout: &'a RecordLayout, id: usize) -> Self {
         let start = RECORDS_AT + id * layout.len;
-        Self { words: &all[start..start + layout.len], layout, _types: PhantomData }
+        Self {
+            words: &all[start..start + layout.len],
+            layout,
+            _types: PhantomData,
+        }
     }
 
     /// `st`.
@@ -154,7 +171,10 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
     /// `pid` (PWFcomb only).
     #[inline]
     pub(crate) fn set_pid(&self, pid: usize) {
-        words::store(&self.words[self.layout.pid_at..=self.layout.pid_at], &(pid as u64));
+        words::store(
+            &self.words[self.layout.pid_at..=self.layout.pid_at],
+            &(pid as u64),
+        );
     }
 
     /// Line 15 (PBcomb) / line 13 (PWFcomb): `*self := *src`.

@@ -17,6 +17,6 @@ pub use config::MAX_THREADS;
 pub use error::{BuildError, RegisterError};
 pub use nr_core::Dispatch;
 pub use pbcomb::{PBComb, PBCombHandle};
-pub use pwfcomb::{PWFComb, PWFCombHandle};
 pub use pmem::{self, NoPersist, Persist, Pod};
+pub use pwfcomb::{PWFComb, PWFCombHandle};
 pub use recovered::Recovered;

@@ -17,7 +17,11 @@ enum Backing<P: Persist> {
     Heap { words: Box<[AtomicU64]>, persist: P },
     /// `len` words at `at` in `region`, starting at `ptr` (64-byte aligned). Only this object
     /// touches them, and only through atomics.
-    Region { region: Region<P>, ptr: NonNull<u64>, len: usize },
+    Region {
+        region: Region<P>,
+        ptr: NonNull<u64>,
+        len: usize,
+    },
 }
 
 /// An object's persistent words and its persistence domain.
@@ -35,14 +39,21 @@ unsafe impl<P: Persist> Sync for Memory<P> {}
 
 impl<P: Persist> core::fmt::Debug for Memory<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Memory").field("words", &self.words().len()).finish_non_exhaustive()
+        f.debug_struct("Memory")
+            .field("words", &self.words().len())
+            .finish_non_exhaustive()
     }
 }
 
 impl<P: Persist> Memory<P> {
     /// `len` zeroed heap words flushed (as no-ops, for `NoPersist`) through `persist`.
     pub(crate) fn heap(len: usize, persist: P) -> Self {
-        Self { backing: Backing::Heap { words: words::zeroed(len), persist } }
+        Self {
+            backing: Backing::Heap {
+                words: words::zeroed(len),
+                persist,
+            },
+        }
     }
 
     /// Allocates `len` zeroed words (64-byte aligned) in `region` and makes them its root.
@@ -53,11 +64,20 @@ impl<P: Persist> Memory<P> {
             .allocator(bytes)
             .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
             .map_err(|e| match e {
-                pmem::AllocError::Exhausted { .. } => BuildError::RegionTooSmall { needed: len * 8 },
+                pmem::AllocError::Exhausted { .. } => {
+                    BuildError::RegionTooSmall { needed: len * 8 }
+                }
                 other => BuildError::Region(Box::new(other)),
             })?;
-        let ptr = region.ptr_array::<u64>(off, len as u64).map_err(region_err)?;
-        Ok((Self { backing: Backing::Region { region, ptr, len } }, off))
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        Ok((
+            Self {
+                backing: Backing::Region { region, ptr, len },
+            },
+            off,
+        ))
     }
 
     /// Records `off` (the start of this object) as the region's root; persisted.
@@ -70,9 +90,17 @@ impl<P: Persist> Memory<P> {
 
     /// The object at `region`'s root: `record_len(header words)` gives the object's total
     /// length in words from its (already checked) header.
-    pub(crate) fn open(region: Region<P>, kind: &'static str) -> Result<(Self, [u64; header::LEN]), BuildError> {
-        let off = region.root().ok_or(BuildError::LayoutMismatch { kind, detail: "the region has no root object" })?;
-        let head = region.ptr_array::<u64>(off, header::LEN as u64).map_err(region_err)?;
+    pub(crate) fn open(
+        region: Region<P>,
+        kind: &'static str,
+    ) -> Result<(Self, [u64; header::LEN]), BuildError> {
+        let off = region.root().ok_or(BuildError::LayoutMismatch {
+            kind,
+            detail: "the region has no root object",
+        })?;
+        let head = region
+            .ptr_array::<u64>(off, header::LEN as u64)
+            .map_err(region_err)?;
         let mut values = [0u64; header::LEN];
         {
             // SAFETY:
@@ -90,15 +118,30 @@ impl<P: Persist> Memory<P> {
         let records = match values[header::MAGIC] {
             m if m == Kind::PBComb.magic() => 2,
             m if m == Kind::PWFComb.magic() => 2 * (threads + 1),
-            _ => return Err(BuildError::LayoutMismatch { kind, detail: "wrong magic (another protocol, or not an object root)" }),
+            _ => {
+                return Err(BuildError::LayoutMismatch {
+                    kind,
+                    detail: "wrong magic (another protocol, or not an object root)",
+                })
+            }
         };
         let len = record_words
             .checked_mul(records)
             .and_then(|n| n.checked_add(crate::layout::RECORDS_AT))
             .filter(|&n| n <= (region.len() / 8) as usize)
-            .ok_or(BuildError::LayoutMismatch { kind, detail: "the header's sizes do not fit the region" })?;
-        let ptr = region.ptr_array::<u64>(off, len as u64).map_err(region_err)?;
-        Ok((Self { backing: Backing::Region { region, ptr, len } }, values))
+            .ok_or(BuildError::LayoutMismatch {
+                kind,
+                detail: "the header's sizes do not fit the region",
+            })?;
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        Ok((
+            Self {
+                backing: Backing::Region { region, ptr, len },
+            },
+            values,
+        ))
     }
 
     /// All words.
@@ -142,7 +185,8 @@ impl<P: Persist> Memory<P> {
     /// pwb of the shared index word (PBcomb line 26, PWFcomb lines 32 and 44).
     #[inline]
     pub(crate) fn pwb_index(&self) {
-        self.persist().pwb((self.index_word() as *const AtomicU64).cast::<u8>(), 8);
+        self.persist()
+            .pwb((self.index_word() as *const AtomicU64).cast::<u8>(), 8);
     }
 
     /// Writes the header and persists every word (pwb of everything, then pfence and psync),
@@ -175,7 +219,10 @@ impl<P: Persist> Memory<P> {
         };
         let mismatch = |detail| Err(BuildError::LayoutMismatch { kind: name, detail });
         // Relaxed: reopening is single-threaded.
-        let got: Vec<u64> = w[..header::LEN].iter().map(|x| x.load(Ordering::Relaxed)).collect();
+        let got: Vec<u64> = w[..header::LEN]
+            .iter()
+            .map(|x| x.load(Ordering::Relaxed))
+            .collect();
         let want = header_values(kind, layout, sizes);
         if got[header::MAGIC] != want[header::MAGIC] {
             return mismatch("wrong magic (another protocol, or not an object root)");
@@ -209,9 +256,12 @@ fn header_values(kind: Kind, layout: &RecordLayout, sizes: [usize; 3]) -> [u64; 
 
 /// FNV-1a over the header words.
 fn checksum(words: &[u64]) -> u64 {
-    words.iter().flat_map(|w| w.to_le_bytes()).fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    words
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
 }
 
 fn region_err(e: pmem::RegionError) -> BuildError {

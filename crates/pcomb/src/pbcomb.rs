@@ -19,11 +19,11 @@ use crate::config::MAX_THREADS;
 use crate::error::{BuildError, RegisterError};
 use crate::layout::{header, Kind, Record, RecordLayout};
 use crate::memory::Memory;
-use pmem::{NoPersist, Persist, Pod, Region};
 use crate::recovered::Recovered;
 use crate::slots::Slots;
 use crate::sync::{panicking, AtomicBool, AtomicU64, Ordering, UnsafeCell};
 use crate::wait::Waiter;
+use pmem::{NoPersist, Persist, Pod, Region};
 
 /// Optimistic read attempts before a read takes the lock.
 const READ_ATTEMPTS: usize = 4;
@@ -223,7 +223,11 @@ where
     }
 
     fn sizes() -> [usize; 3] {
-        [core::mem::size_of::<D>(), core::mem::size_of::<D::Response>(), 0]
+        [
+            core::mem::size_of::<D>(),
+            core::mem::size_of::<D::Response>(),
+            0,
+        ]
     }
 
     /// Initializes `mem` (zeroed) as a fresh object holding `init` and persists it.
@@ -246,7 +250,10 @@ where
             lock_val: CachePadded::new(AtomicU64::new(0)),
             requests: (0..n)
                 .map(|_| {
-                    CachePadded::new(Request { ctrl: AtomicU64::new(0), op: UnsafeCell::new(None) })
+                    CachePadded::new(Request {
+                        ctrl: AtomicU64::new(0),
+                        op: UnsafeCell::new(None),
+                    })
                 })
                 .collect(),
             slots: Slots::new(n),
@@ -314,7 +321,10 @@ where
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
         let (mem, head) = Memory::open(region, "PBComb")?;
         let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
-            BuildError::LayoutMismatch { kind: "PBComb", detail: "bad max_threads in the header" }
+            BuildError::LayoutMismatch {
+                kind: "PBComb",
+                detail: "bad max_threads in the header",
+            }
         })?;
         mem.check_header(Kind::PBComb, &layout, Self::sizes())?;
         Ok(Self::with_memory(mem, layout))
@@ -399,7 +409,11 @@ where
         // Release: pairs with the combiner's Acquire load of `ctrl`; valid = 0 until the first
         // announcement.
         self.requests[id].ctrl.store(act, Ordering::Release);
-        PBCombHandle { obj: self, id, seq: act }
+        PBCombHandle {
+            obj: self,
+            id,
+            seq: act,
+        }
     }
 
     /// The record `MemState[MIndex]`.
@@ -518,8 +532,8 @@ where
         let (addr, len) = new.span();
         persist.pwb(addr, len); // line 22
         persist.pfence(); // line 23
-        // Line 24. Release: pairs with the Acquire load in `perform` (line 12), ordered before
-        // the MIndex store below.
+                          // Line 24. Release: pairs with the Acquire load in `perform` (line 12), ordered before
+                          // the MIndex store below.
         self.lock_val.store(lval, Ordering::Release);
         // Line 25. Release: pairs with the Acquire in `current`.
         self.mem.index_word().store(ind as u64, Ordering::Release);
@@ -643,7 +657,10 @@ where
     P: Persist,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PBCombHandle").field("id", &self.id).field("seq", &self.seq).finish()
+        f.debug_struct("PBCombHandle")
+            .field("id", &self.id)
+            .field("seq", &self.seq)
+            .finish()
     }
 }
 

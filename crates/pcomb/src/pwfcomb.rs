@@ -44,11 +44,11 @@ use crate::config::MAX_THREADS;
 use crate::error::{BuildError, RegisterError};
 use crate::layout::{header, Kind, Record, RecordLayout};
 use crate::memory::Memory;
-use pmem::{NoPersist, Persist, Pod, Region};
 use crate::recovered::Recovered;
 use crate::slots::Slots;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::words::{self, words_for};
+use pmem::{NoPersist, Persist, Pod, Region};
 
 /// Attempts of the optimistic read before it keeps retrying (reads are lock-free).
 const ATTEMPTS: usize = 2;
@@ -254,7 +254,9 @@ where
                     })
                 })
                 .collect(),
-            flush: (0..n).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            flush: (0..n)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
             slots: Slots::new(n),
             _state: PhantomData,
         }
@@ -319,13 +321,19 @@ where
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
         let (mem, head) = Memory::open(region, "PWFComb")?;
         let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
-            BuildError::LayoutMismatch { kind: "PWFComb", detail: "bad max_threads in the header" }
+            BuildError::LayoutMismatch {
+                kind: "PWFComb",
+                detail: "bad max_threads in the header",
+            }
         })?;
         mem.check_header(Kind::PWFComb, &layout, Self::sizes())?;
         // Relaxed: single-threaded reopening.
         let s = mem.index_word().load(Ordering::Relaxed);
         if (s & RECORD_MASK) as usize >= Self::records(layout.threads) {
-            return Err(BuildError::LayoutMismatch { kind: "PWFComb", detail: "S names no record (corrupt)" });
+            return Err(BuildError::LayoutMismatch {
+                kind: "PWFComb",
+                detail: "S names no record (corrupt)",
+            });
         }
         Ok(Self::with_memory(mem, layout))
     }
@@ -407,8 +415,13 @@ where
         // after the previous owner.
         let version = req.ctrl.load(Ordering::Relaxed) >> VERSION_SHIFT;
         // Release: pairs with the Acquire loads of `ctrl` in `read_request`; valid = 0.
-        req.ctrl.store(((version + 1) << VERSION_SHIFT) | act, Ordering::Release);
-        PWFCombHandle { obj: self, id, seq: act }
+        req.ctrl
+            .store(((version + 1) << VERSION_SHIFT) | act, Ordering::Release);
+        PWFCombHandle {
+            obj: self,
+            id,
+            seq: act,
+        }
     }
 
     /// The `S` word and the record it points to.
@@ -447,7 +460,8 @@ where
         req.ctrl.store(old | BUSY, Ordering::Relaxed);
         words::store(&req.op, op);
         // Release: pairs with the Acquire loads in `read_request`.
-        req.ctrl.store((version << VERSION_SHIFT) | VALID | act, Ordering::Release);
+        req.ctrl
+            .store((version << VERSION_SHIFT) | VALID | act, Ordering::Release);
         // SeqCst fence: pairs with the fence after the LL in `perform`. The wait-freedom
         // argument (two failed attempts imply an install by a combiner whose LL read an `S`
         // written after our first LL, so that combiner saw this announcement) needs
@@ -488,8 +502,8 @@ where
             let dst = self.record((2 * p + ind) as u64);
             dst.copy_from(&src); // line 13
             dst.set_pid(p); // line 14
-            // Lines 15-17 (reading Flush[p], see the module docs). Relaxed: only p writes
-            // Flush[p] except helpers' CAS to lval + 1, which keeps the parity argument valid.
+                            // Lines 15-17 (reading Flush[p], see the module docs). Relaxed: only p writes
+                            // Flush[p] except helpers' CAS to lval + 1, which keeps the parity argument valid.
             let f = self.flush[p].load(Ordering::Relaxed);
             let lval = if f % 2 == 0 { f + 1 } else { f + 2 };
             // Acquire: VL; after the Acquire loads of the copy, so a torn copy (a word written
@@ -516,16 +530,18 @@ where
                 let (addr, len) = dst.span();
                 persist.pwb(addr, len); // line 28
                 persist.pfence(); // line 29
-                // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`,
-                // which happens after that thread's Acquire load of the S our CAS writes.
+                                  // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`,
+                                  // which happens after that thread's Acquire load of the S our CAS writes.
                 self.flush[p].store(lval, Ordering::Release);
                 let next = (((ll >> RECORD_BITS) + 1) << RECORD_BITS) | (2 * p + ind) as u64;
                 // Line 31: SC(S, &MemState[p][ind]).
                 // AcqRel: the Release half publishes our record to the Acquire LLs of others.
-                if s.compare_exchange(ll, next, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                if s.compare_exchange(ll, next, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
                     self.mem.pwb_index(); // line 32
                     persist.psync(); // line 33
-                    // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
+                                     // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
                     let _ = self.flush[p].compare_exchange(
                         lval,
                         lval + 1,
@@ -555,7 +571,7 @@ where
         if lval % 2 == 1 {
             self.mem.pwb_index(); // line 44
             self.mem.persist().psync(); // line 46
-            // Line 48 (on Flush[pid]). Release: pairs with the Acquire on line 40.
+                                        // Line 48 (on Flush[pid]). Release: pairs with the Acquire on line 40.
             let _ = self.flush[pid].compare_exchange(
                 lval,
                 lval + 1,
@@ -616,7 +632,10 @@ where
     P: Persist,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PWFCombHandle").field("id", &self.id).field("seq", &self.seq).finish()
+        f.debug_struct("PWFCombHandle")
+            .field("id", &self.id)
+            .field("seq", &self.seq)
+            .finish()
     }
 }
 

@@ -11,7 +11,9 @@ pub(crate) struct Slots {
 
 impl Slots {
     pub(crate) fn new(n: usize) -> Self {
-        Self { in_use: (0..n).map(|_| AtomicBool::new(false)).collect() }
+        Self {
+            in_use: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        }
     }
 
     /// Claims the lowest free id.
@@ -21,15 +23,17 @@ impl Slots {
                 return Ok(id);
             }
         }
-        Err(RegisterError::TooManyThreads { max_threads: self.in_use.len() })
+        Err(RegisterError::TooManyThreads {
+            max_threads: self.in_use.len(),
+        })
     }
 
     /// Claims `id`.
     pub(crate) fn claim(&self, id: usize) -> Result<(), RegisterError> {
-        let slot = self
-            .in_use
-            .get(id)
-            .ok_or(RegisterError::OutOfRange { id, max_threads: self.in_use.len() })?;
+        let slot = self.in_use.get(id).ok_or(RegisterError::OutOfRange {
+            id,
+            max_threads: self.in_use.len(),
+        })?;
         // Acquire: pairs with the Release in `release`, so the new owner sees everything the
         // previous owner did with the slot (its request record).
         slot.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)

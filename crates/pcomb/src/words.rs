@@ -15,8 +15,8 @@
 
 use core::mem::{size_of, MaybeUninit};
 
-use pmem::Pod;
 use crate::sync::{AtomicU64, Ordering};
+use pmem::Pod;
 
 /// Number of 8-byte words a `T` occupies (at least one, so every field has an address).
 pub(crate) const fn words_for<T>() -> usize {
@@ -130,7 +130,11 @@ mod tests {
         assert_eq!(load::<u64>(&w), 0x1122_3344_5566_7788);
         store(&w, &7u32);
         assert_eq!(load::<u32>(&w), 7);
-        assert_eq!(w[0].load(Ordering::Relaxed), 7, "bytes past the value are zeroed");
+        assert_eq!(
+            w[0].load(Ordering::Relaxed),
+            7,
+            "bytes past the value are zeroed"
+        );
     }
 
     #[test]

@@ -96,9 +96,15 @@ fn both_protocols_on_a_file_count_every_op() {
         let scripts: Vec<Script> = vec![vec![Some(1); 500]; 4];
         let run = || -> Result<(), TestCaseError> {
             if pwf {
-                check_object!(PWFComb::create(region, Counter::default(), 4).expect("valid"), scripts);
+                check_object!(
+                    PWFComb::create(region, Counter::default(), 4).expect("valid"),
+                    scripts
+                );
             } else {
-                check_object!(PBComb::create(region, Counter::default(), 4).expect("valid"), scripts);
+                check_object!(
+                    PBComb::create(region, Counter::default(), 4).expect("valid"),
+                    scripts
+                );
             }
             Ok(())
         };

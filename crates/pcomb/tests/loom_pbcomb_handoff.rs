@@ -44,14 +44,23 @@ fn run(threads: usize, ops_per_thread: u64) {
             let obj = obj.clone();
             thread::spawn(move || {
                 let mut h = obj.register().unwrap();
-                (0..ops_per_thread).map(|_| h.execute_mut(1)).collect::<Vec<u64>>()
+                (0..ops_per_thread)
+                    .map(|_| h.execute_mut(1))
+                    .collect::<Vec<u64>>()
             })
         })
         .collect();
-    let mut responses: Vec<u64> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let mut responses: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
     responses.sort_unstable();
     let total = threads as u64 * ops_per_thread;
-    assert_eq!(responses, (0..total).collect::<Vec<_>>(), "each op applied exactly once");
+    assert_eq!(
+        responses,
+        (0..total).collect::<Vec<_>>(),
+        "each op applied exactly once"
+    );
     assert_eq!(obj.register().unwrap().execute(()), total);
     let n = passes.0.load(Ordering::Relaxed) - created;
     assert!(n >= 1 && n as u64 <= total, "{n} passes for {total} ops");
@@ -64,7 +73,10 @@ fn run(threads: usize, ops_per_thread: u64) {
 fn waiter_served_by_combiner_returns_without_lock() {
     SAW_HANDOFF.store(false, StdOrdering::Relaxed);
     loom::model(|| run(2, 1));
-    assert!(SAW_HANDOFF.load(StdOrdering::Relaxed), "no interleaving combined two requests");
+    assert!(
+        SAW_HANDOFF.load(StdOrdering::Relaxed),
+        "no interleaving combined two requests"
+    );
 }
 
 #[test]

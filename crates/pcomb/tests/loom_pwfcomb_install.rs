@@ -23,14 +23,23 @@ fn run(threads: usize, ops_per_thread: u64) {
             let obj = obj.clone();
             thread::spawn(move || {
                 let mut h = obj.register().unwrap();
-                (0..ops_per_thread).map(|_| h.execute_mut(1)).collect::<Vec<u64>>()
+                (0..ops_per_thread)
+                    .map(|_| h.execute_mut(1))
+                    .collect::<Vec<u64>>()
             })
         })
         .collect();
-    let mut responses: Vec<u64> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let mut responses: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
     responses.sort_unstable();
     let total = threads as u64 * ops_per_thread;
-    assert_eq!(responses, (0..total).collect::<Vec<_>>(), "each op applied exactly once");
+    assert_eq!(
+        responses,
+        (0..total).collect::<Vec<_>>(),
+        "each op applied exactly once"
+    );
     assert_eq!(obj.register().unwrap().execute(()), total);
 }
 
@@ -51,7 +60,10 @@ fn stale_combiner_install_fails() {
                 let mut h = obj.register().unwrap();
                 let r = h.execute_mut(10);
                 let seen = h.execute(());
-                assert!(seen >= r + 10, "a thread's own write is visible to its read: r={r} seen={seen}");
+                assert!(
+                    seen >= r + 10,
+                    "a thread's own write is visible to its read: r={r} seen={seen}"
+                );
                 r
             })
         };
@@ -62,7 +74,10 @@ fn stale_combiner_install_fails() {
         let mut all = [a, b, c];
         all.sort_unstable();
         // Possible orders: 10 first -> [0, 10, 11]; between -> [0, 1, 11]; last -> [0, 1, 2].
-        assert!(matches!(all, [0, 10, 11] | [0, 1, 11] | [0, 1, 2]), "{all:?}");
+        assert!(
+            matches!(all, [0, 10, 11] | [0, 1, 11] | [0, 1, 2]),
+            "{all:?}"
+        );
         assert!(a < b);
         assert_eq!(h.execute(()), 12);
     });
