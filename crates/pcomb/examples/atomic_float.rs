@@ -84,7 +84,7 @@ fn drive<'o>(
                 s.spawn(move || {
                     let mut apply = op(t);
                     let mut rng =
-                        Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1) * 0x2545_F491_4F6C_DD1D);
+                        Rng(0x9E37_79B9_7F4A_7C15 ^ ((t as u64 + 1) * 0x2545_F491_4F6C_DD1D));
                     pmem::reset_stats();
                     barrier.wait();
                     for _ in 0..per_thread {

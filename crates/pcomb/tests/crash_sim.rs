@@ -185,9 +185,9 @@ fn crash_points() -> u64 {
 
 /// Random crash points: one crash-free run to size the event range, then `crash_points()` runs
 /// crashing at a random event each.
-fn random_crashes<D: Subject, P: Protocol<D>>(name: &str, seed: u64)
+fn random_crashes<D, P: Protocol<D>>(name: &str, seed: u64)
 where
-    for<'a> D: Dispatch<ReadOperation<'a> = ()>,
+    for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
 {
     let threads_for = |i: u64| 2 + (i % 2) as usize;
     let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
@@ -242,9 +242,9 @@ fn pwfcomb_atomic_float_random_crashes() {
 }
 
 /// Crashes a single-threaded run at every one of its persistence events.
-fn systematic<D: Subject, P: Protocol<D>>(name: &str)
+fn systematic<D, P: Protocol<D>>(name: &str)
 where
-    for<'a> D: Dispatch<ReadOperation<'a> = ()>,
+    for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
 {
     let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(9)).expect("region");
     let (_, sim) = P::run(region, 1);
