@@ -1,0 +1,130 @@
+//! Typed errors of object construction, reopening and thread registration.
+
+use core::fmt;
+
+/// Why a thread could not get a handle on a `PBComb` / `PWFComb`.
+///
+/// # Examples
+///
+/// ```
+/// use pcomb::{PBComb, RegisterError};
+/// # use pcomb::objects::Counter;
+///
+/// let obj = PBComb::new(Counter::default(), 1)?;
+/// let _h = obj.register()?;
+/// assert_eq!(obj.register().unwrap_err(), RegisterError::TooManyThreads { max_threads: 1 });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// Every one of the `max_threads` slots fixed at construction has a live handle. Remedy:
+    /// drop a handle first, or build the object with a larger `max_threads`.
+    TooManyThreads {
+        /// The object's thread limit.
+        max_threads: usize,
+    },
+    /// [`register_as`](crate::PBComb::register_as) asked for a slot `id >= max_threads`.
+    /// Remedy: thread ids are `0..max_threads` of the object being recovered.
+    OutOfRange {
+        /// The requested slot.
+        id: usize,
+        /// The object's thread limit.
+        max_threads: usize,
+    },
+    /// [`register_as`](crate::PBComb::register_as) asked for a slot that has a live handle.
+    /// Remedy: each thread id may be held by one handle at a time; drop the other one.
+    InUse {
+        /// The requested slot.
+        id: usize,
+    },
+}
+
+impl fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooManyThreads { max_threads } => {
+                write!(f, "all {max_threads} thread slots are in use")
+            }
+            Self::OutOfRange { id, max_threads } => {
+                write!(
+                    f,
+                    "thread id {id} is out of range (max_threads = {max_threads})"
+                )
+            }
+            Self::InUse { id } => write!(f, "thread slot {id} already has a live handle"),
+        }
+    }
+}
+
+impl std::error::Error for RegisterError {}
+
+/// Why an object could not be built in, or reopened from, its memory.
+///
+/// # Examples
+///
+/// ```
+/// use pcomb::{BuildError, PBComb};
+/// # use pcomb::objects::Counter;
+///
+/// let err = PBComb::new(Counter::default(), 0).unwrap_err();
+/// assert!(matches!(err, BuildError::InvalidMaxThreads { requested: 0, .. }));
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// `max_threads` was 0 or above [`MAX_THREADS`](crate::MAX_THREADS). Remedy: pick a limit
+    /// in `1..=MAX_THREADS`.
+    InvalidMaxThreads {
+        /// What was asked for.
+        requested: usize,
+        /// The largest supported limit.
+        limit: usize,
+    },
+    /// The region has no room for the object (it needs `needed` bytes). Remedy: create the
+    /// region with a larger size.
+    RegionTooSmall {
+        /// Bytes the object needs (header, shared index and records).
+        needed: usize,
+    },
+    /// The region has no object root, or its header is not a `kind` header: wrong magic, other
+    /// sizes or thread count than the types being opened, or a bad checksum. Remedy: open the
+    /// region with the same protocol, state, response (and operation) types it was created with.
+    LayoutMismatch {
+        /// The protocol being opened.
+        kind: &'static str,
+        /// What differs.
+        detail: &'static str,
+    },
+    /// The region library refused an operation (see the source). Remedy: see the source error.
+    Region(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidMaxThreads { requested, limit } => {
+                write!(f, "max_threads must be in 1..={limit}, got {requested}")
+            }
+            Self::RegionTooSmall { needed } => {
+                write!(
+                    f,
+                    "the region has no room for the object ({needed} bytes needed)"
+                )
+            }
+            Self::LayoutMismatch { kind, detail } => {
+                write!(f, "the region does not hold a matching {kind}: {detail}")
+            }
+            Self::Region(e) => write!(f, "region error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Region(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Where things live in an object's persistent words: the header, the shared index (`MIndex` or
+//! `S`) and the `StateRec` records.
+//!
+//! ```text
+//! word  0..8    header line: magic, max threads, sizes of D / response / op, record length,
+//!               checksum (written once at creation, persisted before the object is used)
+//! word  8       MIndex (PBcomb) or S (PWFcomb), alone in its cache line (lines 26 / 32, 44)
+//! word 16..     records, each a whole number of cache lines:
+//!               st | ReturnVal[0..n] | Deactivate[0..n] (bytes) | Index[0..n] (bytes) | pid
+//! ```
+//!
+//! The three parts of a record are contiguous so that one pwb covers them all (persistence
+//! principle 3, paper §3 item 5); `Index` and `pid` exist only in PWFcomb records
+//! (Algorithm 3, type `StateRec`).
+
+use core::marker::PhantomData;
+
+use crate::sync::AtomicU64;
+use crate::words::{self, words_for};
+use pmem::Pod;
+
+/// Words per cache line.
+pub(crate) const LINE_WORDS: usize = 8;
+/// Word index of the shared index word (`MIndex` / `S`).
+pub(crate) const INDEX_WORD: usize = LINE_WORDS;
+/// Word index of the first record.
+pub(crate) const RECORDS_AT: usize = 2 * LINE_WORDS;
+
+/// Header word indices.
+pub(crate) mod header {
+    pub(crate) const MAGIC: usize = 0;
+    pub(crate) const THREADS: usize = 1;
+    pub(crate) const STATE_BYTES: usize = 2;
+    pub(crate) const RESPONSE_BYTES: usize = 3;
+    pub(crate) const OP_BYTES: usize = 4;
+    pub(crate) const RECORD_WORDS: usize = 5;
+    pub(crate) const CHECKSUM: usize = 6;
+    pub(crate) const LEN: usize = 7;
+}
+
+/// Which protocol a region holds (the header's magic word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    PBComb,
+    PWFComb,
+}
+
+impl Kind {
+    pub(crate) fn magic(self) -> u64 {
+        match self {
+            Kind::PBComb => u64::from_le_bytes(*b"PBCOMB01"),
+            Kind::PWFComb => u64::from_le_bytes(*b"PWFCOMB1"),
+        }
+    }
+}
+
+/// The shape of one `StateRec` for state `D`, response `R` and `threads` threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RecordLayout {
+    pub(crate) threads: usize,
+    pub(crate) state_words: usize,
+    pub(crate) ret_words: usize,
+    pub(crate) ret_at: usize,
+    pub(crate) deact_at: usize,
+    pub(crate) index_at: usize,
+    pub(crate) pid_at: usize,
+    /// Record length in words, a multiple of [`LINE_WORDS`].
+    pub(crate) len: usize,
+}
+
+impl RecordLayout {
+    /// The layout for `threads` threads; `pwf` adds PWFcomb's `Index` bytes and `pid` word.
+    pub(crate) fn new<D, R>(threads: usize, pwf: bool) -> Self {
+        let state_words = words_for::<D>();
+        let ret_words = words_for::<R>();
+        let ret_at = state_words;
+        let deact_at = ret_at + threads * ret_words;
+        let bytes_words = threads.div_ceil(8);
+        let index_at = deact_at + bytes_words;
+        let pid_at = if pwf {
+            index_at + bytes_words
+        } else {
+            index_at
+        };
+        let end = if pwf { pid_at + 1 } else { pid_at };
+        let len = end.div_ceil(LINE_WORDS) * LINE_WORDS;
+        Self {
+            threads,
+            state_words,
+            ret_words,
+            ret_at,
+            deact_at,
+            index_at,
+            pid_at,
+            len,
+        }
+    }
+
+    /// Total words of an object with `records` records.
+    pub(crate) fn total_words(&self, records: usize) -> usize {
+        RECORDS_AT + records * self.len
+    }
+}
+
+/// A view of one `StateRec` (record number `id`) in an object's words.
+#[derive(Clone, Copy)]
+pub(crate) struct Record<'a, D, R> {
+    pub(crate) words: &'a [AtomicU64],
+    layout: &'a RecordLayout,
+    _types: PhantomData<fn() -> (D, R)>,
+}
+
+impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
+    /// Record `id` of `all` (the object's whole word array).
+    #[inline]
+    pub(crate) fn at(all: &'a [AtomicU64], layout: &'a RecordLayout, id: usize) -> Self {
+        let start = RECORDS_AT + id * layout.len;
+        Self {
+            words: &all[start..start + layout.len],
+            layout,
+            _types: PhantomData,
+        }
+    }
+
+    /// `st`.
+    #[inline]
+    pub(crate) fn state(&self) -> D {
+        words::load(&self.words[..self.layout.state_words])
+    }
+
+    #[inline]
+    pub(crate) fn set_state(&self, st: &D) {
+        words::store(&self.words[..self.layout.state_words], st);
+    }
+
+    /// `ReturnVal[q]`.
+    #[inline]
+    pub(crate) fn ret(&self, q: usize) -> R {
+        let at = self.layout.ret_at + q * self.layout.ret_words;
+        words::load(&self.words[at..at + self.layout.ret_words])
+    }
+
+    #[inline]
+    pub(crate) fn set_ret(&self, q: usize, r: &R) {
+        let at = self.layout.ret_at + q * self.layout.ret_words;
+        words::store(&self.words[at..at + self.layout.ret_words], r);
+    }
+
+    /// `Deactivate[q]` (0 or 1).
+    #[inline]
+    pub(crate) fn deact(&self, q: usize) -> u8 {
+        words::load_byte(&self.words[self.layout.deact_at..], q)
+    }
+
+    #[inline]
+    pub(crate) fn set_deact(&self, q: usize, bit: u8) {
+        words::store_byte(&self.words[self.layout.deact_at..], q, bit);
+    }
+
+    /// `Index[q]` (PWFcomb only).
+    #[inline]
+    pub(crate) fn index(&self, q: usize) -> u8 {
+        words::load_byte(&self.words[self.layout.index_at..], q)
+    }
+
+    #[inline]
+    pub(crate) fn set_index(&self, q: usize, bit: u8) {
+        words::store_byte(&self.words[self.layout.index_at..], q, bit);
+    }
+
+    /// `pid` (PWFcomb only).
+    #[inline]
+    pub(crate) fn set_pid(&self, pid: usize) {
+        words::store(
+            &self.words[self.layout.pid_at..=self.layout.pid_at],
+            &(pid as u64),
+        );
+    }
+
+    /// Line 15 (PBcomb) / line 13 (PWFcomb): `*self := *src`.
+    #[inline]
+    pub(crate) fn copy_from(&self, src: &Record<'_, D, R>) {
+        words::copy(self.words, src.words);
+    }
+
+    /// Start address and byte length, for a pwb of the whole record (line 22 / line 28).
+    #[inline]
+    pub(crate) fn span(&self) -> (*const u8, usize) {
+        (self.words.as_ptr().cast::<u8>(), self.words.len() * 8)
+    }
+}

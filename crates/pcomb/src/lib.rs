@@ -1,0 +1,22 @@
+#![doc = include_str!("../README.md")]
+
+mod config;
+mod error;
+mod layout;
+mod memory;
+pub mod objects;
+mod pbcomb;
+mod pwfcomb;
+mod recovered;
+mod slots;
+mod sync;
+mod wait;
+mod words;
+
+pub use config::MAX_THREADS;
+pub use error::{BuildError, RegisterError};
+pub use nr_core::Dispatch;
+pub use pbcomb::{PBComb, PBCombHandle};
+pub use pmem::{self, NoPersist, Persist, Pod};
+pub use pwfcomb::{PWFComb, PWFCombHandle};
+pub use recovered::Recovered;

@@ -1,0 +1,269 @@
+//! The words an object's persistent part lives in: a heap array (volatile objects) or a range
+//! of a [`Region`](pmem::Region) (persistent objects), and the persistence domain that flushes
+//! them.
+
+use core::ptr::NonNull;
+
+use pmem::{Offset, Persist, Region};
+
+use crate::error::BuildError;
+use crate::layout::{header, Kind, RecordLayout, INDEX_WORD, LINE_WORDS};
+use crate::sync::{words_at, AtomicU64, Ordering};
+use crate::words;
+
+/// Where the words are.
+enum Backing<P: Persist> {
+    /// A heap array (volatile objects, and every object under loom).
+    Heap { words: Box<[AtomicU64]>, persist: P },
+    /// `len` words at `at` in `region`, starting at `ptr` (64-byte aligned). Only this object
+    /// touches them, and only through atomics.
+    Region {
+        region: Region<P>,
+        ptr: NonNull<u64>,
+        len: usize,
+    },
+}
+
+/// An object's persistent words and its persistence domain.
+pub(crate) struct Memory<P: Persist> {
+    backing: Backing<P>,
+}
+
+// SAFETY:
+// - `Backing::Region`'s `ptr` points into the mapping owned by the `Region` stored beside it,
+//   which is `Send + Sync`; the words are only accessed through atomics;
+// - `Backing::Heap` holds atomics and a `P: Send + Sync`.
+unsafe impl<P: Persist> Send for Memory<P> {}
+// SAFETY: as for `Send`.
+unsafe impl<P: Persist> Sync for Memory<P> {}
+
+impl<P: Persist> core::fmt::Debug for Memory<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Memory")
+            .field("words", &self.words().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Persist> Memory<P> {
+    /// `len` zeroed heap words flushed (as no-ops, for `NoPersist`) through `persist`.
+    pub(crate) fn heap(len: usize, persist: P) -> Self {
+        Self {
+            backing: Backing::Heap {
+                words: words::zeroed(len),
+                persist,
+            },
+        }
+    }
+
+    /// Allocates `len` zeroed words (64-byte aligned) in `region` and makes them its root.
+    /// The caller initializes and persists them before [`Memory::publish`].
+    pub(crate) fn allocate(region: Region<P>, len: usize) -> Result<(Self, Offset), BuildError> {
+        let bytes = (len * 8) as u64;
+        let off = region
+            .allocator(bytes)
+            .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
+            .map_err(|e| match e {
+                pmem::AllocError::Exhausted { .. } => {
+                    BuildError::RegionTooSmall { needed: len * 8 }
+                }
+                other => BuildError::Region(Box::new(other)),
+            })?;
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        Ok((
+            Self {
+                backing: Backing::Region { region, ptr, len },
+            },
+            off,
+        ))
+    }
+
+    /// Records `off` (the start of this object) as the region's root; persisted.
+    pub(crate) fn publish(&self, off: Offset) -> Result<(), BuildError> {
+        match &self.backing {
+            Backing::Region { region, .. } => region.set_root(off).map_err(region_err),
+            Backing::Heap { .. } => Ok(()),
+        }
+    }
+
+    /// The object at `region`'s root: `record_len(header words)` gives the object's total
+    /// length in words from its (already checked) header.
+    pub(crate) fn open(
+        region: Region<P>,
+        kind: &'static str,
+    ) -> Result<(Self, [u64; header::LEN]), BuildError> {
+        let off = region.root().ok_or(BuildError::LayoutMismatch {
+            kind,
+            detail: "the region has no root object",
+        })?;
+        let head = region
+            .ptr_array::<u64>(off, header::LEN as u64)
+            .map_err(region_err)?;
+        let mut values = [0u64; header::LEN];
+        {
+            // SAFETY:
+            // - `ptr_array` checked that `header::LEN` words at `head` are in bounds and aligned;
+            // - nothing else accesses the region while it is being opened;
+            // - the view is dropped at the end of this block.
+            let view = unsafe { words_at(head.as_ptr(), header::LEN) };
+            for (v, w) in values.iter_mut().zip(view) {
+                // Relaxed: single-threaded reopening.
+                *v = w.load(Ordering::Relaxed);
+            }
+        }
+        let record_words = values[header::RECORD_WORDS] as usize;
+        let threads = values[header::THREADS] as usize;
+        let records = match values[header::MAGIC] {
+            m if m == Kind::PBComb.magic() => 2,
+            m if m == Kind::PWFComb.magic() => 2 * (threads + 1),
+            _ => {
+                return Err(BuildError::LayoutMismatch {
+                    kind,
+                    detail: "wrong magic (another protocol, or not an object root)",
+                })
+            }
+        };
+        let len = record_words
+            .checked_mul(records)
+            .and_then(|n| n.checked_add(crate::layout::RECORDS_AT))
+            .filter(|&n| n <= (region.len() / 8) as usize)
+            .ok_or(BuildError::LayoutMismatch {
+                kind,
+                detail: "the header's sizes do not fit the region",
+            })?;
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        Ok((
+            Self {
+                backing: Backing::Region { region, ptr, len },
+            },
+            values,
+        ))
+    }
+
+    /// All words.
+    #[inline]
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        match &self.backing {
+            Backing::Heap { words, .. } => words,
+            Backing::Region { ptr, len, .. } => {
+                // SAFETY:
+                // - `ptr` came from `Region::ptr_array` for `len` words: in bounds and aligned,
+                //   and the mapping lives as long as `self.region`, hence as long as `&self`;
+                // - this object accesses its words only through these atomics.
+                unsafe { words_at(ptr.as_ptr(), *len) }
+            }
+        }
+    }
+
+    /// The persistence domain.
+    #[inline]
+    pub(crate) fn persist(&self) -> &P {
+        match &self.backing {
+            Backing::Heap { persist, .. } => persist,
+            Backing::Region { region, .. } => region.persist(),
+        }
+    }
+
+    /// The region, for a persistent object.
+    pub(crate) fn into_region(self) -> Option<Region<P>> {
+        match self.backing {
+            Backing::Heap { .. } => None,
+            Backing::Region { region, .. } => Some(region),
+        }
+    }
+
+    /// The shared index word: `MIndex` (PBcomb) or `S` (PWFcomb).
+    #[inline]
+    pub(crate) fn index_word(&self) -> &AtomicU64 {
+        &self.words()[INDEX_WORD]
+    }
+
+    /// pwb of the shared index word (PBcomb line 26, PWFcomb lines 32 and 44).
+    #[inline]
+    pub(crate) fn pwb_index(&self) {
+        self.persist()
+            .pwb((self.index_word() as *const AtomicU64).cast::<u8>(), 8);
+    }
+
+    /// Writes the header and persists every word (pwb of everything, then pfence and psync),
+    /// so that a crash at any later point finds a complete initial object.
+    pub(crate) fn init_header(&self, kind: Kind, layout: &RecordLayout, sizes: [usize; 3]) {
+        let w = self.words();
+        let values = header_values(kind, layout, sizes);
+        for (i, v) in values.iter().enumerate() {
+            // Relaxed: the object is not shared yet; the psync below and the handover of the
+            // object to other threads (by reference, a synchronizing operation) publish it.
+            w[i].store(*v, Ordering::Relaxed);
+        }
+        let persist = self.persist();
+        persist.pwb(w.as_ptr().cast::<u8>(), w.len() * 8);
+        persist.pfence();
+        persist.psync();
+    }
+
+    /// Checks that the header matches `kind`, `layout` and `sizes`.
+    pub(crate) fn check_header(
+        &self,
+        kind: Kind,
+        layout: &RecordLayout,
+        sizes: [usize; 3],
+    ) -> Result<(), BuildError> {
+        let w = self.words();
+        let name = match kind {
+            Kind::PBComb => "PBComb",
+            Kind::PWFComb => "PWFComb",
+        };
+        let mismatch = |detail| Err(BuildError::LayoutMismatch { kind: name, detail });
+        // Relaxed: reopening is single-threaded.
+        let got: Vec<u64> = w[..header::LEN]
+            .iter()
+            .map(|x| x.load(Ordering::Relaxed))
+            .collect();
+        let want = header_values(kind, layout, sizes);
+        if got[header::MAGIC] != want[header::MAGIC] {
+            return mismatch("wrong magic (another protocol, or not an object root)");
+        }
+        if got[header::CHECKSUM] != checksum(&got[..header::CHECKSUM]) {
+            return mismatch("header checksum does not match (corrupt header)");
+        }
+        if got[header::THREADS] != want[header::THREADS] {
+            return mismatch("a different max_threads");
+        }
+        if got[header::STATE_BYTES..=header::RECORD_WORDS]
+            != want[header::STATE_BYTES..=header::RECORD_WORDS]
+        {
+            return mismatch("different state, response or operation sizes");
+        }
+        Ok(())
+    }
+}
+
+fn header_values(kind: Kind, layout: &RecordLayout, sizes: [usize; 3]) -> [u64; header::LEN] {
+    let mut v = [0u64; header::LEN];
+    v[header::MAGIC] = kind.magic();
+    v[header::THREADS] = layout.threads as u64;
+    v[header::STATE_BYTES] = sizes[0] as u64;
+    v[header::RESPONSE_BYTES] = sizes[1] as u64;
+    v[header::OP_BYTES] = sizes[2] as u64;
+    v[header::RECORD_WORDS] = layout.len as u64;
+    v[header::CHECKSUM] = checksum(&v[..header::CHECKSUM]);
+    v
+}
+
+/// FNV-1a over the header words.
+fn checksum(words: &[u64]) -> u64 {
+    words
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
+fn region_err(e: pmem::RegionError) -> BuildError {
+    BuildError::Region(Box::new(e))
+}

@@ -1,0 +1,49 @@
+//! Thread slots: which of the `max_threads` thread ids have a live handle.
+
+use crate::error::RegisterError;
+use crate::sync::{AtomicBool, Ordering};
+
+/// One flag per thread id.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    in_use: Box<[AtomicBool]>,
+}
+
+impl Slots {
+    pub(crate) fn new(n: usize) -> Self {
+        Self {
+            in_use: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    /// Claims the lowest free id.
+    pub(crate) fn claim_any(&self) -> Result<usize, RegisterError> {
+        for id in 0..self.in_use.len() {
+            if self.claim(id).is_ok() {
+                return Ok(id);
+            }
+        }
+        Err(RegisterError::TooManyThreads {
+            max_threads: self.in_use.len(),
+        })
+    }
+
+    /// Claims `id`.
+    pub(crate) fn claim(&self, id: usize) -> Result<(), RegisterError> {
+        let slot = self.in_use.get(id).ok_or(RegisterError::OutOfRange {
+            id,
+            max_threads: self.in_use.len(),
+        })?;
+        // Acquire: pairs with the Release in `release`, so the new owner sees everything the
+        // previous owner did with the slot (its request record).
+        slot.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .map(|_| ())
+            .map_err(|_| RegisterError::InUse { id })
+    }
+
+    /// Frees `id` (handle drop).
+    pub(crate) fn release(&self, id: usize) {
+        // Release: pairs with the Acquire in `claim`.
+        self.in_use[id].store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,274 @@
+//! Crash tests on the simulated persistence domain (`pmem::sim`): durable linearizability and
+//! detectability of both protocols, for a counter and for the paper's AtomicFloat.
+//!
+//! Each run creates the object in a simulated region (evictions on), lets 2-3 threads run a few
+//! operations, crashes at a random persistence event, reopens the object from the crash image
+//! and recovers every thread's pending operation. Per-thread weights make each thread's effect
+//! separately visible in the state: the counter adds `1 << (16 t)`, the float multiplies by the
+//! `t`-th prime (exact in `f64` at these sizes). Checked:
+//!
+//! - durability: every operation that returned before the crash is in the recovered state, and
+//!   each thread's pending operation is in it entirely or not at all;
+//! - detectability: `recover` says `Applied` exactly when the pending operation is in the
+//!   recovered state, with the response it had (each thread's own component of the old value
+//!   is its number of earlier operations), and `Reexecuted` otherwise;
+//! - responses of completed operations carry the same per-thread component.
+//!
+//! `PCOMB_CRASH_POINTS` (default 400) sets the random crash points per protocol and object; a
+//! systematic sweep crashes a short single-threaded run at every one of its events.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pcomb::objects::{AtomicFloat, Counter};
+use pcomb::pmem::sim::{SimConfig, Simulated};
+use pcomb::pmem::Region;
+use pcomb::{Dispatch, PBComb, PWFComb, Pod, Recovered};
+
+const LAYOUT: u64 = 0x5043_4F4D;
+const SIZE: u64 = 1 << 16;
+const PRIMES: [u64; 3] = [2, 3, 5];
+
+/// How an object under test encodes per-thread effects.
+trait Subject: Dispatch<WriteOperation = u64, Response = u64> + Pod + Sized
+where
+    for<'a> Self: Dispatch<ReadOperation<'a> = ()>,
+{
+    const OPS: u64;
+    fn init() -> Self;
+    fn op(thread: usize) -> u64;
+    /// Thread `t`'s number of applied operations in the value `v` (state or old value).
+    fn count(v: u64, thread: usize) -> u64;
+}
+
+impl Subject for Counter {
+    const OPS: u64 = 6;
+    fn init() -> Self {
+        Counter::default()
+    }
+    fn op(t: usize) -> u64 {
+        1 << (16 * t)
+    }
+    fn count(v: u64, t: usize) -> u64 {
+        (v >> (16 * t)) & 0xffff
+    }
+}
+
+impl Subject for AtomicFloat {
+    const OPS: u64 = 5;
+    fn init() -> Self {
+        AtomicFloat::new(1.0)
+    }
+    fn op(t: usize) -> u64 {
+        (PRIMES[t] as f64).to_bits()
+    }
+    fn count(v: u64, t: usize) -> u64 {
+        let mut x = f64::from_bits(v) as u64;
+        let mut n = 0;
+        while x > 0 && x % PRIMES[t] == 0 {
+            x /= PRIMES[t];
+            n += 1;
+        }
+        n
+    }
+}
+
+/// What a thread did before the crash.
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadLog {
+    /// Operations that returned before the crash.
+    completed: u64,
+    /// Sequence number of an operation invoked but not known to have returned before the crash.
+    pending: Option<u64>,
+}
+
+/// The two protocols behind one interface for the test.
+trait Protocol<D: Subject>
+where
+    for<'a> D: Dispatch<ReadOperation<'a> = ()>,
+{
+    fn run(region: Region<Simulated>, threads: usize) -> (Vec<ThreadLog>, Simulated);
+    /// Reopens, checks and recovers; `Err` describes a violation.
+    fn recover(region: Region<Simulated>, logs: &[ThreadLog]) -> Result<(), String>;
+}
+
+macro_rules! protocol {
+    ($name:ident, $obj:ident) => {
+        struct $name;
+        impl<D: Subject> Protocol<D> for $name
+        where
+            for<'a> D: Dispatch<ReadOperation<'a> = ()>,
+            D::WriteOperation: Pod,
+        {
+            fn run(region: Region<Simulated>, threads: usize) -> (Vec<ThreadLog>, Simulated) {
+                let sim = region.persist().clone();
+                let obj = $obj::create(region, D::init(), threads).expect("fits");
+                let logs: Vec<ThreadLog> = std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..threads)
+                        .map(|t| {
+                            let (obj, sim) = (&obj, &sim);
+                            s.spawn(move || {
+                                let mut h = obj.register_as(t).expect("free slot");
+                                let mut log = ThreadLog::default();
+                                for i in 0..D::OPS {
+                                    log.pending = Some(h.seq() + 1);
+                                    let r = h.execute_mut(D::op(t));
+                                    assert_eq!(D::count(r, t), i, "response of op {i} of {t}");
+                                    if sim.is_crashed() {
+                                        return log;
+                                    }
+                                    log.completed += 1;
+                                    log.pending = None;
+                                }
+                                log
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().expect("no panic")).collect()
+                });
+                (logs, sim)
+            }
+
+            fn recover(region: Region<Simulated>, logs: &[ThreadLog]) -> Result<(), String> {
+                let obj = match $obj::<D, Simulated>::open(region) {
+                    Ok(obj) => obj,
+                    // Crashed before `create` persisted the root: fine if no op completed.
+                    Err(_) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
+                    Err(e) => return Err(format!("reopen failed after ops completed: {e}")),
+                };
+                let state = obj.register().map_err(|e| e.to_string())?.execute(());
+                for (t, log) in logs.iter().enumerate() {
+                    let n = D::count(state, t);
+                    let applied = n == log.completed + 1;
+                    if n != log.completed && !(applied && log.pending.is_some()) {
+                        return Err(format!(
+                            "thread {t}: {n} ops in the recovered state, {} completed, pending {:?}",
+                            log.completed, log.pending
+                        ));
+                    }
+                    let Some(seq) = log.pending else { continue };
+                    let mut h = obj.register_as(t).map_err(|e| e.to_string())?;
+                    match h.recover(D::op(t), seq) {
+                        Recovered::Applied(r) if applied && D::count(r, t) == log.completed => {}
+                        Recovered::Reexecuted(r) if !applied && D::count(r, t) == log.completed => {}
+                        other => {
+                            return Err(format!(
+                                "thread {t}: recover(seq {seq}) = {other:?}, but the state holds \
+                                 {n} of its ops with {} completed",
+                                log.completed
+                            ))
+                        }
+                    }
+                }
+                let after = obj.register().map_err(|e| e.to_string())?.execute(());
+                for (t, log) in logs.iter().enumerate() {
+                    let want = log.completed + u64::from(log.pending.is_some());
+                    if D::count(after, t) != want {
+                        return Err(format!("thread {t}: {} ops after recovery, want {want}", D::count(after, t)));
+                    }
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+protocol!(Pb, PBComb);
+protocol!(Pwf, PWFComb);
+
+fn crash_points() -> u64 {
+    std::env::var("PCOMB_CRASH_POINTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
+/// Random crash points: one crash-free run to size the event range, then `crash_points()` runs
+/// crashing at a random event each.
+fn random_crashes<D, P: Protocol<D>>(name: &str, seed: u64)
+where
+    for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
+{
+    let threads_for = |i: u64| 2 + (i % 2) as usize;
+    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let (_, sim) = P::run(region, 3);
+    let events = sim.events().max(1);
+    static RNG: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+    let mut crashed_mid_run = 0;
+    for i in 0..crash_points() {
+        let r = RNG
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let k = (r >> 11) % (events + events / 8);
+        let cfg = SimConfig::new(seed ^ i).crash_at(k);
+        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let (logs, sim) = P::run(region, threads_for(i));
+        let image = match sim.crash_image() {
+            Some(image) => {
+                crashed_mid_run += 1;
+                image
+            }
+            None => sim.crash(),
+        };
+        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("image opens");
+        if let Err(e) = P::recover(recovered, &logs) {
+            panic!("{name}: crash point {i} (event {k} of ~{events}, seed {seed}): {e}");
+        }
+    }
+    assert!(
+        crashed_mid_run > 0 || crash_points() < 10,
+        "{name}: no run crashed mid-way"
+    );
+}
+
+#[test]
+fn pbcomb_counter_random_crashes() {
+    random_crashes::<Counter, Pb>("PBComb counter", 1);
+}
+
+#[test]
+fn pwfcomb_counter_random_crashes() {
+    random_crashes::<Counter, Pwf>("PWFComb counter", 2);
+}
+
+#[test]
+fn pbcomb_atomic_float_random_crashes() {
+    random_crashes::<AtomicFloat, Pb>("PBComb AtomicFloat", 3);
+}
+
+#[test]
+fn pwfcomb_atomic_float_random_crashes() {
+    random_crashes::<AtomicFloat, Pwf>("PWFComb AtomicFloat", 4);
+}
+
+/// Crashes a single-threaded run at every one of its persistence events.
+fn systematic<D, P: Protocol<D>>(name: &str)
+where
+    for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
+{
+    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(9)).expect("region");
+    let (_, sim) = P::run(region, 1);
+    let events = sim.events();
+    assert!(
+        events > 2 * D::OPS,
+        "{name}: at least the pwbs and psyncs of every op"
+    );
+    for k in 0..=events {
+        let region =
+            Region::simulated(LAYOUT, SIZE, SimConfig::new(k).crash_at(k)).expect("region");
+        let (logs, sim) = P::run(region, 1);
+        let image = sim.crash_image().unwrap_or_else(|| sim.crash());
+        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("image opens");
+        if let Err(e) = P::recover(recovered, &logs) {
+            panic!("{name}: systematic crash at event {k} of {events}: {e}");
+        }
+    }
+}
+
+#[test]
+fn systematic_single_thread_runs() {
+    systematic::<Counter, Pb>("PBComb counter");
+    systematic::<Counter, Pwf>("PWFComb counter");
+    systematic::<AtomicFloat, Pb>("PBComb AtomicFloat");
+    systematic::<AtomicFloat, Pwf>("PWFComb AtomicFloat");
+}
