@@ -393,6 +393,45 @@ impl<P: Persist> Region<P> {
         Ok(())
     }
 
+    /// Replaces the persistence backend, keeping the mapping and its contents: for instance to
+    /// wrap the backend in one that counts or filters calls. Every later pwb/pfence/psync of
+    /// the region and of the objects built on it goes to `f(old backend)`.
+    ///
+    /// This is how tests prove that a crash checker catches a broken protocol: wrap a
+    /// [`Simulated`](crate::sim::Simulated) backend in one that drops a chosen call and check
+    /// that recovery then fails.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{NoPersist, Persist, Region};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// /// Counts fences, forwards everything.
+    /// #[derive(Debug, Default)]
+    /// struct CountFences<P> { inner: P, fences: AtomicU64 }
+    /// impl<P: Persist> Persist for CountFences<P> {
+    ///     fn pwb(&self, addr: *const u8, len: usize) { self.inner.pwb(addr, len) }
+    ///     fn pfence(&self) { self.fences.fetch_add(1, Ordering::Relaxed); self.inner.pfence() }
+    ///     fn psync(&self) { self.inner.psync() }
+    /// }
+    ///
+    /// let region = Region::anonymous(7, 1 << 12)?;
+    /// let region = region.map_persist(|inner| CountFences { inner, fences: AtomicU64::new(0) });
+    /// region.persist().pfence();
+    /// assert_eq!(region.persist().fences.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn map_persist<Q: Persist>(self, f: impl FnOnce(P) -> Q) -> Region<Q> {
+        Region {
+            base: self.base,
+            len: self.len,
+            layout: self.layout,
+            persist: f(self.persist),
+            backing: self.backing,
+        }
+    }
+
     fn read_root(&self, index: usize) -> Option<Offset> {
         // SAFETY:
         // - the header is at the start of the region (at least HEADER_SIZE bytes, aligned).
