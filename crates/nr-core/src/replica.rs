@@ -13,7 +13,7 @@
 use crossbeam_utils::CachePadded;
 
 use crate::lock::ReplicaLock;
-use crate::sync::{fence, AtomicBool, AtomicU8, Ordering, Parker, UnsafeCell};
+use crate::sync::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering, Parker, UnsafeCell};
 use crate::Dispatch;
 
 pub(crate) const EMPTY: u8 = 0;
@@ -111,6 +111,9 @@ pub(crate) struct Replica<D: Dispatch> {
     /// `data`, in one word (see `lock.rs`). The combiner lock also guards `local_tail` moves of
     /// this replica and the `batch` scratch.
     pub(crate) lock: ReplicaLock,
+    /// Operations announced by `post` and not yet collected (at least as many as are `POSTED`):
+    /// lets the combiner skip the slot scan when nobody posted, which is the uncontended case.
+    pending: CachePadded<AtomicUsize>,
     slots: Slots<D>,
     pub(crate) batch: UnsafeCell<Batch<D::WriteOperation>>,
     pub(crate) data: CachePadded<UnsafeCell<D>>,
@@ -150,6 +153,7 @@ impl<D: Dispatch> Replica<D> {
     pub(crate) fn new(data: D, threads: usize) -> Self {
         Self {
             lock: ReplicaLock::new(threads),
+            pending: CachePadded::new(AtomicUsize::new(0)),
             slots: (0..threads)
                 .map(|_| CachePadded::new(Slot::new()))
                 .collect(),
@@ -200,6 +204,23 @@ impl<D: Dispatch> Replica<D> {
         self.slots[idx].in_use.store(false, Ordering::Release);
     }
 
+    /// Owner of slot `idx`: posts `op` for a combiner (Algorithm 1, line 19).
+    pub(crate) fn post(&self, idx: usize, op: D::WriteOperation) {
+        // Relaxed: a hint counted *before* the slot turns `POSTED`, so it is never below the
+        // number of posted slots; the slot's own Release/Acquire `state` publishes the op. A
+        // combiner that reads a stale 0 misses an op posted concurrently, which its owner then
+        // runs itself (it keeps trying the combiner lock, and a parked owner is woken at unlock).
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        self.slot(idx).post(op);
+    }
+
+    /// Whether some operation may be posted and not yet collected (a hint; see `post`).
+    #[inline]
+    pub(crate) fn has_pending(&self) -> bool {
+        // Relaxed: see `post`.
+        self.pending.load(Ordering::Relaxed) != 0
+    }
+
     /// Tries to become this node's combiner (Algorithm 1, line 21); with `exclude_readers`,
     /// also takes the writer side at once (see `ReplicaLock::try_lock_combiner`).
     #[inline]
@@ -246,6 +267,9 @@ impl<D: Dispatch> Replica<D> {
     pub(crate) fn collect(&self, batch: &mut Batch<D::WriteOperation>, for_log: bool) -> usize {
         batch.slots.clear();
         batch.ops.clear();
+        if !self.has_pending() {
+            return 0;
+        }
         for idx in 0..self.registered() {
             let slot = self.slot(idx);
             // Acquire: pairs with the Release in `Slot::post`, making `op` visible.
@@ -261,7 +285,13 @@ impl<D: Dispatch> Replica<D> {
                 batch.slots.push(idx);
             }
         }
-        batch.slots.len()
+        let n = batch.slots.len();
+        if n > 0 {
+            // Relaxed: each collected slot's `post` counted it before its Release store of
+            // `POSTED`, which our Acquire load read, so this never takes the count below zero.
+            self.pending.fetch_sub(n, Ordering::Relaxed);
+        }
+        n
     }
 
     /// Combiner, holding the writer side: applies the operation posted in slot `idx` to the

@@ -85,6 +85,14 @@ mod imp {
 
     impl AtomicUsize {
         #[inline(always)]
+        pub(crate) fn fetch_add(&self, v: usize, o: Ordering) -> usize {
+            self.0.fetch_add(v, o)
+        }
+        #[inline(always)]
+        pub(crate) fn fetch_sub(&self, v: usize, o: Ordering) -> usize {
+            self.0.fetch_sub(v, o)
+        }
+        #[inline(always)]
         pub(crate) fn fetch_max(&self, v: usize, o: Ordering) -> usize {
             self.0.fetch_max(v, o)
         }

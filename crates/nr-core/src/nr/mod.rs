@@ -267,8 +267,8 @@ where
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
         let replica = &self.replicas[r];
+        replica.post(slot, op);
         let own = replica.slot(slot);
-        own.post(op);
         let mut waiter = Waiter::new();
         loop {
             if own.is_done() {
@@ -354,8 +354,8 @@ where
         // and no other writer touches `data` until we unlock.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
         let response = data.dispatch_mut(op);
-        // With one registered thread (us) no slot can hold a posted operation.
-        if replica.registered() > 1 {
+        // Uncontended, nobody has posted anything: skip the slot scan.
+        if replica.has_pending() {
             self.serve_posted_single(replica);
         }
         response
