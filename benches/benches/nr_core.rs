@@ -1,1 +1,3 @@
+//! Criterion benches for the `nr-core` rows (being written).
+
 fn main() {}

@@ -88,9 +88,9 @@ pub fn draw(
     let points = summary.throughput(figure);
     let methods = summary.methods(figure);
     let mut panels: Vec<String> = Vec::new();
-    for (panel, ..) in &points {
-        if !panels.contains(panel) {
-            panels.push(panel.clone());
+    for p in &points {
+        if !panels.contains(&p.panel) {
+            panels.push(p.panel.clone());
         }
     }
     let n = panels.len().max(1);
@@ -103,9 +103,9 @@ pub fn draw(
         root
     };
     for (area, panel) in root.split_evenly((1, n)).iter().zip(&panels) {
-        let mine: Vec<_> = points.iter().filter(|p| &p.0 == panel).collect();
-        let max_threads = mine.iter().map(|p| p.1).max().unwrap_or(1);
-        let max_y = mine.iter().map(|p| (p.3).2).fold(0.0, f64::max).max(1e-3) * 1.1;
+        let mine: Vec<_> = points.iter().filter(|p| &p.panel == panel).collect();
+        let max_threads = mine.iter().map(|p| p.threads).max().unwrap_or(1);
+        let max_y = mine.iter().map(|p| p.max).fold(0.0, f64::max).max(1e-3) * 1.1;
         let mut builder = ChartBuilder::on(area);
         builder.margin(10);
         if text {
@@ -119,7 +119,10 @@ pub fn draw(
             .map_err(chart_err)?;
         let mut mesh = chart.configure_mesh();
         if text {
-            mesh.x_desc("threads").y_desc("Mops/s");
+            mesh.x_desc("threads")
+                .y_desc("Mops/s")
+                .x_labels(max_threads + 1)
+                .x_label_formatter(&|x| format!("{x:.0}"));
         } else {
             mesh.x_labels(0).y_labels(0);
         }
@@ -128,8 +131,8 @@ pub fn draw(
             let color = COLORS[i % COLORS.len()];
             let mut line: Vec<(f64, f64, f64, f64)> = mine
                 .iter()
-                .filter(|p| &p.2 == method)
-                .map(|p| (p.1 as f64, (p.3).0, (p.3).1, (p.3).2))
+                .filter(|p| &p.method == method)
+                .map(|p| (p.threads as f64, p.median, p.min, p.max))
                 .collect();
             line.sort_by(|a, b| a.0.total_cmp(&b.0));
             if line.is_empty() {
@@ -142,9 +145,9 @@ pub fn draw(
                 ))
                 .map_err(chart_err)?;
             if text {
-                series
-                    .label(method.as_str())
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color));
+                series.label(method.as_str()).legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(3))
+                });
             }
             chart
                 .draw_series(

@@ -3,11 +3,13 @@
 pub mod chart;
 mod driver;
 mod error;
+pub mod figures;
 pub mod method;
 pub mod report;
 mod rng;
+pub mod sweep;
 mod sync;
-mod workload;
+pub mod workload;
 
 pub use driver::{run_bare, run_for, run_ops, Bench, Contender, Prepared, Sample};
 pub use error::BenchError;

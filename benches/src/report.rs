@@ -280,6 +280,36 @@ pub fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
 
 /// Key of one point of a figure: (panel, threads).
 type Point = (String, usize);
+/// Mops/s of each repetition, as (repetition, Mops/s).
+type Reps = Vec<(usize, f64)>;
+/// figure -> (panel, threads) -> method -> repetitions.
+type ByFigure = BTreeMap<String, BTreeMap<Point, BTreeMap<String, Reps>>>;
+
+/// One point of a figure's chart: a method's throughput at a thread count.
+///
+/// # Examples
+///
+/// ```
+/// let s = benches::report::Summary::from_rows(&[benches::report::Row::example()]);
+/// let p = &s.throughput("hashmap")[0];
+/// assert_eq!((p.method.as_str(), p.threads), ("NR", 4));
+/// assert!(p.min <= p.median && p.median <= p.max);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Throughput {
+    /// Panel (workload setting).
+    pub panel: String,
+    /// Threads.
+    pub threads: usize,
+    /// Method.
+    pub method: String,
+    /// Median Mops/s over repetitions.
+    pub median: f64,
+    /// Lowest Mops/s.
+    pub min: f64,
+    /// Highest Mops/s.
+    pub max: f64,
+}
 
 /// Throughput per (panel, threads) per method, and the per-repetition NR/method ratios.
 ///
@@ -298,7 +328,7 @@ type Point = (String, usize);
 #[derive(Debug, Default)]
 pub struct Summary {
     /// figure -> (panel, threads) -> method -> Mops/s per repetition.
-    mops: BTreeMap<String, BTreeMap<Point, BTreeMap<String, Vec<(usize, f64)>>>>,
+    mops: ByFigure,
     /// Method order as first seen, per figure.
     methods: BTreeMap<String, Vec<String>>,
 }
@@ -366,18 +396,21 @@ impl Summary {
     ///
     /// # Examples
     ///
-    /// ```
-    /// let s = benches::report::Summary::from_rows(&[benches::report::Row::example()]);
-    /// let points = s.throughput("hashmap");
-    /// assert_eq!(points[0].2, "NR");
-    /// ```
-    pub fn throughput(&self, figure: &str) -> Vec<(String, usize, String, (f64, f64, f64))> {
+    /// See [`Throughput`].
+    pub fn throughput(&self, figure: &str) -> Vec<Throughput> {
         let mut out = Vec::new();
         for ((panel, threads), by_method) in self.mops.get(figure).into_iter().flatten() {
             for (method, reps) in by_method {
                 let v: Vec<f64> = reps.iter().map(|&(_, m)| m).collect();
-                if let Some(s) = spread(&v) {
-                    out.push((panel.clone(), *threads, method.clone(), s));
+                if let Some((median, min, max)) = spread(&v) {
+                    out.push(Throughput {
+                        panel: panel.clone(),
+                        threads: *threads,
+                        method: method.clone(),
+                        median,
+                        min,
+                        max,
+                    });
                 }
             }
         }

@@ -182,15 +182,15 @@ impl Drop for AbortOnUnwind {
 ///
 /// ```
 /// use benches::{FlatCombining, Handle, Method, Replicas, Setup};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 /// # let topology = nr_core::Topology::single_node(vec![0])?;
-/// let make = || KvMap::default();
+/// let make = || HashMapKv::new();
 /// let setup = Setup { make: &make, prefill: &[], threads: 2, topology: &topology, replicas: Replicas::PerNode };
 /// let fc = FlatCombining::build(&setup)?;
 /// let mut h = fc.handle(0, 2)?;
 /// assert!(fc.handle(0, 2).is_err(), "one handle per thread index");
-/// h.write(KvWrite::Put(1, 2))?;
-/// assert_eq!(fc.handle(1, 2)?.read(KvRead::Get(1))?, Some(2));
+/// h.write(MapWrite::Put(1, 2))?;
+/// assert_eq!(fc.handle(1, 2)?.read(MapRead::Get(1))?, MapResponse::Get(Some(2)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct FlatCombining<D> {
@@ -276,14 +276,14 @@ where
 ///
 /// ```
 /// use benches::{FlatCombiningRw, Handle, Method, Replicas, Setup};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 /// # let topology = nr_core::Topology::single_node(vec![0])?;
-/// let make = || KvMap::default();
+/// let make = || HashMapKv::new();
 /// let setup = Setup { make: &make, prefill: &[], threads: 1, topology: &topology, replicas: Replicas::PerNode };
 /// let fcp = FlatCombiningRw::build(&setup)?;
 /// let mut h = fcp.handle(0, 2)?;
-/// h.write(KvWrite::Put(1, 2))?;
-/// assert_eq!(h.read(KvRead::Get(1))?, Some(2));
+/// h.write(MapWrite::Put(1, 2))?;
+/// assert_eq!(h.read(MapRead::Get(1))?, MapResponse::Get(Some(2)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct FlatCombiningRw<D> {

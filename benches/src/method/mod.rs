@@ -58,8 +58,8 @@ impl std::fmt::Display for Replicas {
 /// use nr_core::Topology;
 ///
 /// let topology = Topology::single_node(vec![0])?;
-/// let make = || examples::KvMap::default();
-/// let prefill = [examples::KvWrite::Put(1, 10)];
+/// let make = || seqds::HashMapKv::new();
+/// let prefill = [seqds::MapWrite::Put(1, 10)];
 /// let setup = Setup { make: &make, prefill: &prefill, threads: 4, topology: &topology, replicas: Replicas::PerNode };
 /// assert_eq!(setup.fresh().get(1), Some(10));
 /// # Ok::<(), nr_core::TopologyError>(())
@@ -99,14 +99,14 @@ impl<D: Dispatch> Setup<'_, D> {
 ///
 /// ```
 /// use benches::{Handle, Method, Replicas, Setup, SpinLock};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 /// # let topology = nr_core::Topology::single_node(vec![0])?;
-/// # let make = || KvMap::default();
+/// # let make = || HashMapKv::new();
 /// # let setup = Setup { make: &make, prefill: &[], threads: 1, topology: &topology, replicas: Replicas::PerNode };
 /// let sl = SpinLock::build(&setup)?;
 /// let mut h = sl.handle(0, 1)?;
-/// h.write(KvWrite::Put(1, 2))?;
-/// assert_eq!(h.read(KvRead::Get(1))?, Some(2));
+/// h.write(MapWrite::Put(1, 2))?;
+/// assert_eq!(h.read(MapRead::Get(1))?, MapResponse::Get(Some(2)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub trait Handle<D: Dispatch> {

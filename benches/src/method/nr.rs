@@ -11,16 +11,16 @@ use crate::BenchError;
 ///
 /// ```
 /// use benches::{Handle, Method, Nr, Replicas, Setup};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 ///
 /// let topology = nr_core::Topology::single_node(vec![0])?;
-/// let make = || KvMap::default();
+/// let make = || HashMapKv::new();
 /// let setup = Setup { make: &make, prefill: &[], threads: 2, topology: &topology, replicas: Replicas::Exactly(2) };
 /// let nr = Nr::build(&setup)?;
 /// assert_eq!(nr.replicas(), 2);
 /// let mut h = nr.handle(1, 2)?;
-/// h.write(KvWrite::Put(3, 4))?;
-/// assert_eq!(nr.handle(0, 2)?.read(KvRead::Get(3))?, Some(4));
+/// h.write(MapWrite::Put(3, 4))?;
+/// assert_eq!(nr.handle(0, 2)?.read(MapRead::Get(3))?, MapResponse::Get(Some(4)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]

@@ -4,6 +4,8 @@
 
 mod dashmap;
 mod nr_crate;
+mod skiplist;
 
 pub use self::dashmap::DashMapPeer;
-pub use self::nr_crate::NrCratePeer;
+pub use self::nr_crate::{NrCrateHandle, NrCratePeer};
+pub use self::skiplist::{LfDict, LfPq, LfPqHandle};

@@ -12,12 +12,12 @@ use crate::BenchError;
 ///
 /// ```
 /// use benches::{Handle, Method, Replicas, RwLock, Setup};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 /// # let topology = nr_core::Topology::single_node(vec![0])?;
-/// let make = || KvMap::with_keys(4);
+/// let make = || HashMapKv::with_items(4);
 /// let setup = Setup { make: &make, prefill: &[], threads: 1, topology: &topology, replicas: Replicas::PerNode };
 /// let rwl = RwLock::build(&setup)?;
-/// assert_eq!(rwl.handle(0, 2)?.read(KvRead::Get(3))?, Some(3));
+/// assert_eq!(rwl.handle(0, 2)?.read(MapRead::Get(3))?, MapResponse::Get(Some(3)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]

@@ -15,12 +15,12 @@ use crate::BenchError;
 ///
 /// ```
 /// use benches::{Handle, Method, Replicas, Setup, SpinLock};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 /// # let topology = nr_core::Topology::single_node(vec![0])?;
-/// let make = || KvMap::default();
-/// let setup = Setup { make: &make, prefill: &[KvWrite::Put(5, 6)], threads: 1, topology: &topology, replicas: benches::Replicas::PerNode };
+/// let make = || HashMapKv::new();
+/// let setup = Setup { make: &make, prefill: &[MapWrite::Put(5, 6)], threads: 1, topology: &topology, replicas: benches::Replicas::PerNode };
 /// let sl = SpinLock::build(&setup)?;
-/// assert_eq!(sl.handle(0, 2)?.read(KvRead::Get(5))?, Some(6));
+/// assert_eq!(sl.handle(0, 2)?.read(MapRead::Get(5))?, MapResponse::Get(Some(6)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! The hash-map anchor: 10k keys, 0/10/100% writes.
 
-use examples::{KvMap, KvRead, KvWrite};
+use seqds::{HashMapKv, MapRead, MapWrite};
 
 use super::{Op, Workload, WorkloadInfo};
 use crate::Rng;
@@ -36,30 +36,30 @@ impl HashMapWorkload {
 }
 
 impl Workload for HashMapWorkload {
-    type D = KvMap;
+    type D = HashMapKv;
     type Read = u64;
 
-    fn make(&self) -> KvMap {
-        KvMap::default()
+    fn make(&self) -> HashMapKv {
+        HashMapKv::new()
     }
 
-    fn prefill(&self) -> Vec<KvWrite> {
-        (0..self.keys).map(|k| KvWrite::Put(k, k)).collect()
+    fn prefill(&self) -> Vec<MapWrite> {
+        (0..self.keys).map(|k| MapWrite::Put(k, k)).collect()
     }
 
     #[inline]
-    fn next_op(&self, rng: &mut Rng) -> Op<u64, KvWrite> {
+    fn next_op(&self, rng: &mut Rng) -> Op<u64, MapWrite> {
         let key = rng.below(self.keys);
         if rng.percent(self.write_pct) {
-            Op::Write(KvWrite::Put(key, rng.next_u64()))
+            Op::Write(MapWrite::Put(key, rng.next_u64()))
         } else {
             Op::Read(key)
         }
     }
 
     #[inline]
-    fn read_op<'a>(&self, key: &'a u64) -> KvRead {
-        KvRead::Get(*key)
+    fn read_op(&self, key: &u64) -> MapRead {
+        MapRead::Get(*key)
     }
 
     fn info(&self) -> WorkloadInfo {

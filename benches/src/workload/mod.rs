@@ -4,9 +4,13 @@ use nr_core::Dispatch;
 
 use crate::Rng;
 
+mod dict;
 mod hashmap;
+mod pq;
 
+pub use dict::DictWorkload;
 pub use hashmap::HashMapWorkload;
+pub use pq::{PqWorkload, PriorityQueue};
 
 /// One operation drawn by a workload: a read (kept as an owned description, turned into the
 /// structure's possibly-borrowing read operation by [`Workload::read_op`]) or a write.

@@ -1,7 +1,7 @@
 //! `dashmap`: a sharded concurrent hash map, the hash-map anchor's lock-based-sharding peer.
 
-use examples::{KvMap, KvRead, KvWrite};
 use nr_core::{Dispatch, Poisoned};
+use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 
 use crate::method::{Handle, Method, Setup};
 use crate::BenchError;
@@ -13,29 +13,29 @@ use crate::BenchError;
 /// ```
 /// use benches::method::peers::DashMapPeer;
 /// use benches::{Handle, Method, Replicas, Setup};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 /// # let topology = nr_core::Topology::single_node(vec![0])?;
-/// let make = || KvMap::default();
-/// let setup = Setup { make: &make, prefill: &[KvWrite::Put(1, 2)], threads: 1, topology: &topology, replicas: Replicas::PerNode };
+/// let make = || HashMapKv::new();
+/// let setup = Setup { make: &make, prefill: &[MapWrite::Put(1, 2)], threads: 1, topology: &topology, replicas: Replicas::PerNode };
 /// let dm = DashMapPeer::build(&setup)?;
-/// assert_eq!(dm.handle(0, 1)?.read(KvRead::Get(1))?, Some(2));
+/// assert_eq!(dm.handle(0, 1)?.read(MapRead::Get(1))?, MapResponse::Get(Some(2)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct DashMapPeer(dashmap::DashMap<u64, u64>);
 
-impl Method<KvMap> for DashMapPeer {
+impl Method<HashMapKv> for DashMapPeer {
     const NAME: &'static str = "dashmap";
     type Handle<'a> = &'a DashMapPeer;
 
-    fn build(setup: &Setup<'_, KvMap>) -> Result<Self, BenchError> {
+    fn build(setup: &Setup<'_, HashMapKv>) -> Result<Self, BenchError> {
         let map = dashmap::DashMap::with_capacity(setup.prefill.len());
+        let peer = DashMapPeer(map);
         for op in setup.prefill {
-            match *op {
-                KvWrite::Put(k, v) => map.insert(k, v),
-            };
+            // This peer's operations cannot fail.
+            let _ = (&peer).write(*op);
         }
-        Ok(DashMapPeer(map))
+        Ok(peer)
     }
 
     fn handle(&self, _thread: usize, _threads: usize) -> Result<&DashMapPeer, BenchError> {
@@ -43,18 +43,21 @@ impl Method<KvMap> for DashMapPeer {
     }
 }
 
-impl Handle<KvMap> for &DashMapPeer {
+impl Handle<HashMapKv> for &DashMapPeer {
     #[inline]
-    fn read(&mut self, op: KvRead) -> Result<<KvMap as Dispatch>::Response, Poisoned> {
+    fn read(&mut self, op: MapRead) -> Result<<HashMapKv as Dispatch>::Response, Poisoned> {
         Ok(match op {
-            KvRead::Get(k) => self.0.get(&k).map(|v| *v),
+            MapRead::Get(k) => MapResponse::Get(self.0.get(&k).map(|v| *v)),
+            MapRead::Contains(k) => MapResponse::Contains(self.0.contains_key(&k)),
+            MapRead::Len => MapResponse::Len(self.0.len()),
         })
     }
 
     #[inline]
-    fn write(&mut self, op: KvWrite) -> Result<<KvMap as Dispatch>::Response, Poisoned> {
+    fn write(&mut self, op: MapWrite) -> Result<<HashMapKv as Dispatch>::Response, Poisoned> {
         Ok(match op {
-            KvWrite::Put(k, v) => self.0.insert(k, v),
+            MapWrite::Put(k, v) => MapResponse::Put(self.0.insert(k, v)),
+            MapWrite::Remove(k) => MapResponse::Removed(self.0.remove(&k).map(|(_, v)| v)),
         })
     }
 }

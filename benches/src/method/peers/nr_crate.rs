@@ -1,4 +1,4 @@
-//! The `node-replication` crate (0.1.1, VMware's Rust NR) wrapping a `std` `HashMap`: the
+//! The `node-replication` crate (0.1.1, VMware's Rust NR) wrapping the same `seqds::HashMapKv`: the
 //! hash-map anchor's "other NR" peer.
 //!
 //! Two properties of that version shape this wrapper:
@@ -10,43 +10,38 @@
 //!   per replica count), and a fixed-operation run must append fewer than the log's entries
 //!   (32 MiB of log: hundreds of thousands) between two runs.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use examples::{KvMap, KvRead, KvWrite};
 use node_replication::{Log, Replica, ReplicaToken};
 use nr_core::Poisoned;
+use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 
 use crate::method::{claim, release, Handle, Method, Replicas, Setup};
 use crate::sync::AtomicBool;
 use crate::BenchError;
 
-/// The map as `node-replication`'s own `Dispatch` sees it.
+/// The same sequential map, seen through `node-replication`'s own `Dispatch` trait.
 #[derive(Debug, Default)]
-struct LegacyMap(HashMap<u64, u64>);
+struct LegacyMap(HashMapKv);
 
 impl node_replication::Dispatch for LegacyMap {
-    type ReadOperation = KvRead;
-    type WriteOperation = KvWrite;
-    type Response = Option<u64>;
+    type ReadOperation = MapRead;
+    type WriteOperation = MapWrite;
+    type Response = MapResponse;
 
-    fn dispatch(&self, op: KvRead) -> Option<u64> {
-        match op {
-            KvRead::Get(k) => self.0.get(&k).copied(),
-        }
+    fn dispatch(&self, op: MapRead) -> MapResponse {
+        nr_core::Dispatch::dispatch(&self.0, op)
     }
 
-    fn dispatch_mut(&mut self, op: KvWrite) -> Option<u64> {
-        match op {
-            KvWrite::Put(k, v) => self.0.insert(k, v),
-        }
+    fn dispatch_mut(&mut self, op: MapWrite) -> MapResponse {
+        nr_core::Dispatch::dispatch_mut(&mut self.0, op)
     }
 }
 
 /// One `node-replication` object: a log, its replicas and a token per (replica, thread).
 struct Instance {
     // Keeps the log alive as long as the replicas (they also hold it).
-    _log: Arc<Log<'static, KvWrite>>,
+    _log: Arc<Log<'static, MapWrite>>,
     replicas: Vec<Arc<Replica<'static, LegacyMap>>>,
     /// `tokens[r][t]`: thread `t`'s registration with replica `r`.
     tokens: Vec<Vec<ReplicaToken>>,
@@ -59,20 +54,20 @@ struct Instance {
 /// ```
 /// use benches::method::peers::NrCratePeer;
 /// use benches::{Handle, Method, Replicas, Setup};
-/// use examples::{KvMap, KvRead, KvWrite};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 /// # let topology = nr_core::Topology::single_node(vec![0])?;
-/// let make = || KvMap::default();
-/// let setup = Setup { make: &make, prefill: &[KvWrite::Put(1, 2)], threads: 2, topology: &topology, replicas: Replicas::Exactly(2) };
+/// let make = || HashMapKv::new();
+/// let setup = Setup { make: &make, prefill: &[MapWrite::Put(1, 2)], threads: 2, topology: &topology, replicas: Replicas::Exactly(2) };
 /// let nr = NrCratePeer::build(&setup)?;
 /// let mut h = nr.handle(1, 2)?;
-/// h.write(KvWrite::Put(1, 3))?;
-/// assert_eq!(nr.handle(0, 2)?.read(KvRead::Get(1))?, Some(3));
+/// h.write(MapWrite::Put(1, 3))?;
+/// assert_eq!(nr.handle(0, 2)?.read(MapRead::Get(1))?, MapResponse::Get(Some(3)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct NrCratePeer {
     /// `instances[r - 1]`: the instance with `r` replicas, built on first use.
     instances: Vec<OnceLock<Result<Instance, String>>>,
-    prefill: Vec<KvWrite>,
+    prefill: Vec<MapWrite>,
     threads: usize,
     taken: Box<[AtomicBool]>,
 }
@@ -90,12 +85,12 @@ impl NrCratePeer {
     fn instance(&self, replicas: usize) -> Result<&Instance, BenchError> {
         self.instances[replicas - 1]
             .get_or_init(|| {
-                let log = Arc::new(Log::<KvWrite>::default());
+                let log = Arc::new(Log::<MapWrite>::default());
                 let replicas: Vec<_> = (0..replicas)
                     .map(|_| {
                         let mut map = LegacyMap::default();
                         for op in &self.prefill {
-                            node_replication::Dispatch::dispatch_mut(&mut map, *op);
+                            nr_core::Dispatch::dispatch_mut(&mut map.0, *op);
                         }
                         Replica::with_data(&log, map)
                     })
@@ -126,11 +121,11 @@ impl NrCratePeer {
     }
 }
 
-impl Method<KvMap> for NrCratePeer {
+impl Method<HashMapKv> for NrCratePeer {
     const NAME: &'static str = "nr-crate";
     type Handle<'a> = NrCrateHandle<'a>;
 
-    fn build(setup: &Setup<'_, KvMap>) -> Result<Self, BenchError> {
+    fn build(setup: &Setup<'_, HashMapKv>) -> Result<Self, BenchError> {
         let max_replicas = match setup.replicas {
             Replicas::PerNode => setup.topology.num_nodes(),
             Replicas::Exactly(n) => n,
@@ -191,14 +186,14 @@ impl Drop for NrCrateHandle<'_> {
     }
 }
 
-impl Handle<KvMap> for NrCrateHandle<'_> {
+impl Handle<HashMapKv> for NrCrateHandle<'_> {
     #[inline]
-    fn read(&mut self, op: KvRead) -> Result<Option<u64>, Poisoned> {
+    fn read(&mut self, op: MapRead) -> Result<MapResponse, Poisoned> {
         Ok(self.replica.execute(op, self.token))
     }
 
     #[inline]
-    fn write(&mut self, op: KvWrite) -> Result<Option<u64>, Poisoned> {
+    fn write(&mut self, op: MapWrite) -> Result<MapResponse, Poisoned> {
         Ok(self.replica.execute_mut(op, self.token))
     }
 }
