@@ -69,7 +69,7 @@ impl SplitMix64 {
 
 /// The SplitMix64 output function: a bijective mix of the 64 bits of `z`.
 #[inline]
-pub(crate) fn mix64(mut z: u64) -> u64 {
+fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -77,7 +77,7 @@ pub(crate) fn mix64(mut z: u64) -> u64 {
 
 /// Maps 64 random bits to `0..bound` by multiply-shift (Lemire), without a division.
 #[inline]
-pub(crate) fn scale(bits: u64, bound: u64) -> u64 {
+fn scale(bits: u64, bound: u64) -> u64 {
     ((u128::from(bits) * u128::from(bound)) >> 64) as u64
 }
 
