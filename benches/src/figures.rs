@@ -1,9 +1,11 @@
 //! The `nr-core` rows of `BENCHMARKS.md`: which workloads and methods each figure runs.
 
-use crate::method::peers::{DashMapPeer, LfDict, LfPq, NrCratePeer};
+use crate::method::peers::{DashMapPeer, LfDict, LfPq, NrCratePeer, TreiberStack};
 use crate::report::Row;
 use crate::sweep::Sweep;
-use crate::workload::{DictWorkload, PqWorkload};
+use crate::workload::{
+    DictWorkload, PqWorkload, SortedSetWorkload, StackWorkload, SyntheticWorkload,
+};
 use crate::{BenchError, HashMapWorkload, KeyDist};
 
 /// A figure of the NR paper (scaled to this machine), or the hash-map anchor, or the cost table.
@@ -238,10 +240,29 @@ pub fn run(figure: Figure, sweep: &Sweep, params: &Params) -> Result<Vec<Row>, B
                 }
             }
         }
-        Figure::Stack | Figure::Synthetic | Figure::SortedSet => {
-            return Err(BenchError::Config(format!(
-                "figure `{name}` needs seqds structures not merged yet"
-            )));
+        Figure::Stack => {
+            let p = sweep.prepare(StackWorkload::new(params.stack_items));
+            let mut m = Vec::new();
+            sweep.add_black_box(&mut m, &p)?;
+            sweep.add::<_, TreiberStack>(&mut m, &p)?;
+            rows.extend(sweep.run_panel(name, &p, &m)?);
+        }
+        Figure::Synthetic => {
+            for mix in params.mixes(&[0, 10, 100]) {
+                let w = SyntheticWorkload::new(params.synthetic_n, params.synthetic_c, mix);
+                let p = sweep.prepare(w);
+                let mut m = Vec::new();
+                sweep.add_black_box(&mut m, &p)?;
+                rows.extend(sweep.run_panel(name, &p, &m)?);
+            }
+        }
+        Figure::SortedSet => {
+            for mix in params.mixes(&[0, 10, 50, 100]) {
+                let p = sweep.prepare(SortedSetWorkload::new(params.sortedset_items, mix));
+                let mut m = Vec::new();
+                sweep.add_black_box(&mut m, &p)?;
+                rows.extend(sweep.run_panel(name, &p, &m)?);
+            }
         }
         Figure::Cost => {
             for mix in params.mixes(&[0, 10, 100]) {
@@ -252,7 +273,12 @@ pub fn run(figure: Figure, sweep: &Sweep, params: &Params) -> Result<Vec<Row>, B
                 rows.extend(sweep.cost(w, "pq-pairing")?);
                 let dist = KeyDist::uniform(2 * params.dict_items);
                 rows.extend(sweep.cost(DictWorkload::new(params.dict_items, mix, dist), "dict")?);
+                let w = SyntheticWorkload::new(params.synthetic_n, params.synthetic_c, mix);
+                rows.extend(sweep.cost(w, "synthetic")?);
+                let w = SortedSetWorkload::new(params.sortedset_items, mix);
+                rows.extend(sweep.cost(w, "sortedset")?);
             }
+            rows.extend(sweep.cost(StackWorkload::new(params.stack_items), "stack")?);
         }
     }
     Ok(rows)

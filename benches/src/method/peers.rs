@@ -5,7 +5,9 @@
 mod dashmap;
 mod nr_crate;
 mod skiplist;
+mod treiber;
 
 pub use self::dashmap::DashMapPeer;
 pub use self::nr_crate::{NrCrateHandle, NrCratePeer};
 pub use self::skiplist::{LfDict, LfPq, LfPqHandle};
+pub use self::treiber::TreiberStack;

@@ -7,10 +7,16 @@ use crate::Rng;
 mod dict;
 mod hashmap;
 mod pq;
+mod sorted_set;
+mod stack;
+mod synthetic;
 
 pub use dict::DictWorkload;
 pub use hashmap::HashMapWorkload;
 pub use pq::{PqWorkload, PriorityQueue};
+pub use sorted_set::SortedSetWorkload;
+pub use stack::StackWorkload;
+pub use synthetic::SyntheticWorkload;
 
 /// One operation drawn by a workload: a read (kept as an owned description, turned into the
 /// structure's possibly-borrowing read operation by [`Workload::read_op`]) or a write.
