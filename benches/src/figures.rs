@@ -6,7 +6,7 @@ use crate::sweep::Sweep;
 use crate::workload::{
     DictWorkload, PqWorkload, SortedSetWorkload, StackWorkload, SyntheticWorkload,
 };
-use crate::{BenchError, HashMapWorkload, KeyDist};
+use crate::{Bench, BenchError, HashMapWorkload, KeyDist, Workload, WorkloadInfo};
 
 /// A figure of the NR paper (scaled to this machine), or the hash-map anchor, or the cost table.
 ///
@@ -174,6 +174,109 @@ impl Params {
     }
 }
 
+/// A figure panel's methods, built for its workload.
+pub type Methods<'p> = [Box<dyn Bench + 'p>];
+
+/// Visits every panel of `figure` (not [`Figure::Cost`], which has no panels): builds its
+/// workload and the figure's methods (those `sweep` allows, placed as `sweep` says, sized for
+/// its largest thread count) and hands them to `visit`.
+///
+/// # Errors
+///
+/// The first [`BenchError`] of a build or of `visit`.
+///
+/// # Examples
+///
+/// ```
+/// use benches::figures::{for_each_panel, Figure, Params};
+/// use benches::sweep::Sweep;
+///
+/// let topology = nr_core::Topology::detect()?;
+/// let sweep = Sweep::new(vec![2], std::time::Duration::ZERO, 1, 0, topology, benches::Replicas::PerNode)?;
+/// let mut panels = Vec::new();
+/// for_each_panel(Figure::Stack, &sweep, &Params::smoke(), &mut |info, methods| {
+///     panels.push((info.panel.clone(), methods.len()));
+///     Ok(())
+/// })?;
+/// assert_eq!(panels, [("push/pop".to_string(), 6)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn for_each_panel(
+    figure: Figure,
+    sweep: &Sweep,
+    params: &Params,
+    visit: &mut dyn FnMut(&WorkloadInfo, &Methods<'_>) -> Result<(), BenchError>,
+) -> Result<(), BenchError> {
+    match figure {
+        Figure::HashMap => {
+            for mix in params.mixes(&[0, 10, 100]) {
+                let p = sweep.prepare(HashMapWorkload::new(params.hashmap_keys, mix));
+                let mut m = Vec::new();
+                sweep.add_black_box(&mut m, &p)?;
+                sweep.add::<_, DashMapPeer>(&mut m, &p)?;
+                sweep.add::<_, NrCratePeer>(&mut m, &p)?;
+                visit(&p.workload.info(), &m)?;
+            }
+        }
+        Figure::PqSkipList => {
+            for mix in params.mixes(&[0, 10, 100]) {
+                let w = PqWorkload::<seqds::SkipListPq>::new(params.pq_items, mix, params.seed);
+                let p = sweep.prepare(w);
+                let mut m = Vec::new();
+                sweep.add_black_box(&mut m, &p)?;
+                sweep.add::<_, LfPq>(&mut m, &p)?;
+                visit(&p.workload.info(), &m)?;
+            }
+        }
+        Figure::PqPairing => {
+            for mix in params.mixes(&[0, 10, 100]) {
+                let w = PqWorkload::<seqds::PairingHeap>::new(params.pq_items, mix, params.seed);
+                let p = sweep.prepare(w);
+                let mut m = Vec::new();
+                sweep.add_black_box(&mut m, &p)?;
+                visit(&p.workload.info(), &m)?;
+            }
+        }
+        Figure::Dict => {
+            for dist in params.dists(2 * params.dict_items) {
+                for mix in params.mixes(&[0, 10, 100]) {
+                    let p = sweep.prepare(DictWorkload::new(params.dict_items, mix, dist.clone()));
+                    let mut m = Vec::new();
+                    sweep.add_black_box(&mut m, &p)?;
+                    sweep.add::<_, LfDict>(&mut m, &p)?;
+                    visit(&p.workload.info(), &m)?;
+                }
+            }
+        }
+        Figure::Stack => {
+            let p = sweep.prepare(StackWorkload::new(params.stack_items));
+            let mut m = Vec::new();
+            sweep.add_black_box(&mut m, &p)?;
+            sweep.add::<_, TreiberStack>(&mut m, &p)?;
+            visit(&p.workload.info(), &m)?;
+        }
+        Figure::Synthetic => {
+            for mix in params.mixes(&[0, 10, 100]) {
+                let w = SyntheticWorkload::new(params.synthetic_n, params.synthetic_c, mix);
+                let p = sweep.prepare(w);
+                let mut m = Vec::new();
+                sweep.add_black_box(&mut m, &p)?;
+                visit(&p.workload.info(), &m)?;
+            }
+        }
+        Figure::SortedSet => {
+            for mix in params.mixes(&[0, 10, 50, 100]) {
+                let p = sweep.prepare(SortedSetWorkload::new(params.sortedset_items, mix));
+                let mut m = Vec::new();
+                sweep.add_black_box(&mut m, &p)?;
+                visit(&p.workload.info(), &m)?;
+            }
+        }
+        Figure::Cost => {}
+    }
+    Ok(())
+}
+
 /// Runs `figure` with `sweep`'s settings and `params`' workloads; returns every run's row.
 ///
 /// # Errors
@@ -197,89 +300,27 @@ impl Params {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn run(figure: Figure, sweep: &Sweep, params: &Params) -> Result<Vec<Row>, BenchError> {
-    let name = figure.name();
     let mut rows = Vec::new();
-    match figure {
-        Figure::HashMap => {
-            for mix in params.mixes(&[0, 10, 100]) {
-                let p = sweep.prepare(HashMapWorkload::new(params.hashmap_keys, mix));
-                let mut m = Vec::new();
-                sweep.add_black_box(&mut m, &p)?;
-                sweep.add::<_, DashMapPeer>(&mut m, &p)?;
-                sweep.add::<_, NrCratePeer>(&mut m, &p)?;
-                rows.extend(sweep.run_panel(name, &p, &m)?);
-            }
+    if figure == Figure::Cost {
+        for mix in params.mixes(&[0, 10, 100]) {
+            rows.extend(sweep.cost(HashMapWorkload::new(params.hashmap_keys, mix), "hashmap")?);
+            let w = PqWorkload::<seqds::SkipListPq>::new(params.pq_items, mix, params.seed);
+            rows.extend(sweep.cost(w, "pq-skiplist")?);
+            let w = PqWorkload::<seqds::PairingHeap>::new(params.pq_items, mix, params.seed);
+            rows.extend(sweep.cost(w, "pq-pairing")?);
+            let dist = KeyDist::uniform(2 * params.dict_items);
+            rows.extend(sweep.cost(DictWorkload::new(params.dict_items, mix, dist), "dict")?);
+            let w = SyntheticWorkload::new(params.synthetic_n, params.synthetic_c, mix);
+            rows.extend(sweep.cost(w, "synthetic")?);
+            let w = SortedSetWorkload::new(params.sortedset_items, mix);
+            rows.extend(sweep.cost(w, "sortedset")?);
         }
-        Figure::PqSkipList => {
-            for mix in params.mixes(&[0, 10, 100]) {
-                let w = PqWorkload::<seqds::SkipListPq>::new(params.pq_items, mix, params.seed);
-                let p = sweep.prepare(w);
-                let mut m = Vec::new();
-                sweep.add_black_box(&mut m, &p)?;
-                sweep.add::<_, LfPq>(&mut m, &p)?;
-                rows.extend(sweep.run_panel(name, &p, &m)?);
-            }
-        }
-        Figure::PqPairing => {
-            for mix in params.mixes(&[0, 10, 100]) {
-                let w = PqWorkload::<seqds::PairingHeap>::new(params.pq_items, mix, params.seed);
-                let p = sweep.prepare(w);
-                let mut m = Vec::new();
-                sweep.add_black_box(&mut m, &p)?;
-                rows.extend(sweep.run_panel(name, &p, &m)?);
-            }
-        }
-        Figure::Dict => {
-            for dist in params.dists(2 * params.dict_items) {
-                for mix in params.mixes(&[0, 10, 100]) {
-                    let p = sweep.prepare(DictWorkload::new(params.dict_items, mix, dist.clone()));
-                    let mut m = Vec::new();
-                    sweep.add_black_box(&mut m, &p)?;
-                    sweep.add::<_, LfDict>(&mut m, &p)?;
-                    rows.extend(sweep.run_panel(name, &p, &m)?);
-                }
-            }
-        }
-        Figure::Stack => {
-            let p = sweep.prepare(StackWorkload::new(params.stack_items));
-            let mut m = Vec::new();
-            sweep.add_black_box(&mut m, &p)?;
-            sweep.add::<_, TreiberStack>(&mut m, &p)?;
-            rows.extend(sweep.run_panel(name, &p, &m)?);
-        }
-        Figure::Synthetic => {
-            for mix in params.mixes(&[0, 10, 100]) {
-                let w = SyntheticWorkload::new(params.synthetic_n, params.synthetic_c, mix);
-                let p = sweep.prepare(w);
-                let mut m = Vec::new();
-                sweep.add_black_box(&mut m, &p)?;
-                rows.extend(sweep.run_panel(name, &p, &m)?);
-            }
-        }
-        Figure::SortedSet => {
-            for mix in params.mixes(&[0, 10, 50, 100]) {
-                let p = sweep.prepare(SortedSetWorkload::new(params.sortedset_items, mix));
-                let mut m = Vec::new();
-                sweep.add_black_box(&mut m, &p)?;
-                rows.extend(sweep.run_panel(name, &p, &m)?);
-            }
-        }
-        Figure::Cost => {
-            for mix in params.mixes(&[0, 10, 100]) {
-                rows.extend(sweep.cost(HashMapWorkload::new(params.hashmap_keys, mix), "hashmap")?);
-                let w = PqWorkload::<seqds::SkipListPq>::new(params.pq_items, mix, params.seed);
-                rows.extend(sweep.cost(w, "pq-skiplist")?);
-                let w = PqWorkload::<seqds::PairingHeap>::new(params.pq_items, mix, params.seed);
-                rows.extend(sweep.cost(w, "pq-pairing")?);
-                let dist = KeyDist::uniform(2 * params.dict_items);
-                rows.extend(sweep.cost(DictWorkload::new(params.dict_items, mix, dist), "dict")?);
-                let w = SyntheticWorkload::new(params.synthetic_n, params.synthetic_c, mix);
-                rows.extend(sweep.cost(w, "synthetic")?);
-                let w = SortedSetWorkload::new(params.sortedset_items, mix);
-                rows.extend(sweep.cost(w, "sortedset")?);
-            }
-            rows.extend(sweep.cost(StackWorkload::new(params.stack_items), "stack")?);
-        }
+        rows.extend(sweep.cost(StackWorkload::new(params.stack_items), "stack")?);
+        return Ok(rows);
     }
+    for_each_panel(figure, sweep, params, &mut |info, methods| {
+        rows.extend(sweep.run_panel(figure.name(), info, methods)?);
+        Ok(())
+    })?;
     Ok(rows)
 }

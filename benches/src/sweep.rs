@@ -9,7 +9,7 @@ use nr_core::{Dispatch, Topology};
 use crate::report::{Machine, Row};
 use crate::{
     run_bare, Bench, BenchError, FlatCombining, FlatCombiningRw, Method, Nr, Prepared, Replicas,
-    RwLock, SpinLock, Workload,
+    RwLock, SpinLock, Workload, WorkloadInfo,
 };
 
 /// The settings of a sweep (everything but the workload).
@@ -26,7 +26,7 @@ use crate::{
 /// let p = sweep.prepare(HashMapWorkload::new(100, 10));
 /// let mut methods = Vec::new();
 /// sweep.add_black_box(&mut methods, &p)?;
-/// let rows = sweep.run_panel("hashmap", &p, &methods)?;
+/// let rows = sweep.run_panel("hashmap", &p.workload.info(), &methods)?;
 /// assert_eq!(rows.len(), 2 * methods.len());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -199,8 +199,7 @@ impl Sweep {
         Ok(())
     }
 
-    fn row<W: Workload>(&self, figure: &str, w: &W, threads: usize, rep: usize) -> Row {
-        let info = w.info();
+    fn row(&self, figure: &str, info: WorkloadInfo, threads: usize, rep: usize) -> Row {
         Row {
             figure: figure.into(),
             panel: info.panel,
@@ -263,10 +262,10 @@ impl Sweep {
     /// # Examples
     ///
     /// See [`Sweep`].
-    pub fn run_panel<W: Workload>(
+    pub fn run_panel(
         &self,
         figure: &str,
-        p: &Prepared<W>,
+        info: &WorkloadInfo,
         methods: &[Box<dyn Bench + '_>],
     ) -> Result<Vec<Row>, BenchError> {
         self.progress
@@ -276,7 +275,7 @@ impl Sweep {
             for rep in 0..self.reps {
                 for m in methods {
                     let s = m.run_for(threads, self.duration, self.seed)?;
-                    let mut r = self.row(figure, &p.workload, threads, rep);
+                    let mut r = self.row(figure, info.clone(), threads, rep);
                     r.method = m.name().into();
                     r.replicas = m.replicas();
                     r.ops = s.ops;
@@ -323,7 +322,7 @@ impl Sweep {
                 } else {
                     nr.run_for(1, self.duration, self.seed)?
                 };
-                let mut r = self.row("cost", &p.workload, 1, rep);
+                let mut r = self.row("cost", p.workload.info(), 1, rep);
                 r.panel = format!("{structure} {}", r.panel);
                 r.method = method.into();
                 r.ops = s.ops;
