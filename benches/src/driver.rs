@@ -274,7 +274,7 @@ pub fn run_bare<W: Workload>(
 /// # Examples
 ///
 /// ```
-/// use benches::{HashMapWorkload, Prepared, Replicas, RwLock};
+/// use benches::{Bench, HashMapWorkload, Prepared, Replicas, RwLock};
 ///
 /// let topology = nr_core::Topology::detect()?;
 /// let p = Prepared::new(HashMapWorkload::new(100, 10), topology, Replicas::PerNode, 2);

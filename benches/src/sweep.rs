@@ -19,7 +19,7 @@ use crate::{
 /// ```
 /// use std::time::Duration;
 /// use benches::sweep::Sweep;
-/// use benches::{HashMapWorkload, Replicas};
+/// use benches::{HashMapWorkload, Replicas, Workload};
 ///
 /// let topology = nr_core::Topology::detect()?;
 /// let sweep = Sweep::new(vec![1, 2], Duration::from_millis(5), 1, 7, topology, Replicas::PerNode)?;

@@ -1,5 +1,5 @@
 //! Workload-specific peers: concurrent structures that are not built from the sequential one,
-//! each implementing [`Method`] for one sequential structure `D` by translating `D`'s operations
+//! each implementing [`Method`](crate::Method) for one sequential structure `D` by translating `D`'s operations
 //! to its own, so it runs exactly the workload the black-box methods run.
 
 mod dashmap;
