@@ -278,8 +278,8 @@ pub fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
     Some((median, min, max))
 }
 
-/// Key of one point of a figure: (panel, threads).
-type Point = (String, usize);
+/// Key of one point of a figure: (panel index in first-seen order, threads).
+type Point = (usize, usize);
 /// Mops/s of each repetition, as (repetition, Mops/s).
 type Reps = Vec<(usize, f64)>;
 /// figure -> (panel, threads) -> method -> repetitions.
@@ -331,6 +331,8 @@ pub struct Summary {
     mops: ByFigure,
     /// Method order as first seen, per figure.
     methods: BTreeMap<String, Vec<String>>,
+    /// Panel order as first seen, per figure.
+    panels: BTreeMap<String, Vec<String>>,
 }
 
 impl Summary {
@@ -361,10 +363,18 @@ impl Summary {
         if !order.contains(&r.method) {
             order.push(r.method.clone());
         }
+        let panels = self.panels.entry(r.figure.clone()).or_default();
+        let panel = match panels.iter().position(|p| p == &r.panel) {
+            Some(i) => i,
+            None => {
+                panels.push(r.panel.clone());
+                panels.len() - 1
+            }
+        };
         self.mops
             .entry(r.figure.clone())
             .or_default()
-            .entry((r.panel.clone(), r.threads))
+            .entry((panel, r.threads))
             .or_default()
             .entry(r.method.clone())
             .or_default()
@@ -378,6 +388,13 @@ impl Summary {
     /// See [`Summary::add`].
     pub fn figures(&self) -> Vec<String> {
         self.mops.keys().cloned().collect()
+    }
+
+    fn panel_name(&self, figure: &str, index: usize) -> &str {
+        self.panels
+            .get(figure)
+            .and_then(|p| p.get(index))
+            .map_or("?", String::as_str)
     }
 
     /// The methods of `figure`, in the order first seen.
@@ -400,11 +417,12 @@ impl Summary {
     pub fn throughput(&self, figure: &str) -> Vec<Throughput> {
         let mut out = Vec::new();
         for ((panel, threads), by_method) in self.mops.get(figure).into_iter().flatten() {
+            let panel = self.panel_name(figure, *panel);
             for (method, reps) in by_method {
                 let v: Vec<f64> = reps.iter().map(|&(_, m)| m).collect();
                 if let Some((median, min, max)) = spread(&v) {
                     out.push(Throughput {
-                        panel: panel.clone(),
+                        panel: panel.to_string(),
                         threads: *threads,
                         method: method.clone(),
                         median,
@@ -437,6 +455,7 @@ impl Summary {
         }
         out.push('\n');
         for ((panel, threads), by_method) in self.mops.get(figure).into_iter().flatten() {
+            let panel = self.panel_name(figure, *panel);
             let _ = write!(out, "{panel:<22} {threads:>8}");
             let nr = by_method.get("NR");
             for m in &methods {
