@@ -1,0 +1,95 @@
+//! The harness's error type.
+
+use std::fmt;
+
+/// Why a benchmark could not run as asked. Benchmarks fail loudly rather than run something
+/// other than what was asked (see `BENCHMARKS.md`: exact thread counts).
+///
+/// # Examples
+///
+/// ```
+/// use benches::BenchError;
+///
+/// let e = BenchError::Config("threads must be at least 1".into());
+/// assert!(e.to_string().contains("threads"));
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// An invalid combination of arguments (zero threads, a thread count above what a method was
+    /// built for, an unknown method name). Remedy: fix the arguments as the message says.
+    Config(String),
+    /// Building the NR object failed (log size, replica count, topology). Remedy: see the
+    /// wrapped error.
+    Build(nr_core::BuildError),
+    /// Registering a thread with an NR replica failed (more threads than
+    /// `threads_per_replica`, or a poisoned object). Remedy: see the wrapped error.
+    Register(nr_core::RegisterError),
+    /// Topology discovery or pinning a thread failed. Remedy: see the wrapped error; run on
+    /// Linux, or inside an affinity mask that holds the CPUs asked for.
+    Topology(nr_core::TopologyError),
+    /// A method reported a poisoned object (a panic in user code). Remedy: the structure's
+    /// `dispatch_mut` panicked; fix it.
+    Poisoned,
+    /// A benchmark thread panicked. Remedy: see the panic message printed above.
+    ThreadPanicked,
+    /// Writing results (CSV, chart) failed. Remedy: check the output directory.
+    Io(std::io::Error),
+    /// Drawing a chart failed. Remedy: see the message.
+    Chart(String),
+    /// A CSV line could not be parsed back. Remedy: the file was not written by this harness,
+    /// or was edited; the message names the field.
+    Parse(String),
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(m) => write!(f, "invalid benchmark configuration: {m}"),
+            Self::Build(e) => write!(f, "building the NR object failed: {e}"),
+            Self::Register(e) => write!(f, "registering a thread failed: {e}"),
+            Self::Topology(e) => write!(f, "topology: {e}"),
+            Self::Poisoned => f.write_str("the object is poisoned (a panic in user code)"),
+            Self::ThreadPanicked => f.write_str("a benchmark thread panicked"),
+            Self::Io(e) => write!(f, "writing results failed: {e}"),
+            Self::Chart(m) => write!(f, "drawing a chart failed: {m}"),
+            Self::Parse(m) => write!(f, "parsing a CSV row failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Build(e) => Some(e),
+            Self::Register(e) => Some(e),
+            Self::Topology(e) => Some(e),
+            Self::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<nr_core::BuildError> for BenchError {
+    fn from(e: nr_core::BuildError) -> Self {
+        Self::Build(e)
+    }
+}
+
+impl From<nr_core::RegisterError> for BenchError {
+    fn from(e: nr_core::RegisterError) -> Self {
+        Self::Register(e)
+    }
+}
+
+impl From<nr_core::TopologyError> for BenchError {
+    fn from(e: nr_core::TopologyError) -> Self {
+        Self::Topology(e)
+    }
+}
+
+impl From<std::io::Error> for BenchError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
+}

@@ -1,0 +1,20 @@
+#![doc = include_str!("../README.md")]
+
+pub mod chart;
+mod driver;
+mod error;
+pub mod figures;
+pub mod method;
+pub mod report;
+mod rng;
+pub mod sweep;
+mod sync;
+pub mod workload;
+
+pub use driver::{run_bare, run_for, run_ops, Bench, Contender, Prepared, Sample};
+pub use error::BenchError;
+pub use method::{
+    FcHandle, FlatCombining, FlatCombiningRw, Handle, Method, Nr, Replicas, RwLock, Setup, SpinLock,
+};
+pub use rng::{KeyDist, Rng};
+pub use workload::{HashMapWorkload, Op, Workload, WorkloadInfo};

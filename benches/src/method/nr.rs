@@ -1,0 +1,87 @@
+//! NR: Node Replication (`nr-core`), the method under study.
+
+use nr_core::{Dispatch, NodeReplicated, Poisoned, ThreadHandle, Topology};
+
+use super::{Handle, Method, Replicas, Setup};
+use crate::BenchError;
+
+/// Node Replication from `nr-core`: one replica per (virtual) node, or an explicit count.
+///
+/// # Examples
+///
+/// ```
+/// use benches::{Handle, Method, Nr, Replicas, Setup};
+/// use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
+///
+/// let topology = nr_core::Topology::single_node(vec![0])?;
+/// let make = || HashMapKv::new();
+/// let setup = Setup { make: &make, prefill: &[], threads: 2, topology: &topology, replicas: Replicas::Exactly(2) };
+/// let nr = Nr::build(&setup)?;
+/// assert_eq!(nr.replicas(), 2);
+/// let mut h = nr.handle(1, 2)?;
+/// h.write(MapWrite::Put(3, 4))?;
+/// assert_eq!(nr.handle(0, 2)?.read(MapRead::Get(3))?, MapResponse::Get(Some(4)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Nr<D: Dispatch + Send + Sync> {
+    nr: NodeReplicated<D>,
+    /// The topology threads are pinned by, to find each thread's node.
+    topology: Topology,
+    placed: bool,
+}
+
+impl<D> Method<D> for Nr<D>
+where
+    D: Dispatch + Send + Sync,
+{
+    const NAME: &'static str = "NR";
+    type Handle<'a>
+        = ThreadHandle<'a, D>
+    where
+        Self: 'a;
+
+    fn build(setup: &Setup<'_, D>) -> Result<Self, BenchError> {
+        let builder = NodeReplicated::builder().threads_per_replica(setup.threads.max(1));
+        let (builder, placed) = match setup.replicas {
+            Replicas::PerNode => (builder.topology(setup.topology.clone()), true),
+            Replicas::Exactly(n) => (builder.replicas(n), false),
+        };
+        let nr = builder.build(|_| setup.fresh())?;
+        Ok(Self {
+            nr,
+            topology: setup.topology.clone(),
+            placed,
+        })
+    }
+
+    fn handle(&self, thread: usize, _threads: usize) -> Result<ThreadHandle<'_, D>, BenchError> {
+        let replica = if self.placed {
+            self.nr
+                .replica_for_cpu(self.topology.cpu_for_thread(thread))
+                .unwrap_or(thread % self.nr.replicas())
+        } else {
+            thread % self.nr.replicas()
+        };
+        Ok(self.nr.register(replica)?)
+    }
+
+    fn replicas(&self) -> usize {
+        self.nr.replicas()
+    }
+}
+
+impl<D> Handle<D> for ThreadHandle<'_, D>
+where
+    D: Dispatch + Send + Sync,
+{
+    #[inline]
+    fn read(&mut self, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
+        self.execute(op)
+    }
+
+    #[inline]
+    fn write(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
+        self.execute_mut(op)
+    }
+}
