@@ -889,3 +889,49 @@ impl<P: Persist> PBQueueHandle<'_, P> {
         recovered(r, value_of)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dequeue pass never takes a node that an enqueue pass linked but has not yet made
+    /// durable (Algorithm 6 line 57): until `Enq::published`, the dequeuers see an empty queue.
+    #[test]
+    fn dequeuers_stop_at_old_tail() {
+        let q = PBQueue::new(4, 2).expect("valid");
+        let s = &q.shared;
+        let mut tail = 1;
+        let mut rets = [Ret::default(); 2];
+        Enq(s).apply(0, &mut tail, &[(0, 5), (1, 6)], &mut rets);
+        let mut head = 1;
+        let mut got = [Ret::default(); 1];
+        Deq(s).apply(1, &mut head, &[(1, ())], &mut got);
+        assert_eq!(value_of(got[0]), None, "dequeued a node not yet durable");
+        Deq(s).published(1, &head);
+        Enq(s).published(0, &tail);
+        Deq(s).apply(1, &mut head, &[(1, ())], &mut got);
+        assert_eq!(value_of(got[0]), Some(5));
+    }
+
+    /// Nodes a dequeue pass removed are recycled only by `published` (once durable).
+    #[test]
+    fn removed_nodes_are_recycled_after_the_pass() {
+        let q = PBQueue::new(1, 1).expect("valid");
+        let s = &q.shared;
+        let (mut tail, mut head) = (1, 1);
+        let mut r = [Ret::default(); 1];
+        Enq(s).apply(0, &mut tail, &[(0, 5)], &mut r);
+        Enq(s).published(0, &tail);
+        Deq(s).apply(0, &mut head, &[(0, ())], &mut r);
+        assert_eq!(value_of(r[0]), Some(5));
+        Enq(s).apply(0, &mut tail, &[(0, 6)], &mut r);
+        assert_eq!(
+            unit_of(r[0]),
+            Err(Full(6)),
+            "reused a node before its removal was durable"
+        );
+        Deq(s).published(0, &head);
+        Enq(s).apply(0, &mut tail, &[(0, 6)], &mut r);
+        assert_eq!(unit_of(r[0]), Ok(()));
+    }
+}

@@ -841,3 +841,62 @@ impl<P: Persist> PBStackHandle<'_, P> {
         recovered(self.recover(StackOp::Pop, seq), value_of)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One pass of [push 1, pop, push 2] without elimination: the pop's node must not be
+    /// reused by the later push of the same pass (the durable `top` may still name it until
+    /// the pass is durable).
+    #[test]
+    fn a_pass_never_reuses_the_node_it_popped() {
+        let opts = Options {
+            elimination: false,
+            recycling: true,
+        };
+        let stack = PBStack::with_options(4, 3, opts).expect("valid");
+        let mut st = StackState::default();
+        let reqs = [
+            (0, StackOp::Push(1)),
+            (1, StackOp::Pop),
+            (2, StackOp::Push(2)),
+        ];
+        let mut rets = [Ret::default(); 3];
+        stack.core.apply(0, &mut st, &reqs, &mut rets);
+        assert_eq!(value_of(rets[1]), Some(1));
+        let w = stack.core.store.words();
+        let top = stack.core.pool.node_of(st.top).expect("one value");
+        assert_eq!(stack.core.pool.value(w, top), 2);
+        // SAFETY:
+        // - single-threaded test, no handle, no combiner.
+        let n = unsafe { stack.core.nodes() };
+        assert_eq!(n.popped.len(), 1);
+        assert_ne!(
+            n.popped[0], top,
+            "the popped node was reused in its own pass"
+        );
+        assert!(
+            !n.free.contains(&n.popped[0]),
+            "freed before the pass is durable"
+        );
+        stack.core.published(0, &st);
+        // SAFETY: as above.
+        assert!(unsafe { stack.core.nodes() }.free.contains(&0));
+    }
+
+    /// Elimination pairs a push with a pop of the same pass: no node is written.
+    #[test]
+    fn elimination_writes_no_node() {
+        let stack = PBStack::new(4, 2).expect("valid");
+        let mut st = StackState::default();
+        let reqs = [(0, StackOp::Pop), (1, StackOp::Push(9))];
+        let mut rets = [Ret::default(); 2];
+        stack.core.apply(0, &mut st, &reqs, &mut rets);
+        assert_eq!(value_of(rets[0]), Some(9));
+        assert_eq!(unit_of(rets[1]), Ok(()));
+        assert_eq!(st, StackState::default());
+        // SAFETY: single-threaded test.
+        assert!(unsafe { stack.core.nodes() }.fresh.is_empty());
+    }
+}
