@@ -263,8 +263,9 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
                     .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    let (_, ret) = self.combine(words, persist, batch, lval + 1, p);
-                    return ret.expect("invariant: the combiner's own request is active");
+                    // `ReturnVal[p]` of the new record: p's request was served by this pass, or
+                    // by a pass that ran after p's check on line 11 (the record is a copy).
+                    return self.combine(words, persist, batch, lval + 1, p).1;
                 }
                 lval += 1; // line 9
             }
@@ -290,8 +291,8 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         }
     }
 
-    /// Lines 14-28 by thread `me` holding `Lock == lval`; returns the new state and
-    /// `ReturnVal[me]` if `me` had an active request.
+    /// Lines 14-28 by thread `me` holding `Lock == lval`; returns the new state and the new
+    /// record's `ReturnVal[me]`.
     fn combine<P: Persist, B: Batch<State = S, Op = O, Ret = R>>(
         &self,
         words: &[AtomicU64],
@@ -299,7 +300,7 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         batch: &B,
         lval: u64,
         me: usize,
-    ) -> (S, Option<R>) {
+    ) -> (S, R) {
         let unlock = Unlock { inst: self, lval };
         let w = self.mine(words);
         // Relaxed: we hold the lock; our Acquire CAS on `Lock` pairs with the previous holder's
@@ -317,7 +318,6 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         let scratch = self.scratch.with_mut(|s| unsafe { &mut *s });
         scratch.reqs.clear();
         scratch.acts.clear();
-        let mut own = None;
         for (q, req) in self.requests.iter().enumerate() {
             // Acquire: pairs with the Release in `announce`.
             let ctrl = req.ctrl.load(Ordering::Acquire);
@@ -330,9 +330,6 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
                 // - only the lock holder reads request cells.
                 let op = req.op.with(|cell| unsafe { *cell });
                 let op = op.expect("invariant: an active, valid request has an operation");
-                if q == me {
-                    own = Some(scratch.reqs.len());
-                }
                 scratch.reqs.push((q, op));
                 scratch.acts.push(act);
             }
@@ -356,7 +353,7 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         persist.pwb((&w[INDEX_WORD] as *const AtomicU64).cast::<u8>(), 8); // line 26
         persist.psync(); // line 27
         batch.published(me, &st); // Algorithm 5 line 31 (and recycling)
-        let ret = own.map(|i| scratch.rets[i]);
+        let ret = new.ret(me); // line 29 (read before the unlock; same value)
         drop(unlock); // line 28
         (st, ret)
     }
