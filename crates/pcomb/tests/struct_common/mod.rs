@@ -23,6 +23,8 @@ pub(crate) trait Subject: Sized + Sync {
 
     fn model() -> Self::M;
     fn create(region: Region<Self::P>, capacity: u32, threads: usize, o: Options) -> Self;
+    /// In heap words (volatile with `NoPersist`).
+    fn heap_backed(capacity: u32, threads: usize, o: Options, persist: Self::P) -> Self;
     fn open(region: Region<Self::P>) -> Result<Self, BuildError>;
     fn into_region(self) -> Region<Self::P>;
     fn handle(&self, t: usize) -> Self::H<'_>;
@@ -64,6 +66,9 @@ impl<P: Persist> Subject for PBStack<P> {
     }
     fn create(region: Region<P>, capacity: u32, threads: usize, o: Options) -> Self {
         PBStack::create(region, capacity, threads, o).expect("fits")
+    }
+    fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
+        PBStack::with_persist(capacity, threads, o, persist).expect("valid")
     }
     fn open(region: Region<P>) -> Result<Self, BuildError> {
         PBStack::open(region)
@@ -131,6 +136,9 @@ impl<P: Persist> Subject for PBQueue<P> {
     }
     fn create(region: Region<P>, capacity: u32, threads: usize, o: Options) -> Self {
         PBQueue::create(region, capacity, threads, o).expect("fits")
+    }
+    fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
+        PBQueue::with_persist(capacity, threads, o, persist).expect("valid")
     }
     fn open(region: Region<P>) -> Result<Self, BuildError> {
         PBQueue::open(region)
@@ -201,6 +209,9 @@ impl<P: Persist> Subject for PBHeap<HEAP_CAP, P> {
     }
     fn create(region: Region<P>, _capacity: u32, threads: usize, _o: Options) -> Self {
         PBHeap::create(region, threads).expect("fits")
+    }
+    fn heap_backed(_capacity: u32, threads: usize, _o: Options, persist: P) -> Self {
+        PBHeap::with_persist(threads, persist).expect("valid")
     }
     fn open(region: Region<P>) -> Result<Self, BuildError> {
         PBHeap::open(region)
