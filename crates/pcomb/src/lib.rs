@@ -9,6 +9,7 @@ mod pbcomb;
 mod pwfcomb;
 mod recovered;
 mod slots;
+pub mod structures;
 mod sync;
 mod wait;
 mod words;

@@ -1,0 +1,902 @@
+//! PBstack (paper §5): a linked stack whose combined state is `top`, with elimination and a
+//! recycling stack of nodes.
+//!
+//! The combiner serves a whole pass at once ([`Batch::apply`]): with elimination on it first
+//! pairs pushes with pops of the pass (each pop answered with a paired push's value, neither
+//! touching the list), then applies the rest in thread order. A push takes a node from the
+//! recycling stack (the paper's single free list, LIFO: nodes come back in the order they were
+//! first handed out, so a pass writes consecutive nodes), writes `[value, top]` and the pass
+//! writes back (pwb) every new node before the record (line 22), so the `pfence` of line 23
+//! orders them before the state that names them. Popped nodes join the recycling stack only
+//! after line 27: from then on the durable `top` no longer reaches them, so reusing (and
+//! overwriting) them cannot break recovery.
+//!
+//! The recycling stack is volatile. [`PBStack::open`] rebuilds it from the persisted list:
+//! every node not reachable from the durable `top` is free, so no node leaks across a crash and
+//! none is both in the list and free.
+
+use core::fmt;
+
+use super::combine::{Batch, Instance};
+use super::store::{Header, Link, Pool, Store};
+use super::{
+    check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
+    Ret,
+};
+use crate::error::{BuildError, RegisterError};
+use crate::layout::LINE_WORDS;
+use crate::slots::Slots;
+use crate::sync::{AtomicU64, UnsafeCell};
+use crate::Recovered;
+use pmem::{NoPersist, Persist, Pod, Region};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"PBSTACK1");
+const KIND: &str = "PBStack";
+
+type StackInstance = Instance<StackState, StackOp, Ret>;
+
+/// `st` of a PBstack record: the top node's link and the number of values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct StackState {
+    top: Link,
+    len: u64,
+}
+
+// SAFETY:
+// - `repr(C)` with two `u64` fields: no padding, every bit pattern valid;
+// - it holds no pointers (links are node indices).
+unsafe impl Pod for StackState {}
+
+/// A stack request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StackOp {
+    Push(u64),
+    Pop,
+}
+
+/// The recycling stack and the buffers of a pass; only the lock holder touches them.
+#[derive(Debug, Default)]
+struct Nodes {
+    /// Free nodes, next to hand out last.
+    free: Vec<u32>,
+    /// Nodes written by this pass (to write back).
+    fresh: Vec<u32>,
+    /// Nodes popped by this pass (free once the pass is durable).
+    popped: Vec<u32>,
+    /// Indices into the pass's requests: unpaired pushes and pops (elimination).
+    pushes: Vec<usize>,
+    pops: Vec<usize>,
+}
+
+/// The sequential part: the words, the pool, the recycling stack.
+struct Core<P: Persist> {
+    store: Store<P>,
+    pool: Pool,
+    options: Options,
+    nodes: UnsafeCell<Nodes>,
+}
+
+impl<P: Persist> Core<P> {
+    /// The recycling stack and buffers.
+    ///
+    /// # Safety
+    ///
+    /// - the caller holds the stack's combining lock (or `&mut` of the stack), and drops the
+    ///   reference before releasing it.
+    #[allow(clippy::mut_from_ref)] // exclusive by the lock, as the contract says
+    unsafe fn nodes(&self) -> &mut Nodes {
+        // SAFETY:
+        // - exclusive access: the caller holds the lock that every access takes.
+        self.nodes.with_mut(|n| unsafe { &mut *n })
+    }
+
+    fn push(&self, n: &mut Nodes, st: &mut StackState, value: u64) -> Ret {
+        let w = self.store.words();
+        let Some(node) = n.free.pop() else {
+            return ret_unit(Err(Full(value)));
+        };
+        self.pool.set(w, node, value, st.top);
+        n.fresh.push(node);
+        st.top = u64::from(node) + 1;
+        st.len += 1;
+        ret_unit(Ok(()))
+    }
+
+    fn pop(&self, n: &mut Nodes, st: &mut StackState) -> Ret {
+        let w = self.store.words();
+        let Some(node) = self.pool.node_of(st.top) else {
+            return ret_value(None);
+        };
+        let value = self.pool.value(w, node);
+        st.top = self.pool.next(w, node);
+        st.len -= 1;
+        n.popped.push(node);
+        ret_value(Some(value))
+    }
+}
+
+impl<P: Persist> Batch for Core<P> {
+    type State = StackState;
+    type Op = StackOp;
+    type Ret = Ret;
+
+    fn apply(&self, _me: usize, st: &mut StackState, reqs: &[(usize, StackOp)], rets: &mut [Ret]) {
+        // SAFETY:
+        // - `apply` runs on the lock holder; the reference is dropped before returning.
+        let n = unsafe { self.nodes() };
+        n.fresh.clear();
+        n.popped.clear();
+        n.pushes.clear();
+        n.pops.clear();
+        for (i, (_, op)) in reqs.iter().enumerate() {
+            match op {
+                StackOp::Push(_) => n.pushes.push(i),
+                StackOp::Pop => n.pops.push(i),
+            }
+        }
+        let paired = if self.options.elimination {
+            n.pushes.len().min(n.pops.len())
+        } else {
+            0
+        };
+        // Elimination: pair the first `paired` pushes and pops; each pair is linearized as the
+        // push immediately followed by the pop, at this pass's linearization point.
+        for k in 0..paired {
+            let (pu, po) = (n.pushes[k], n.pops[k]);
+            let StackOp::Push(v) = reqs[pu].1 else {
+                unreachable!("invariant: `pushes` indexes pushes")
+            };
+            rets[pu] = ret_unit(Ok(()));
+            rets[po] = ret_value(Some(v));
+        }
+        // The rest in thread order (all pushes or all pops when elimination paired them).
+        for (i, (_, op)) in reqs.iter().enumerate() {
+            let eliminated =
+                paired > 0 && (n.pushes[..paired].contains(&i) || n.pops[..paired].contains(&i));
+            if eliminated {
+                continue;
+            }
+            rets[i] = match *op {
+                StackOp::Push(v) => self.push(n, st, v),
+                StackOp::Pop => self.pop(n, st),
+            };
+        }
+        // Every node this pass wrote, before the record (ordered by line 23's pfence).
+        self.pool
+            .persist_nodes(self.store.words(), self.store.persist(), &mut n.fresh);
+    }
+
+    fn published(&self, _me: usize, _st: &StackState) {
+        if self.options.recycling {
+            // SAFETY:
+            // - `published` runs on the lock holder; the reference is dropped before returning.
+            let n = unsafe { self.nodes() };
+            // Popped top first: reversed order comes back out of the LIFO first.
+            n.free.append(&mut n.popped);
+        }
+    }
+}
+
+/// A recoverable, blocking, linked stack of `u64` values with at most `capacity` values
+/// (paper §5 PBstack), persisted through `P`.
+///
+/// Threads [`register`](Self::register) for a [`PBStackHandle`]. See the
+/// [module docs](crate::structures) for modes and recovery, and [`Options`] for elimination and
+/// recycling.
+///
+/// # Examples
+///
+/// ```
+/// use pcomb::structures::PBStack;
+///
+/// let stack = PBStack::new(1000, 4)?;
+/// std::thread::scope(|s| {
+///     for t in 0..4 {
+///         let stack = &stack;
+///         s.spawn(move || {
+///             let mut h = stack.register().expect("4 slots");
+///             for i in 0..100 {
+///                 h.push(t * 1000 + i).expect("room for 400");
+///             }
+///         });
+///     }
+/// });
+/// let mut h = stack.register()?;
+/// assert_eq!(h.len(), 400);
+/// let mut n = 0;
+/// while h.pop().is_some() {
+///     n += 1;
+/// }
+/// assert_eq!(n, 400);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A handle cannot outlive its stack:
+///
+/// ```compile_fail
+/// use pcomb::structures::PBStack;
+/// let h = {
+///     let s = PBStack::new(1, 1).unwrap();
+///     s.register().unwrap()
+/// };
+/// ```
+pub struct PBStack<P: Persist = NoPersist> {
+    core: Core<P>,
+    inst: Instance<StackState, StackOp, Ret>,
+    slots: Slots,
+    capacity: u32,
+}
+
+// SAFETY:
+// - `core.nodes` is only accessed by the holder of `inst`'s lock, or through `&mut self`;
+// - everything else is `Send + Sync` (atomics, `Store`, `Instance`, `Slots`).
+unsafe impl<P: Persist> Send for PBStack<P> {}
+// SAFETY: as for `Send`.
+unsafe impl<P: Persist> Sync for PBStack<P> {}
+
+impl<P: Persist> fmt::Debug for PBStack<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PBStack")
+            .field("capacity", &self.capacity)
+            .field("options", &self.core.options)
+            .field("inst", &self.inst)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PBStack<NoPersist> {
+    /// A volatile stack (no persistence cost) for up to `capacity` values and `max_threads`
+    /// registered threads, with elimination and recycling.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stack = pcomb::structures::PBStack::new(8, 1)?;
+    /// assert_eq!(stack.capacity(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
+        Self::with_options(capacity, max_threads, Options::default())
+    }
+
+    /// [`new`](Self::new) with explicit [`Options`].
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::structures::{Options, PBStack};
+    /// let o = Options { elimination: false, recycling: true };
+    /// assert_eq!(PBStack::with_options(8, 1, o)?.options(), o);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_options(
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
+        Self::with_persist(capacity, max_threads, options, NoPersist)
+    }
+}
+
+impl<P: Persist> PBStack<P> {
+    /// Words of a stack: header line, instance, pool.
+    fn total_words(capacity: u32, max_threads: usize) -> usize {
+        LINE_WORDS + StackInstance::words(max_threads) + Pool::words(capacity)
+    }
+
+    /// Bytes a stack of `capacity` values for `max_threads` threads takes in a region (add the
+    /// region's own header, 4 KiB, when sizing a region).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::structures::PBStack;
+    /// assert!(PBStack::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 16_000);
+    /// ```
+    pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
+        Self::total_words(capacity, max_threads) * 8
+    }
+
+    /// A heap-backed stack like [`new`](PBStack::new) whose persistence instructions go to
+    /// `persist`: not durable, but with the exact pwb/pfence/psync sequence of the persistent
+    /// stack (to count or cost it).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](PBStack::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem, structures::{Options, PBStack}};
+    /// let s = PBStack::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;
+    /// pmem::reset_stats();
+    /// s.register()?.push(1)?;
+    /// assert!(pmem::stats().psyncs >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_persist(
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+        persist: P,
+    ) -> Result<Self, BuildError> {
+        check_threads(max_threads)?;
+        let store = Store::heap(Self::total_words(capacity, max_threads), persist);
+        Ok(Self::create_in(store, capacity, max_threads, options))
+    }
+
+    /// A persistent stack allocated in `region` (which becomes its owner) and recorded as the
+    /// region's root; everything is persisted before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
+    /// [`BuildError::RegionTooSmall`] if the region has no room for
+    /// [`bytes_needed`](Self::bytes_needed) bytes, [`BuildError::Region`] if the region refuses
+    /// the allocation or the root.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem::Region, structures::{Options, PBStack}};
+    ///
+    /// let stack = PBStack::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;
+    /// stack.register()?.push(5)?;
+    /// let stack = PBStack::open(stack.into_region().expect("in a region"))?;
+    /// assert_eq!(stack.register()?.pop(), Some(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(
+        region: Region<P>,
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
+        check_threads(max_threads)?;
+        let (store, off) = Store::allocate(region, Self::total_words(capacity, max_threads))?;
+        let stack = Self::create_in(store, capacity, max_threads, options);
+        stack.core.store.publish(off)?;
+        Ok(stack)
+    }
+
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
+        let stack = Self::assemble(store, capacity, max_threads, options);
+        stack
+            .inst
+            .init(stack.core.store.words(), &StackState::default());
+        stack.core.store.init(&Header {
+            magic: MAGIC,
+            threads: max_threads as u64,
+            capacity: u64::from(capacity),
+            total_words: Self::total_words(capacity, max_threads) as u64,
+            options: options.bits(),
+        });
+        // SAFETY:
+        // - not shared yet (we own the only reference).
+        let nodes = unsafe { stack.core.nodes() };
+        nodes.free = (0..capacity).rev().collect();
+        stack
+    }
+
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
+        let inst_at = LINE_WORDS;
+        let pool_at = inst_at + StackInstance::words(max_threads);
+        Self {
+            core: Core {
+                store,
+                pool: Pool {
+                    at: pool_at,
+                    nodes: capacity,
+                },
+                options,
+                nodes: UnsafeCell::new(Nodes::default()),
+            },
+            inst: Instance::new(inst_at, max_threads),
+            slots: Slots::new(max_threads),
+            capacity,
+        }
+    }
+
+    /// Reopens the stack at `region`'s root after a restart or crash: the values are those of
+    /// the durable `top`, the free nodes every other node, and each thread's interrupted
+    /// operation can then be recovered (`recover_push` / `recover_pop` on a handle from
+    /// [`register_as`](Self::register_as)).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PBStack`, its header is
+    /// corrupt, or its persisted list is malformed (a cycle, a link out of the pool, a length
+    /// that does not match); [`BuildError::Region`] if the region refuses an access.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem::Region, structures::PBStack, BuildError};
+    /// let err = PBStack::open(Region::anonymous(1, 1 << 16)?).unwrap_err();
+    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        let (store, head) = Store::open(region, MAGIC, KIND)?;
+        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let threads = usize::try_from(head.threads)
+            .ok()
+            .filter(|&t| check_threads(t).is_ok())
+            .ok_or(mismatch("bad max_threads in the header"))?;
+        let capacity = u32::try_from(head.capacity).map_err(|_| mismatch("bad capacity"))?;
+        if head.total_words != Self::total_words(capacity, threads) as u64 {
+            return Err(mismatch("the header's sizes do not match"));
+        }
+        let stack = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        let free = stack
+            .free_nodes()
+            .map_err(|_| mismatch("the persisted list is malformed"))?;
+        // SAFETY:
+        // - not shared yet (we own the only reference).
+        unsafe { stack.core.nodes() }.free = free;
+        Ok(stack)
+    }
+
+    /// Walks the list from the durable `top`: every node not on it, highest index first (so
+    /// that the lowest is handed out first), or why the list is malformed.
+    fn free_nodes(&self) -> Result<Vec<u32>, String> {
+        let w = self.core.store.words();
+        let pool = &self.core.pool;
+        let st = self.inst.state_now(w);
+        let mut on_list = vec![false; self.capacity as usize];
+        let mut link = st.top;
+        let mut len = 0u64;
+        while link != 0 {
+            let node = pool
+                .node_of(link)
+                .ok_or_else(|| format!("link {link} out of the pool"))?;
+            if std::mem::replace(&mut on_list[node as usize], true) {
+                return Err(format!("node {node} is on the list twice (a cycle)"));
+            }
+            len += 1;
+            link = pool.next(w, node);
+        }
+        if len != st.len {
+            return Err(format!("{len} nodes on the list, length {}", st.len));
+        }
+        Ok((0..self.capacity)
+            .rev()
+            .filter(|&i| !on_list[i as usize])
+            .collect())
+    }
+
+    /// Checks the structure (no handle may be alive: it takes `&mut self`): the list from `top`
+    /// is well formed and as long as the recorded length, the free nodes are distinct and off
+    /// the list, and (with recycling on) every node is on the list or free. Meant for tests and
+    /// for checking a recovered stack.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] describing the first violation found.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut stack = pcomb::structures::PBStack::new(4, 1)?;
+    /// let mut h = stack.register()?;
+    /// h.push(1)?;
+    /// h.pop();
+    /// drop(h);
+    /// stack.audit()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn audit(&mut self) -> Result<(), AuditError> {
+        let expected_free = self.free_nodes().map_err(AuditError)?;
+        // SAFETY:
+        // - `&mut self`: no handle, hence no combiner, is alive.
+        let nodes = unsafe { self.core.nodes() };
+        let mut seen = vec![false; self.capacity as usize];
+        for &n in &nodes.free {
+            let slot = seen
+                .get_mut(n as usize)
+                .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
+            if std::mem::replace(slot, true) {
+                return Err(AuditError(format!("node {n} is free twice")));
+            }
+        }
+        for &n in &expected_free {
+            seen[n as usize] = !seen[n as usize];
+        }
+        // Now `seen[n]` is true exactly where the free list and "off the list" disagree.
+        let on_free: Vec<bool> = {
+            let mut v = vec![false; self.capacity as usize];
+            for &n in &nodes.free {
+                v[n as usize] = true;
+            }
+            v
+        };
+        for n in (0..seen.len()).filter(|&n| seen[n]) {
+            if on_free[n] {
+                return Err(AuditError(format!("node {n} is both on the list and free")));
+            }
+            if self.core.options.recycling {
+                return Err(AuditError(format!(
+                    "node {n} leaked: neither on the list nor free"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back the region of a persistent stack (`None` for a volatile one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(pcomb::structures::PBStack::new(1, 1)?.into_region().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_region(self) -> Option<Region<P>> {
+        self.core.store.into_region()
+    }
+
+    /// The capacity fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PBStack::new(3, 1)?.capacity(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// The options fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(3, 1)?;
+    /// assert_eq!(s.options(), pcomb::structures::Options::default());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn options(&self) -> Options {
+        self.core.options
+    }
+
+    /// The `max_threads` fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PBStack::new(3, 2)?.max_threads(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_threads(&self) -> usize {
+        self.inst.threads()
+    }
+
+    /// Registers the calling thread under the lowest free thread id.
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(3, 1)?;
+    /// let _h = s.register()?;
+    /// assert!(s.register().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register(&self) -> Result<PBStackHandle<'_, P>, RegisterError> {
+        let id = self.slots.claim_any()?;
+        Ok(self.handle(id))
+    }
+
+    /// Registers as thread `id` (after a crash, to recover that thread's operation).
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
+    /// has a live handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(3, 2)?;
+    /// assert_eq!(s.register_as(1)?.id(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_as(&self, id: usize) -> Result<PBStackHandle<'_, P>, RegisterError> {
+        self.slots.claim(id)?;
+        Ok(self.handle(id))
+    }
+
+    fn handle(&self, id: usize) -> PBStackHandle<'_, P> {
+        let seq = self.inst.seed(self.core.store.words(), id);
+        PBStackHandle {
+            stack: self,
+            id,
+            seq,
+        }
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.core.store.words()
+    }
+}
+
+/// A registered thread's access to a [`PBStack`]; dropping it frees the thread id.
+///
+/// Its sequence number counts this thread id's operations: the next push or pop is number
+/// [`seq`](Self::seq)` + 1`. For detectability, persist `(operation, seq() + 1)` before each
+/// call and, after a crash, pass them to [`recover_push`](Self::recover_push) /
+/// [`recover_pop`](Self::recover_pop).
+///
+/// # Examples
+///
+/// ```
+/// let s = pcomb::structures::PBStack::new(4, 1)?;
+/// let mut h = s.register()?;
+/// h.push(1)?;
+/// h.push(2)?;
+/// assert_eq!(h.pop(), Some(2));
+/// assert_eq!(h.seq(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PBStackHandle<'a, P: Persist = NoPersist> {
+    stack: &'a PBStack<P>,
+    id: usize,
+    seq: u64,
+}
+
+impl<P: Persist> fmt::Debug for PBStackHandle<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PBStackHandle")
+            .field("id", &self.id)
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
+
+impl<P: Persist> Drop for PBStackHandle<'_, P> {
+    fn drop(&mut self) {
+        self.stack.slots.release(self.id);
+    }
+}
+
+impl<P: Persist> PBStackHandle<'_, P> {
+    fn run(&mut self, op: StackOp) -> Ret {
+        self.seq += 1;
+        let s = self.stack;
+        s.inst.execute(
+            s.words(),
+            s.core.store.persist(),
+            &s.core,
+            self.id,
+            op,
+            self.seq,
+        )
+    }
+
+    fn recover(&mut self, op: StackOp, seq: u64) -> Result<Ret, Ret> {
+        self.seq = seq;
+        let s = self.stack;
+        s.inst
+            .recover(s.words(), s.core.store.persist(), &s.core, self.id, op, seq)
+    }
+
+    /// This thread's id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PBStack::new(1, 1)?.register()?.id(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The sequence number of this thread id's last operation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(1, 1)?;
+    /// let mut h = s.register()?;
+    /// let before = h.seq();
+    /// h.pop();
+    /// assert_eq!(h.seq(), before + 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Pushes `value`; returns once the push is durable (persistent mode).
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] with `value` if the stack holds `capacity` values (with recycling off: if every
+    /// node was handed out since the stack was created or opened).
+    ///
+    /// # Panics
+    ///
+    /// If the stack is poisoned (a combining pass panicked: an internal bug).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(1, 1)?;
+    /// let mut h = s.register()?;
+    /// assert_eq!(h.push(1), Ok(()));
+    /// assert!(h.push(2).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn push(&mut self, value: u64) -> Result<(), Full> {
+        unit_of(self.run(StackOp::Push(value)))
+    }
+
+    /// Pops the top value (`None` if empty); returns once the pop is durable.
+    ///
+    /// # Panics
+    ///
+    /// If the stack is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// assert_eq!(h.pop(), None);
+    /// h.push(4)?;
+    /// assert_eq!(h.pop(), Some(4));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pop(&mut self) -> Option<u64> {
+        value_of(self.run(StackOp::Pop))
+    }
+
+    /// The number of values (a snapshot of the durable state).
+    ///
+    /// # Panics
+    ///
+    /// If the stack is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(4)?;
+    /// assert_eq!(h.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len(&mut self) -> usize {
+        let s = self.stack;
+        let st = s
+            .inst
+            .read(s.words(), s.core.store.persist(), &s.core, self.id);
+        st.len as usize
+    }
+
+    /// Whether the stack is empty (a snapshot).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(2, 1)?;
+    /// assert!(s.register()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Recovers this thread's push of `value` with sequence number `seq`, interrupted by a
+    /// crash (Algorithm 1 `Recover`): whether it had taken effect, and its response. Call it at
+    /// most once per crash, before the thread's next operation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBStack, Recovered};
+    /// let s = PBStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(1)?; // seq 1
+    /// assert_eq!(h.recover_push(1, 1), Recovered::Applied(Ok(())));
+    /// assert_eq!(h.recover_push(2, 2), Recovered::Reexecuted(Ok(())));
+    /// assert_eq!(h.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recover_push(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
+        recovered(self.recover(StackOp::Push(value), seq), unit_of)
+    }
+
+    /// Recovers this thread's pop with sequence number `seq` (see
+    /// [`recover_push`](Self::recover_push)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBStack, Recovered};
+    /// let s = PBStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(1)?; // seq 1
+    /// assert_eq!(h.recover_pop(2), Recovered::Reexecuted(Some(1)));
+    /// assert_eq!(h.recover_pop(2), Recovered::Applied(Some(1)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recover_pop(&mut self, seq: u64) -> Recovered<Option<u64>> {
+        recovered(self.recover(StackOp::Pop, seq), value_of)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One pass of [push 1, pop, push 2] without elimination: the pop's node must not be
+    /// reused by the later push of the same pass (the durable `top` may still name it until
+    /// the pass is durable).
+    #[test]
+    fn a_pass_never_reuses_the_node_it_popped() {
+        let opts = Options {
+            elimination: false,
+            recycling: true,
+        };
+        let stack = PBStack::with_options(4, 3, opts).expect("valid");
+        let mut st = StackState::default();
+        let reqs = [
+            (0, StackOp::Push(1)),
+            (1, StackOp::Pop),
+            (2, StackOp::Push(2)),
+        ];
+        let mut rets = [Ret::default(); 3];
+        stack.core.apply(0, &mut st, &reqs, &mut rets);
+        assert_eq!(value_of(rets[1]), Some(1));
+        let w = stack.core.store.words();
+        let top = stack.core.pool.node_of(st.top).expect("one value");
+        assert_eq!(stack.core.pool.value(w, top), 2);
+        // SAFETY:
+        // - single-threaded test, no handle, no combiner.
+        let n = unsafe { stack.core.nodes() };
+        assert_eq!(n.popped.len(), 1);
+        assert_ne!(
+            n.popped[0], top,
+            "the popped node was reused in its own pass"
+        );
+        assert!(
+            !n.free.contains(&n.popped[0]),
+            "freed before the pass is durable"
+        );
+        stack.core.published(0, &st);
+        // SAFETY: as above.
+        assert!(unsafe { stack.core.nodes() }.free.contains(&0));
+    }
+
+    /// Elimination pairs a push with a pop of the same pass: no node is written.
+    #[test]
+    fn elimination_writes_no_node() {
+        let stack = PBStack::new(4, 2).expect("valid");
+        let mut st = StackState::default();
+        let reqs = [(0, StackOp::Pop), (1, StackOp::Push(9))];
+        let mut rets = [Ret::default(); 2];
+        stack.core.apply(0, &mut st, &reqs, &mut rets);
+        assert_eq!(value_of(rets[0]), Some(9));
+        assert_eq!(unit_of(rets[1]), Ok(()));
+        assert_eq!(st, StackState::default());
+        // SAFETY: single-threaded test.
+        assert!(unsafe { stack.core.nodes() }.fresh.is_empty());
+    }
+}

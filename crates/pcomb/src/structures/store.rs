@@ -1,0 +1,342 @@
+//! Where a linked structure's persistent words live, and its header.
+//!
+//! A stack or queue keeps everything persistent in one block of 8-byte words: a header line, one
+//! or two combining instances (`MIndex` and the two `StateRec` records each, see
+//! [`Instance`](super::combine::Instance)) and the node pool. The block is a heap array (volatile
+//! mode, and every structure under loom) or a 64-byte aligned range of a [`Region`] recorded as
+//! the region's root (persistent mode).
+//!
+//! ```text
+//! word 0..8   header: magic, max threads, capacity (nodes), total words, options, checksum
+//! word 8..    instance(s), each `RecordLayout::total_words(2)` words
+//! then        node pool: `2 * nodes` words, node i = [value, next] (next: index + 1, 0 = none)
+//! ```
+//!
+//! All accesses go through `AtomicU64` (the `words::` convention of the protocols), so a loom
+//! model and the simulated persistence domain see every one of them.
+
+use core::ptr::NonNull;
+
+use pmem::{Offset, Persist, Region};
+
+use crate::error::BuildError;
+use crate::layout::LINE_WORDS;
+use crate::sync::{words_at, AtomicU64, Ordering};
+use crate::words;
+
+/// Header word indices.
+pub(crate) mod header {
+    pub(crate) const MAGIC: usize = 0;
+    pub(crate) const THREADS: usize = 1;
+    pub(crate) const CAPACITY: usize = 2;
+    pub(crate) const TOTAL_WORDS: usize = 3;
+    pub(crate) const OPTIONS: usize = 4;
+    pub(crate) const CHECKSUM: usize = 5;
+    /// Words covered by the checksum.
+    pub(crate) const CHECKED: usize = CHECKSUM;
+}
+
+/// The header of a structure: what [`Store::open`] checks before anything else is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub(crate) magic: u64,
+    pub(crate) threads: u64,
+    pub(crate) capacity: u64,
+    pub(crate) total_words: u64,
+    pub(crate) options: u64,
+}
+
+impl Header {
+    fn values(&self) -> [u64; LINE_WORDS] {
+        let mut v = [0u64; LINE_WORDS];
+        v[header::MAGIC] = self.magic;
+        v[header::THREADS] = self.threads;
+        v[header::CAPACITY] = self.capacity;
+        v[header::TOTAL_WORDS] = self.total_words;
+        v[header::OPTIONS] = self.options;
+        v[header::CHECKSUM] = checksum(&v[..header::CHECKED]);
+        v
+    }
+}
+
+/// Where the words are.
+enum Backing<P: Persist> {
+    Heap {
+        words: Box<[AtomicU64]>,
+        persist: P,
+    },
+    /// `len` words at `ptr` inside `region` (64-byte aligned), accessed only through atomics.
+    Region {
+        region: Region<P>,
+        ptr: NonNull<u64>,
+        len: usize,
+    },
+}
+
+/// A structure's persistent words and the persistence domain that flushes them.
+pub(crate) struct Store<P: Persist> {
+    backing: Backing<P>,
+}
+
+// SAFETY:
+// - `Backing::Region`'s `ptr` points into the mapping owned by the `Region` stored beside it
+//   (`Send + Sync`), and the words are only accessed through atomics;
+// - `Backing::Heap` holds atomics and a `P: Send + Sync`.
+unsafe impl<P: Persist> Send for Store<P> {}
+// SAFETY: as for `Send`.
+unsafe impl<P: Persist> Sync for Store<P> {}
+
+impl<P: Persist> core::fmt::Debug for Store<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Store")
+            .field("words", &self.words().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Persist> Store<P> {
+    /// `len` zeroed heap words, flushed through `persist`.
+    pub(crate) fn heap(len: usize, persist: P) -> Self {
+        Self {
+            backing: Backing::Heap {
+                words: words::zeroed(len),
+                persist,
+            },
+        }
+    }
+
+    /// Allocates `len` words (64-byte aligned) in `region`; [`Store::publish`] makes them the
+    /// region's root once they are initialized and persisted.
+    pub(crate) fn allocate(region: Region<P>, len: usize) -> Result<(Self, Offset), BuildError> {
+        let bytes = (len * 8) as u64;
+        let off = region
+            .allocator(bytes)
+            .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
+            .map_err(|e| match e {
+                pmem::AllocError::Exhausted { .. } => {
+                    BuildError::RegionTooSmall { needed: len * 8 }
+                }
+                other => BuildError::Region(Box::new(other)),
+            })?;
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        // The allocator hands out fresh (zeroed) space of a region created for this object; a
+        // reused region may hold old bytes there, so zero the block explicitly.
+        let store = Self {
+            backing: Backing::Region { region, ptr, len },
+        };
+        for w in store.words() {
+            // Relaxed: the structure is not shared yet; `init` persists and publishes it.
+            w.store(0, Ordering::Relaxed);
+        }
+        Ok((store, off))
+    }
+
+    /// Writes `head`, then persists every word (pwb of everything, pfence, psync): a crash at
+    /// any later point finds a complete initial structure.
+    pub(crate) fn init(&self, head: &Header) {
+        let w = self.words();
+        for (i, v) in head.values().iter().enumerate() {
+            // Relaxed: not shared yet; the psync below and the hand-over by reference publish it.
+            w[i].store(*v, Ordering::Relaxed);
+        }
+        let persist = self.persist();
+        persist.pwb(w.as_ptr().cast::<u8>(), w.len() * 8);
+        persist.pfence();
+        persist.psync();
+    }
+
+    /// Records `off` (the start of the block) as the region's root; persisted.
+    pub(crate) fn publish(&self, off: Offset) -> Result<(), BuildError> {
+        match &self.backing {
+            Backing::Region { region, .. } => region.set_root(off).map_err(region_err),
+            Backing::Heap { .. } => Ok(()),
+        }
+    }
+
+    /// The block at `region`'s root, whose header has magic `magic` (named `kind` in errors).
+    pub(crate) fn open(
+        region: Region<P>,
+        magic: u64,
+        kind: &'static str,
+    ) -> Result<(Self, Header), BuildError> {
+        let mismatch = |detail| BuildError::LayoutMismatch { kind, detail };
+        let off = region
+            .root()
+            .ok_or(mismatch("the region has no root object"))?;
+        let head = region
+            .ptr_array::<u64>(off, LINE_WORDS as u64)
+            .map_err(region_err)?;
+        let mut v = [0u64; LINE_WORDS];
+        {
+            // SAFETY:
+            // - `ptr_array` checked that `LINE_WORDS` words at `head` are in bounds and aligned;
+            // - nothing else accesses the region while it is being opened;
+            // - the view is dropped at the end of this block.
+            let view = unsafe { words_at(head.as_ptr(), LINE_WORDS) };
+            for (x, w) in v.iter_mut().zip(view) {
+                // Relaxed: single-threaded reopening.
+                *x = w.load(Ordering::Relaxed);
+            }
+        }
+        if v[header::MAGIC] != magic {
+            return Err(mismatch(
+                "wrong magic (another structure, or not a structure root)",
+            ));
+        }
+        if v[header::CHECKSUM] != checksum(&v[..header::CHECKED]) {
+            return Err(mismatch("header checksum does not match (corrupt header)"));
+        }
+        let head = Header {
+            magic,
+            threads: v[header::THREADS],
+            capacity: v[header::CAPACITY],
+            total_words: v[header::TOTAL_WORDS],
+            options: v[header::OPTIONS],
+        };
+        let len = usize::try_from(head.total_words)
+            .ok()
+            .filter(|&n| n >= LINE_WORDS && n <= (region.len() / 8) as usize)
+            .ok_or(mismatch("the header's sizes do not fit the region"))?;
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        Ok((
+            Self {
+                backing: Backing::Region { region, ptr, len },
+            },
+            head,
+        ))
+    }
+
+    /// All words.
+    #[inline]
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        match &self.backing {
+            Backing::Heap { words, .. } => words,
+            Backing::Region { ptr, len, .. } => {
+                // SAFETY:
+                // - `ptr` came from `Region::ptr_array` for `len` words: in bounds and aligned,
+                //   and the mapping lives as long as the region in `self`, hence as `&self`;
+                // - the structure accesses its words only through these atomics.
+                unsafe { words_at(ptr.as_ptr(), *len) }
+            }
+        }
+    }
+
+    /// The persistence domain.
+    #[inline]
+    pub(crate) fn persist(&self) -> &P {
+        match &self.backing {
+            Backing::Heap { persist, .. } => persist,
+            Backing::Region { region, .. } => region.persist(),
+        }
+    }
+
+    /// The region, for a persistent structure.
+    pub(crate) fn into_region(self) -> Option<Region<P>> {
+        match self.backing {
+            Backing::Heap { .. } => None,
+            Backing::Region { region, .. } => Some(region),
+        }
+    }
+}
+
+/// The node pool: node `i` is words `[at + 2i, at + 2i + 2)`: its value and its link (`i + 1`
+/// of the next node, 0 for none). Four nodes share a cache line, so nodes allocated in order
+/// are persisted with few pwbs (persistence principle 3).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pool {
+    pub(crate) at: usize,
+    pub(crate) nodes: u32,
+}
+
+/// A link value: `0` is none, `i + 1` is node `i`.
+pub(crate) type Link = u64;
+
+impl Pool {
+    /// Words a pool of `nodes` nodes takes, rounded up to whole lines.
+    pub(crate) fn words(nodes: u32) -> usize {
+        (2 * nodes as usize).div_ceil(LINE_WORDS) * LINE_WORDS
+    }
+
+    /// The node a link names, if it is in range.
+    #[inline]
+    pub(crate) fn node_of(&self, link: Link) -> Option<u32> {
+        link.checked_sub(1)
+            .filter(|&i| i < u64::from(self.nodes))
+            .map(|i| i as u32)
+    }
+
+    #[inline]
+    pub(crate) fn value(&self, w: &[AtomicU64], node: u32) -> u64 {
+        // Relaxed: node words are published by the lock hand-off (stack) or by `old_tail`
+        // (queue); see the callers.
+        w[self.at + 2 * node as usize].load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn next(&self, w: &[AtomicU64], node: u32) -> Link {
+        // Relaxed: as for `value`.
+        w[self.at + 2 * node as usize + 1].load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set(&self, w: &[AtomicU64], node: u32, value: u64, next: Link) {
+        // Relaxed: as for `value`.
+        w[self.at + 2 * node as usize].store(value, Ordering::Relaxed);
+        w[self.at + 2 * node as usize + 1].store(next, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn set_next(&self, w: &[AtomicU64], node: u32, next: Link) {
+        // Relaxed: as for `value`.
+        w[self.at + 2 * node as usize + 1].store(next, Ordering::Relaxed);
+    }
+
+    /// pwb of every line holding one of `nodes` (sorted in place; runs of nodes in consecutive
+    /// lines are written back with one call).
+    pub(crate) fn persist_nodes<P: Persist>(
+        &self,
+        w: &[AtomicU64],
+        persist: &P,
+        nodes: &mut [u32],
+    ) {
+        if nodes.is_empty() {
+            return;
+        }
+        nodes.sort_unstable();
+        let line = |n: u32| (self.at + 2 * n as usize) / LINE_WORDS;
+        let mut first = line(nodes[0]);
+        let mut last = first;
+        for &n in &nodes[1..] {
+            let l = line(n);
+            if l > last + 1 {
+                pwb_lines(w, persist, first, last);
+                first = l;
+            }
+            last = l;
+        }
+        pwb_lines(w, persist, first, last);
+    }
+}
+
+fn pwb_lines<P: Persist>(w: &[AtomicU64], persist: &P, first: usize, last: usize) {
+    let addr = (&w[first * LINE_WORDS] as *const AtomicU64).cast::<u8>();
+    persist.pwb(addr, (last + 1 - first) * LINE_WORDS * 8);
+}
+
+/// FNV-1a over the header words.
+fn checksum(words: &[u64]) -> u64 {
+    words
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
+fn region_err(e: pmem::RegionError) -> BuildError {
+    BuildError::Region(Box::new(e))
+}

@@ -1,0 +1,266 @@
+//! Crash tests of the structures on the simulated persistence domain (`pmem::sim`, evictions
+//! on): durable linearizability, detectability and node accounting of `PBStack`, `PBQueue` and
+//! `PBHeap`.
+//!
+//! Each run creates the structure in a simulated region, lets 2-4 threads run a random script
+//! (values unique per thread and position), crashes at a random persistence event, reopens the
+//! structure from the crash image, recovers every thread's interrupted operation, and drains
+//! the structure. One history holds it all: the operations that returned before the crash
+//! (with their real-time intervals), each interrupted operation completed at recovery with the
+//! response `recover` gave, and the drain after it. The history must be linearizable for the
+//! `testkit` model (`Stack`, `Queue`, `MinPq`), which checks that every completed operation
+//! survived, that nothing was lost or duplicated, and that `recover`'s `Applied` /
+//! `Reexecuted` answer was right (a wrong `Reexecuted` duplicates a value, a wrong `Applied`
+//! loses one or answers with a response no linearization gives). Also checked:
+//!
+//! - `open` finds a well-formed list (`audit`: no cycle, `Head` leads to `Tail`, lengths agree,
+//!   free nodes distinct and off the list, none leaked), again after the drain;
+//! - for a thread whose last operation had returned, `recover` of that operation answers
+//!   `Applied` with the same response.
+//!
+//! `PCOMB_CRASH_POINTS` (default 300) sets the random crash points per structure; options
+//! (elimination, recycling) rotate across runs. A systematic sweep crashes a single-threaded
+//! run at every one of its events.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+mod struct_common;
+
+use pcomb::pmem::sim::{SimConfig, Simulated};
+use pcomb::pmem::Region;
+use pcomb::structures::{Options, PBHeap, PBQueue, PBStack};
+use struct_common::{env_or, mix, scripts, Subject, HEAP_CAP};
+use testkit::lin::{check, Model, PendingOp, Recorder, ThreadRecorder};
+
+const LAYOUT: u64 = 0x5354_5255;
+const SIZE: u64 = 1 << 17;
+const OPS: usize = 6;
+
+type Op<S> = <<S as Subject>::M as Model>::Op;
+type Ret<S> = <<S as Subject>::M as Model>::Ret;
+
+/// What a thread did before the crash.
+struct Outcome<S: Subject> {
+    rec: ThreadRecorder<Op<S>, Ret<S>>,
+    /// Invoked, not known to have returned before the crash: `(id, op, seq)`.
+    pending: Option<(PendingOp, Op<S>, u64)>,
+    /// The last mutating operation that returned before the crash: `(op, seq, response)`.
+    last: Option<(Op<S>, u64, Ret<S>)>,
+    completed: usize,
+}
+
+fn options_for(i: u64) -> Options {
+    Options {
+        elimination: i % 2 == 0,
+        recycling: i % 4 < 2,
+    }
+}
+
+fn run<S: Subject<P = Simulated>>(
+    region: Region<Simulated>,
+    scripts: &[Vec<Op<S>>],
+    options: Options,
+    recorder: &Recorder<Op<S>, Ret<S>>,
+) -> (Vec<Outcome<S>>, Simulated)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
+    let sim = region.persist().clone();
+    let threads = scripts.len();
+    let capacity = (threads * OPS) as u32;
+    let obj = S::create(region, capacity, threads, options);
+    let outcomes = std::thread::scope(|s| {
+        let handles: Vec<_> = scripts
+            .iter()
+            .enumerate()
+            .map(|(t, script)| {
+                let (obj, sim, recorder) = (&obj, &sim, recorder.clone());
+                s.spawn(move || {
+                    let mut h = obj.handle(t);
+                    let mut out = Outcome::<S> {
+                        rec: recorder.thread(),
+                        pending: None,
+                        last: None,
+                        completed: 0,
+                    };
+                    for op in script {
+                        let seq = S::next_seq(&h, op);
+                        let id = out.rec.invoke(op.clone());
+                        let ret = S::run(&mut h, op);
+                        if sim.is_crashed() {
+                            out.pending = Some((id, op.clone(), seq));
+                            return out;
+                        }
+                        out.rec.complete(id, ret.clone());
+                        out.completed += 1;
+                        if !S::is_read(op) {
+                            out.last = Some((op.clone(), seq, ret));
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    drop(obj);
+    (outcomes, sim)
+}
+
+/// Reopens, audits, recovers every thread, drains, audits, and checks the whole history.
+fn recover<S: Subject<P = Simulated>>(
+    region: Region<Simulated>,
+    mut outcomes: Vec<Outcome<S>>,
+    recorder: Recorder<Op<S>, Ret<S>>,
+) -> Result<(), String> {
+    let mut obj = match S::open(region) {
+        Ok(obj) => obj,
+        // Crashed before `create` published the root: fine if nothing returned.
+        Err(_) if outcomes.iter().all(|o| o.completed == 0) => return Ok(()),
+        Err(e) => return Err(format!("reopen failed after ops returned: {e}")),
+    };
+    obj.audit().map_err(|e| format!("after open: {e}"))?;
+    for (t, out) in outcomes.iter_mut().enumerate() {
+        let mut h = obj.handle(t);
+        match out.pending.take() {
+            Some((id, op, seq)) if !S::is_read(&op) => {
+                let (_, ret) = S::recover(&mut h, &op, seq);
+                out.rec.complete(id, ret);
+            }
+            // A read cut by the crash stays pending in the history.
+            _ => {
+                if let Some((op, seq, ret)) = &out.last {
+                    let (applied, again) = S::recover(&mut h, op, *seq);
+                    if !applied || again != *ret {
+                        return Err(format!(
+                            "thread {t}: recover of its last returned op {op:?} (seq {seq}) = \
+                             ({applied}, {again:?}), it had returned {ret:?}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    {
+        let mut rec = recorder.thread();
+        let mut h = obj.handle(0);
+        for _ in 0..=(outcomes.len() * OPS + 1) {
+            let op = S::drain_op();
+            let id = rec.invoke(op.clone());
+            let ret = S::run(&mut h, &op);
+            let done = S::drained(&ret);
+            rec.complete(id, ret);
+            if done {
+                break;
+            }
+        }
+    }
+    obj.audit().map_err(|e| format!("after the drain: {e}"))?;
+    drop(outcomes);
+    check(S::model(), &recorder.into_history()).map_err(|e| e.to_string())
+}
+
+fn random_crashes<S: Subject<P = Simulated>>(seed: u64)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
+    let points = env_or("PCOMB_CRASH_POINTS", 300);
+    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let recorder = Recorder::new();
+    let (_, sim) = run::<S>(
+        region,
+        &scripts::<S>(seed, 3, OPS),
+        Options::default(),
+        &recorder,
+    );
+    let events = sim.events().max(1);
+    let mut mid_run = 0;
+    for i in 0..points {
+        let r = mix(seed ^ mix(i));
+        let k = r % (events + events / 8);
+        let threads = 2 + (i % 3) as usize;
+        let script = scripts::<S>(r, threads, OPS);
+        let cfg = SimConfig::new(seed ^ i).crash_at(k);
+        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let recorder = Recorder::new();
+        let (outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
+        let image = match sim.crash_image() {
+            Some(image) => {
+                mid_run += 1;
+                image
+            }
+            None => sim.crash(),
+        };
+        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
+        if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
+            panic!(
+                "{}: crash point {i} (event {k} of ~{events}, seed {seed}, {:?}): {e}",
+                S::NAME,
+                options_for(i)
+            );
+        }
+    }
+    assert!(
+        mid_run > 0 || points < 10,
+        "{}: no run crashed mid-way",
+        S::NAME
+    );
+    eprintln!(
+        "{}: {points} crash points ({mid_run} mid-run), 0 violations",
+        S::NAME
+    );
+}
+
+#[test]
+fn pbstack_random_crashes() {
+    random_crashes::<PBStack<Simulated>>(11);
+}
+
+#[test]
+fn pbqueue_random_crashes() {
+    random_crashes::<PBQueue<Simulated>>(12);
+}
+
+#[test]
+fn pbheap_random_crashes() {
+    random_crashes::<PBHeap<HEAP_CAP, Simulated>>(13);
+}
+
+/// Crashes a single-threaded run at every one of its persistence events.
+fn systematic<S: Subject<P = Simulated>>(seed: u64)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
+    let script = scripts::<S>(seed, 1, 2 * OPS);
+    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let (_, sim) = run::<S>(region, &script, Options::default(), &Recorder::new());
+    let events = sim.events();
+    for k in 0..=events {
+        for o in 0..4 {
+            let cfg = SimConfig::new(k ^ (o << 32)).crash_at(k);
+            let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+            let recorder = Recorder::new();
+            let (outcomes, sim) = run::<S>(region, &script, options_for(o), &recorder);
+            let image = sim.crash_image().unwrap_or_else(|| sim.crash());
+            let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("opens");
+            if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
+                panic!(
+                    "{}: systematic crash at event {k} of {events}: {e}",
+                    S::NAME
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn systematic_single_thread_runs() {
+    systematic::<PBStack<Simulated>>(21);
+    systematic::<PBQueue<Simulated>>(22);
+    systematic::<PBHeap<HEAP_CAP, Simulated>>(23);
+}

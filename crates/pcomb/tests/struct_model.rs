@@ -1,0 +1,135 @@
+//! Single-threaded operation sequences against sequential models with the same capacity, in a
+//! region that is closed and reopened at random points (so `open`'s rebuilt free nodes are
+//! exercised), with every response compared and the structure audited after each reopen.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use pcomb::pmem::Region;
+use pcomb::structures::{Full, Options, PBHeap, PBQueue, PBStack};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(u64),
+    Remove,
+    Reopen,
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(
+        prop_oneof![
+            5 => (0u64..1000).prop_map(Op::Add),
+            4 => Just(Op::Remove),
+            1 => Just(Op::Reopen),
+        ],
+        1..120,
+    )
+}
+
+fn region() -> Region<pcomb::NoPersist> {
+    Region::anonymous(0x22, 1 << 16).expect("anonymous region")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pbstack_matches_a_bounded_vec(ops in ops(), cap in 0u32..8, o in 0u8..4) {
+        let opts = Options { elimination: o & 1 != 0, recycling: o & 2 != 0 };
+        let mut s = PBStack::create(region(), cap, 1, opts).expect("fits");
+        let mut model: Vec<u64> = Vec::new();
+        // Without recycling, a node is used once per open.
+        let mut fresh = cap as usize;
+        for op in ops {
+            match op {
+                Op::Add(v) => {
+                    let want = if model.len() < cap as usize && (opts.recycling || fresh > 0) {
+                        model.push(v);
+                        fresh -= 1;
+                        Ok(())
+                    } else {
+                        Err(Full(v))
+                    };
+                    prop_assert_eq!(s.register().expect("slot").push(v), want);
+                }
+                Op::Remove => prop_assert_eq!(s.register().expect("slot").pop(), model.pop()),
+                Op::Reopen => {
+                    s = PBStack::open(s.into_region().expect("region")).expect("reopens");
+                    s.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    fresh = cap as usize - model.len();
+                }
+            }
+            if opts.recycling {
+                fresh = cap as usize - model.len();
+            }
+            prop_assert_eq!(s.register().expect("slot").len(), model.len());
+        }
+        s.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+
+    #[test]
+    fn pbqueue_matches_a_bounded_deque(ops in ops(), cap in 0u32..8, recycling: bool) {
+        let opts = Options { elimination: false, recycling };
+        let mut q = PBQueue::create(region(), cap, 1, opts).expect("fits");
+        let mut model: VecDeque<u64> = VecDeque::new();
+        let mut fresh = cap as usize;
+        for op in ops {
+            match op {
+                Op::Add(v) => {
+                    let want = if model.len() < cap as usize && (recycling || fresh > 0) {
+                        model.push_back(v);
+                        fresh -= 1;
+                        Ok(())
+                    } else {
+                        Err(Full(v))
+                    };
+                    prop_assert_eq!(q.register().expect("slot").enqueue(v), want);
+                }
+                Op::Remove => {
+                    prop_assert_eq!(q.register().expect("slot").dequeue(), model.pop_front());
+                }
+                Op::Reopen => {
+                    q = PBQueue::open(q.into_region().expect("region")).expect("reopens");
+                    q.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    fresh = cap as usize - model.len();
+                }
+            }
+            if recycling {
+                fresh = cap as usize - model.len();
+            }
+        }
+        q.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+
+    #[test]
+    fn pbheap_matches_a_bounded_binary_heap(ops in ops()) {
+        const CAP: usize = 8;
+        let mut h = PBHeap::<CAP, _>::create(region(), 1).expect("fits");
+        let mut model: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
+        for op in ops {
+            match op {
+                Op::Add(v) => {
+                    let want = if model.len() < CAP {
+                        model.push(Reverse(v));
+                        Ok(())
+                    } else {
+                        Err(Full(v))
+                    };
+                    prop_assert_eq!(h.register().expect("slot").insert(v), want);
+                }
+                Op::Remove => prop_assert_eq!(
+                    h.register().expect("slot").delete_min(),
+                    model.pop().map(|Reverse(v)| v)
+                ),
+                Op::Reopen => {
+                    h = PBHeap::open(h.into_region().expect("region")).expect("reopens");
+                }
+            }
+            let mut hh = h.register().expect("slot");
+            prop_assert_eq!(hh.min(), model.peek().map(|Reverse(v)| *v));
+            prop_assert_eq!(hh.len(), model.len());
+        }
+    }
+}
