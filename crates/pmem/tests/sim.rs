@@ -515,3 +515,44 @@ fn concurrent_crash_keeps_every_fence_that_completed_before_it() {
         }
     }
 }
+
+#[test]
+fn eviction_survives_a_line_turning_clean_under_it() {
+    // Another thread toggles a word between its media value (0) and 1 with atomic stores, so
+    // the line it is in turns dirty and clean again while evictions look at it. The simulator
+    // must never panic (it used to index an empty list of dirty words when the line was clean
+    // again between its dirty check and its choice of a word).
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let cfg = SimConfig {
+        evict_line_probability: 0.0,
+        ..SimConfig::new(12).evictions(1.0).crash_keeps(0.0)
+    };
+    let r = region(cfg);
+    let p = r.ptr::<u64>(A).unwrap();
+    // SAFETY: in bounds and aligned; every access to this word (the simulator's included) is
+    // atomic while the reference lives.
+    let w = unsafe { AtomicU64::from_ptr(p.as_ptr()) };
+    /// Stops the toggling thread also when the events panic (else the scope never ends).
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut v = 0;
+            while !stop.load(Ordering::Relaxed) {
+                v ^= 1;
+                w.store(v, Ordering::Relaxed);
+            }
+        });
+        let _stop = StopOnDrop(&stop);
+        // Every event sweeps the line and evicts a word of it if it is dirty.
+        for _ in 0..20_000 {
+            r.persist().pfence();
+        }
+    });
+    assert!(r.persist().evictions() > 0);
+}

@@ -274,33 +274,39 @@ impl Domain {
 
     /// Writes back one dirty line (or one dirty word of it), chosen uniformly among the
     /// candidates; candidates found clean are dropped on the way.
+    ///
+    /// The line is read once, and the dirty words and the values written back both come from
+    /// that one read: the program may store to the line concurrently (even make it clean again),
+    /// so reading it twice could find no dirty word where the first read found one.
     fn evict(&self, st: &mut State, seq: u64) {
         let whole_line = st.rng.chance(st.cfg.evict_line_probability);
-        let line = loop {
+        let (line, words, dirty) = loop {
             if st.candidates.is_empty() {
                 return;
             }
             let k = st.rng.below(st.candidates.len() as u64) as usize;
             let line = st.candidates[k];
-            if self.line_dirty(st, line) {
-                break line;
+            let words = self.view_line(line);
+            let first = line * LINE_WORDS;
+            let dirty: Vec<usize> = (0..LINE_WORDS)
+                .filter(|&w| words[w] != st.media[first + w])
+                .collect();
+            if !dirty.is_empty() {
+                break (line, words, dirty);
             }
             st.remove_candidate(k);
         };
-        let first = line * LINE_WORDS;
         let range = if whole_line {
-            first..first + LINE_WORDS
+            0..LINE_WORDS
         } else {
-            let dirty: Vec<usize> = (first..first + LINE_WORDS)
-                .filter(|&i| self.view_word(i) != st.media[i])
-                .collect();
             let w = dirty[st.rng.below(dirty.len() as u64) as usize];
             w..w + 1
         };
         st.evictions += 1;
-        for i in range {
-            st.media[i] = self.view_word(i);
-            st.media_seq[i] = seq;
+        let first = line * LINE_WORDS;
+        for w in range {
+            st.media[first + w] = words[w];
+            st.media_seq[first + w] = seq;
         }
     }
 
