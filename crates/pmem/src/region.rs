@@ -193,7 +193,8 @@ impl<P: Persist> Region<P> {
     }
 
     /// Pointer to a `T` at `off`, after checking that `off` is in the user area, that
-    /// `size_of::<T>()` bytes fit, and that `off` is aligned for `T`.
+    /// `size_of::<T>()` bytes fit, and that the address is aligned for `T` (for alignments up to
+    /// a page, the same as `off` being aligned: the base is page aligned).
     ///
     /// The pointer is valid while the region lives. Dereferencing it is the caller's `unsafe`
     /// business: the region cannot know which other threads access the same object.
@@ -245,7 +246,10 @@ impl<P: Persist> Region<P> {
             });
         }
         let align = core::mem::align_of::<T>() as u64;
-        if off.0 % align != 0 {
+        // The address, not only the offset: the base is only page aligned, and a `Pod` type may
+        // be aligned beyond a page (`#[repr(align(8192))]`).
+        let addr = (self.base.as_ptr() as usize as u64).wrapping_add(off.0);
+        if addr % align != 0 {
             return Err(RegionError::Misaligned {
                 offset: off.0,
                 align,
