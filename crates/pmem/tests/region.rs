@@ -357,3 +357,16 @@ fn ptr_never_returns_a_misaligned_pointer_for_page_plus_alignments() {
     }
     assert!(ok > 0, "some offset of some region is aligned");
 }
+
+#[test]
+fn failed_create_leaves_no_file_behind() {
+    // A valid size that no file system here can hold (or map): creation fails after the file
+    // was created, and must remove it again, or every retry would be `AlreadyExists` and an
+    // `open` would find a headerless file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge");
+    let err = Region::create(&path, LAYOUT, 1 << 60).unwrap_err();
+    assert!(matches!(err, RegionError::Io { .. }), "{err}");
+    assert!(!path.exists(), "a failed create left {}", path.display());
+    assert!(Region::create(&path, LAYOUT, SIZE).is_ok());
+}

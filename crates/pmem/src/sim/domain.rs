@@ -47,7 +47,7 @@
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
-use memmap2::MmapMut;
+use memmap2::MmapRaw;
 
 use super::{Image, SimConfig};
 use crate::rng::SplitMix64;
@@ -71,13 +71,13 @@ pub(crate) struct Domain {
     view: NonNull<u64>,
     words: usize,
     /// Owns the view's memory (an anonymous mapping); never accessed through this field.
-    _map: MmapMut,
+    _map: MmapRaw,
     state: Mutex<State>,
 }
 
 // SAFETY:
 // - `view` points into `_map`, which the domain owns and which lives as long as it;
-// - `MmapMut` is `Send`; the state is behind a mutex.
+// - `MmapRaw` is `Send`; the state is behind a mutex.
 unsafe impl Send for Domain {}
 // SAFETY:
 // - through `&Domain` the view is only read with atomic loads (`load_word`), the state only
@@ -121,7 +121,7 @@ impl Domain {
     /// - `view` points to the start of `map`, which holds at least `words * 8` bytes;
     /// - nothing else accesses the mapping yet.
     pub(crate) unsafe fn new(
-        map: MmapMut,
+        map: MmapRaw,
         view: NonNull<u64>,
         words: usize,
         cfg: SimConfig,

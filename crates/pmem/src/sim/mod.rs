@@ -522,7 +522,7 @@ impl Region<Simulated> {
     /// - `base` is the start of `map`, which holds exactly `len` bytes (a multiple of 64) with a
     ///   header valid for `len` and `layout`, not shared yet.
     unsafe fn over_domain(
-        map: memmap2::MmapMut,
+        map: memmap2::MmapRaw,
         base: NonNull<u8>,
         len: u64,
         layout: u64,
