@@ -79,8 +79,7 @@ fn flushed_unfenced_may_or_may_not_be_present() {
         let r = region(SimConfig::new(seed).evictions(0.0).crash_keeps(0.5));
         store(&r, B, 9);
         pwb(&r, B, 8);
-        // Make the line clean in the view's eyes only through the pending snapshot: overwrite
-        // the view with the same value, so "dirty at crash" and "pending" both can apply.
+        // Both "pending at crash" and "dirty at crash" can carry the value, or neither.
         let v = word(&r.persist().crash(), B);
         assert!(v == 0 || v == 9, "seed {seed}: {v}");
         seen[usize::from(v == 9)] = true;
