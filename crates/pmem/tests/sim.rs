@@ -555,3 +555,33 @@ fn eviction_survives_a_line_turning_clean_under_it() {
     });
     assert!(r.persist().evictions() > 0);
 }
+
+#[test]
+fn domains_are_independent_and_an_exited_threads_pwbs_stay_pending() {
+    // Two domains at once, one thread: a fence in one does not commit a pwb in the other.
+    let (r1, r2) = (region(strict(1)), region(strict(2)));
+    store(&r1, A, 3);
+    pwb(&r1, A, 8);
+    r2.persist().pfence();
+    assert_eq!(word(&r1.persist().durable_image(), A), 0);
+    r1.persist().pfence();
+    assert_eq!(word(&r1.persist().durable_image(), A), 3);
+    // A thread that pwbs and exits without a fence: never committed by later fences of other
+    // threads, kept pending until the crash, which writes it with the configured probability.
+    for (keep, expected) in [(0.0, 0), (1.0, 4)] {
+        let r = region(SimConfig {
+            crash_pending_probability: keep,
+            ..strict(3)
+        });
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                store(&r, B, 4);
+                pwb(&r, B, 8);
+            });
+        });
+        store(&r, B, 0); // the view forgets it: only the pending snapshot holds 4
+        r.persist().psync();
+        assert_eq!(word(&r.persist().durable_image(), B), 0);
+        assert_eq!(word(&r.persist().crash(), B), expected, "keep {keep}");
+    }
+}

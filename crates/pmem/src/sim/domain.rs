@@ -38,11 +38,13 @@
 //! # Reading the view
 //!
 //! The simulator reads the view with relaxed 8-byte atomic loads, concurrently with the
-//! program's own stores. A program whose stores to shared persistent words are atomic is
-//! race-free with the simulator; a program that stores non-atomically to a line that another
-//! thread flushes at the same time races with that flush in the Rust memory model. On x86 an
-//! aligned 8-byte load never tears, so the snapshot sees each word either before or after the
-//! store, which is all the model needs; this is the simulator's documented aliasing assumption.
+//! program's own stores: whole lines at a `pwb`, and any line of the region at every event of
+//! any thread (the sweep, evictions and crashes). A program whose stores to region memory are
+//! atomic wherever they can overlap another thread's event is race-free with the simulator; a
+//! plain store racing with another thread's event races with the simulator's read in the Rust
+//! memory model. On x86 an aligned 8-byte load never tears, so the snapshot sees each word either
+//! before or after the store, which is all the model needs; this is the simulator's documented
+//! aliasing assumption.
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
