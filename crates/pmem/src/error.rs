@@ -54,7 +54,7 @@ pub enum RegionError {
     /// The first 8 bytes are not this crate's magic number: not a region file. Remedy: check
     /// the path.
     BadMagic {
-        /// The 8 bytes found, little-endian.
+        /// The 8 bytes found, as a native-endian word.
         found: u64,
     },
     /// The header's format version is not one this build reads. Remedy: open it with the

@@ -13,7 +13,9 @@
 //! | 128..136 | allocator high-water mark (offset of the first unclaimed byte) | chunk claims |
 //! | 136..256 | reserved, zero | |
 //!
-//! All fields are little-endian `u64`s at 8-byte aligned positions, so each mutable field is
+//! All fields are native-endian `u64`s (little-endian on x86-64, the one target whose flushes
+//! make data durable; a region file does not move between byte orders) at 8-byte aligned
+//! positions, so each mutable field is
 //! failure-atomic on its own (x86 guarantees 8-byte store atomicity and no more). The mutable
 //! fields sit in their own cache lines, outside the checksum: the checksum covers what never
 //! changes, and the mutable fields are range-checked on open instead.

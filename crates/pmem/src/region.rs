@@ -7,16 +7,21 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::ptr::NonNull;
 
-use memmap2::MmapMut;
+use memmap2::{MmapMut, MmapRaw};
 
 use crate::header::{self, HEADER_SIZE, ROOTS_W, ROOT_SLOTS};
 use crate::sync::{store_word, Ordering};
 use crate::{Hardware, NoPersist, Offset, Persist, Pod, RegionError};
 
 /// What keeps a region's memory alive.
+///
+/// Mappings are held as [`MmapRaw`], which never hands out references to the mapped bytes:
+/// `MmapMut` derefs to `[u8]`, and even its `len`/`flush` create a `&[u8]` over the whole region,
+/// which other threads may be writing to through the region's raw pointers (a shared reference
+/// to memory mutated concurrently is undefined behaviour).
 pub(crate) enum Backing {
     /// A shared file mapping or an anonymous mapping, owned by the region.
-    Map(MmapMut),
+    Map(MmapRaw),
     /// Memory owned by the persistence domain the region holds (the simulator's view).
     Domain,
 }
@@ -65,14 +70,14 @@ pub struct Region<P: Persist> {
 // SAFETY:
 // - the region owns (or, through `persist`, keeps alive) the memory `base` points to, so moving
 //   the region to another thread moves the ownership with it;
-// - `P: Send` (required by `Persist`), and `MmapMut` is `Send`.
+// - `P: Send` (required by `Persist`), and `MmapRaw` is `Send`.
 unsafe impl<P: Persist> Send for Region<P> {}
 // SAFETY:
 // - every access the region itself makes to its memory through `&self` is atomic (header words
 //   via the sync shim) or a persistence instruction;
 // - access to the user area goes through raw pointers that the caller dereferences under its
 //   own `unsafe` contract;
-// - `P: Sync` (required by `Persist`), and `MmapMut` is `Sync`.
+// - `P: Sync` (required by `Persist`), and `MmapRaw` is `Sync`.
 unsafe impl<P: Persist> Sync for Region<P> {}
 
 impl<P: Persist> std::fmt::Debug for Region<P> {
@@ -193,7 +198,8 @@ impl<P: Persist> Region<P> {
     }
 
     /// Pointer to a `T` at `off`, after checking that `off` is in the user area, that
-    /// `size_of::<T>()` bytes fit, and that `off` is aligned for `T`.
+    /// `size_of::<T>()` bytes fit, and that the address is aligned for `T` (for alignments up to
+    /// a page, the same as `off` being aligned: the base is page aligned).
     ///
     /// The pointer is valid while the region lives. Dereferencing it is the caller's `unsafe`
     /// business: the region cannot know which other threads access the same object.
@@ -245,7 +251,10 @@ impl<P: Persist> Region<P> {
             });
         }
         let align = core::mem::align_of::<T>() as u64;
-        if off.0 % align != 0 {
+        // The address, not only the offset: the base is only page aligned, and a `Pod` type may
+        // be aligned beyond a page (`#[repr(align(8192))]`).
+        let addr = (self.base.as_ptr() as usize as u64).wrapping_add(off.0);
+        if addr % align != 0 {
             return Err(RegionError::Misaligned {
                 offset: off.0,
                 align,
@@ -486,7 +495,7 @@ impl Region<Hardware> {
         hw: Hardware,
     ) -> Result<Self, RegionError> {
         let path = path.as_ref();
-        let len = header::check_new_size(size)?;
+        header::check_new_size(size)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -501,25 +510,47 @@ impl Region<Hardware> {
                     source: e,
                 },
             })?;
+        let created = Self::init_file(&file, layout, size, hw);
+        if created.is_err() {
+            // The file is ours (`create_new`) and holds no valid header: remove it, so that a
+            // retry can create it and nothing finds a headerless region. A failure to remove is
+            // dropped in favour of the error that made the creation fail.
+            drop(file);
+            let _ = std::fs::remove_file(path);
+        }
+        created
+    }
+
+    /// Sizes the freshly created `file`, maps it, writes and persists the header.
+    fn init_file(
+        file: &std::fs::File,
+        layout: u64,
+        size: u64,
+        hw: Hardware,
+    ) -> Result<Self, RegionError> {
         file.set_len(size).map_err(|e| RegionError::Io {
             op: "set_len",
             source: e,
         })?;
-        // SAFETY:
-        // - the file was just created by this call with `create_new`; other processes modifying
-        //   or truncating it concurrently is outside this crate's contract (documented on
-        //   `open`: a region file is used by one process at a time).
-        let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| RegionError::Io {
+        // A region file is used by one process at a time (documented on `open`): the mapping
+        // covers the length just set.
+        let map = MmapRaw::map_raw(file).map_err(|e| RegionError::Io {
             op: "map",
             source: e,
         })?;
-        debug_assert_eq!(map.len(), len);
+        if map.len() as u64 != size {
+            return Err(RegionError::Io {
+                op: "map",
+                source: std::io::Error::other("the mapping does not cover the requested size"),
+            });
+        }
         let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
             op: "map",
             source: std::io::Error::other("null mapping"),
         })?;
         // SAFETY:
-        // - the mapping is `len >= MIN_REGION_SIZE` bytes, page aligned, writable, unshared.
+        // - the mapping is `size >= MIN_REGION_SIZE` bytes (checked above and by
+        //   `check_new_size`), page aligned, writable, unshared.
         unsafe { header::write_fresh(base.as_ptr(), layout, size) };
         hw.pwb(base.as_ptr(), HEADER_SIZE as usize);
         hw.psync();
@@ -617,20 +648,21 @@ impl Region<Hardware> {
         if usize::try_from(len).is_err() || len > isize::MAX as u64 {
             return Err(RegionError::InvalidSize { size: len });
         }
-        // SAFETY:
-        // - a region file is used by one process at a time (documented above); the mapping
-        //   covers the file's current length, checked to hold at least the header.
-        let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| RegionError::Io {
+        // A region file is used by one process at a time (documented above). The mapping covers
+        // the file's length *now*, which is what everything below uses: not `len`, which another
+        // process may have changed since.
+        let map = MmapRaw::map_raw(&file).map_err(|e| RegionError::Io {
             op: "map",
             source: e,
         })?;
+        let len = map.len() as u64;
         let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
             op: "map",
             source: std::io::Error::other("null mapping"),
         })?;
         // SAFETY:
         // - `base` points to the `len`-byte mapping, page aligned, readable.
-        unsafe { header::validate(base.as_ptr(), map.len() as u64, layout) }?;
+        unsafe { header::validate(base.as_ptr(), len, layout) }?;
         // SAFETY:
         // - `base` points to the `len`-byte mapping kept alive by `Backing::Map(map)`;
         // - the header was validated for `len` and `layout` just above.
@@ -696,17 +728,17 @@ impl Region<NoPersist> {
 }
 
 /// A zero-filled anonymous mapping of `size` bytes (checked like a new region's size).
-pub(crate) fn anonymous_map(size: u64) -> Result<(MmapMut, NonNull<u8>), RegionError> {
+pub(crate) fn anonymous_map(size: u64) -> Result<(MmapRaw, NonNull<u8>), RegionError> {
     let len = header::check_new_size(size)?;
     anonymous_map_raw(len)
 }
 
 /// A zero-filled anonymous mapping of `len > 0` bytes.
-pub(crate) fn anonymous_map_raw(len: usize) -> Result<(MmapMut, NonNull<u8>), RegionError> {
-    let mut map = MmapMut::map_anon(len.max(1)).map_err(|e| RegionError::Io {
+pub(crate) fn anonymous_map_raw(len: usize) -> Result<(MmapRaw, NonNull<u8>), RegionError> {
+    let map = MmapRaw::from(MmapMut::map_anon(len.max(1)).map_err(|e| RegionError::Io {
         op: "map_anon",
         source: e,
-    })?;
+    })?);
     let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
         op: "map_anon",
         source: std::io::Error::other("null mapping"),

@@ -127,3 +127,23 @@ fn every_kind_flushes_a_file_region() {
         assert_eq!(unsafe { p.as_ptr().add(511).read() }, 511);
     }
 }
+
+#[test]
+fn cpuid_detection_agrees_with_the_kernel() {
+    // The kernel's own CPUID decoding, independent of this crate's bit numbers.
+    let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return; // not Linux: nothing independent to compare with
+    };
+    let Some(flags) = cpuinfo.lines().find(|l| l.starts_with("flags")) else {
+        return; // not x86
+    };
+    let has = |name: &str| flags.split_whitespace().any(|f| f == name);
+    let supported = |kind| Hardware::with_kind(kind).is_some();
+    assert_eq!(supported(FlushKind::Clwb), has("clwb"), "clwb: {flags}");
+    assert_eq!(
+        supported(FlushKind::Clflushopt),
+        has("clflushopt"),
+        "clflushopt: {flags}"
+    );
+    assert_eq!(supported(FlushKind::Clflush), has("clflush"), "clflush");
+}

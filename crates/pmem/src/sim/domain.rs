@@ -38,16 +38,18 @@
 //! # Reading the view
 //!
 //! The simulator reads the view with relaxed 8-byte atomic loads, concurrently with the
-//! program's own stores. A program whose stores to shared persistent words are atomic is
-//! race-free with the simulator; a program that stores non-atomically to a line that another
-//! thread flushes at the same time races with that flush in the Rust memory model. On x86 an
-//! aligned 8-byte load never tears, so the snapshot sees each word either before or after the
-//! store, which is all the model needs; this is the simulator's documented aliasing assumption.
+//! program's own stores: whole lines at a `pwb`, and any line of the region at every event of
+//! any thread (the sweep, evictions and crashes). A program whose stores to region memory are
+//! atomic wherever they can overlap another thread's event is race-free with the simulator; a
+//! plain store racing with another thread's event races with the simulator's read in the Rust
+//! memory model. On x86 an aligned 8-byte load never tears, so the snapshot sees each word either
+//! before or after the store, which is all the model needs; this is the simulator's documented
+//! aliasing assumption.
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
-use memmap2::MmapMut;
+use memmap2::MmapRaw;
 
 use super::{Image, SimConfig};
 use crate::rng::SplitMix64;
@@ -71,13 +73,13 @@ pub(crate) struct Domain {
     view: NonNull<u64>,
     words: usize,
     /// Owns the view's memory (an anonymous mapping); never accessed through this field.
-    _map: MmapMut,
+    _map: MmapRaw,
     state: Mutex<State>,
 }
 
 // SAFETY:
 // - `view` points into `_map`, which the domain owns and which lives as long as it;
-// - `MmapMut` is `Send`; the state is behind a mutex.
+// - `MmapRaw` is `Send`; the state is behind a mutex.
 unsafe impl Send for Domain {}
 // SAFETY:
 // - through `&Domain` the view is only read with atomic loads (`load_word`), the state only
@@ -121,7 +123,7 @@ impl Domain {
     /// - `view` points to the start of `map`, which holds at least `words * 8` bytes;
     /// - nothing else accesses the mapping yet.
     pub(crate) unsafe fn new(
-        map: MmapMut,
+        map: MmapRaw,
         view: NonNull<u64>,
         words: usize,
         cfg: SimConfig,
@@ -274,33 +276,39 @@ impl Domain {
 
     /// Writes back one dirty line (or one dirty word of it), chosen uniformly among the
     /// candidates; candidates found clean are dropped on the way.
+    ///
+    /// The line is read once, and the dirty words and the values written back both come from
+    /// that one read: the program may store to the line concurrently (even make it clean again),
+    /// so reading it twice could find no dirty word where the first read found one.
     fn evict(&self, st: &mut State, seq: u64) {
         let whole_line = st.rng.chance(st.cfg.evict_line_probability);
-        let line = loop {
+        let (line, words, dirty) = loop {
             if st.candidates.is_empty() {
                 return;
             }
             let k = st.rng.below(st.candidates.len() as u64) as usize;
             let line = st.candidates[k];
-            if self.line_dirty(st, line) {
-                break line;
+            let words = self.view_line(line);
+            let first = line * LINE_WORDS;
+            let dirty: Vec<usize> = (0..LINE_WORDS)
+                .filter(|&w| words[w] != st.media[first + w])
+                .collect();
+            if !dirty.is_empty() {
+                break (line, words, dirty);
             }
             st.remove_candidate(k);
         };
-        let first = line * LINE_WORDS;
         let range = if whole_line {
-            first..first + LINE_WORDS
+            0..LINE_WORDS
         } else {
-            let dirty: Vec<usize> = (first..first + LINE_WORDS)
-                .filter(|&i| self.view_word(i) != st.media[i])
-                .collect();
             let w = dirty[st.rng.below(dirty.len() as u64) as usize];
             w..w + 1
         };
         st.evictions += 1;
-        for i in range {
-            st.media[i] = self.view_word(i);
-            st.media_seq[i] = seq;
+        let first = line * LINE_WORDS;
+        for w in range {
+            st.media[first + w] = words[w];
+            st.media_seq[first + w] = seq;
         }
     }
 

@@ -20,8 +20,10 @@
 //!
 //! The precise model (snapshots, sequence numbers, what a crash keeps) is documented in the
 //! source of `sim/domain.rs`; its aliasing assumption: the simulator reads the view with relaxed
-//! 8-byte atomic loads while the program stores to it, which is race-free for programs whose
-//! concurrently flushed words are stored atomically.
+//! 8-byte atomic loads while the program stores to it (whole lines at a `pwb`, and any line of
+//! the region at any thread's event: sweep, evictions, crash), which is race-free only for
+//! programs whose stores to region memory that can overlap another thread's persistence
+//! instruction are atomic.
 //!
 //! # Examples
 //!
@@ -522,7 +524,7 @@ impl Region<Simulated> {
     /// - `base` is the start of `map`, which holds exactly `len` bytes (a multiple of 64) with a
     ///   header valid for `len` and `layout`, not shared yet.
     unsafe fn over_domain(
-        map: memmap2::MmapMut,
+        map: memmap2::MmapRaw,
         base: NonNull<u8>,
         len: u64,
         layout: u64,
