@@ -52,8 +52,13 @@ enum Limit {
 
 /// Runs one operation of `w` through `h`.
 #[inline]
-fn one<W: Workload, H: Handle<W::D>>(w: &W, h: &mut H, rng: &mut Rng) -> Result<(), BenchError> {
-    let r = match w.next_op(rng) {
+fn one<W: Workload, H: Handle<W::D>>(
+    w: &W,
+    h: &mut H,
+    thread: usize,
+    rng: &mut Rng,
+) -> Result<(), BenchError> {
+    let r = match w.next_op_for(thread, rng) {
         Op::Read(read) => h.read(w.read_op(&read)),
         Op::Write(op) => h.write(op),
     };
@@ -95,7 +100,7 @@ where
                     match limit {
                         Limit::Ops(n) => {
                             for _ in 0..n {
-                                one(w, &mut h, &mut rng)?;
+                                one(w, &mut h, t, &mut rng)?;
                             }
                             Ok(n)
                         }
@@ -105,7 +110,7 @@ where
                             // through `join`, which synchronizes.
                             while !stop.load(Ordering::Relaxed) {
                                 for _ in 0..BATCH {
-                                    one(w, &mut h, &mut rng)?;
+                                    one(w, &mut h, t, &mut rng)?;
                                 }
                                 n += BATCH;
                             }

@@ -6,7 +6,10 @@ use crate::sweep::Sweep;
 use crate::workload::{
     DictWorkload, PqWorkload, SortedSetWorkload, StackWorkload, SyntheticWorkload,
 };
-use crate::{Bench, BenchError, HashMapWorkload, KeyDist, Workload, WorkloadInfo};
+use crate::{
+    Bench, BenchError, HashMapWorkload, KeyDist, Nr, NrWritesAsReads, RwLock, Workload,
+    WorkloadInfo,
+};
 
 /// A figure of the NR paper (scaled to this machine), or the hash-map anchor, or the cost table.
 ///
@@ -16,7 +19,7 @@ use crate::{Bench, BenchError, HashMapWorkload, KeyDist, Workload, WorkloadInfo}
 /// use benches::figures::Figure;
 ///
 /// assert_eq!(Figure::PqSkipList.name(), "pq-skiplist");
-/// assert_eq!(Figure::ALL.len(), 8);
+/// assert_eq!(Figure::ALL.len(), 9);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Figure {
@@ -36,11 +39,14 @@ pub enum Figure {
     SortedSet,
     /// NR with one replica at one thread against the bare structure, every structure.
     Cost,
+    /// The NR paper's §6 "fake updates": hash map, 100% writes of which 0/50/90% change
+    /// nothing, NR with and without `writes_as_reads` (NR-war), RWL.
+    FakeUpdates,
 }
 
 impl Figure {
     /// Every figure, in the order `all` runs them.
-    pub const ALL: [Figure; 8] = [
+    pub const ALL: [Figure; 9] = [
         Figure::HashMap,
         Figure::PqSkipList,
         Figure::PqPairing,
@@ -48,6 +54,7 @@ impl Figure {
         Figure::Stack,
         Figure::Synthetic,
         Figure::SortedSet,
+        Figure::FakeUpdates,
         Figure::Cost,
     ];
 
@@ -66,6 +73,7 @@ impl Figure {
             Figure::Synthetic => "synthetic",
             Figure::SortedSet => "sortedset",
             Figure::Cost => "cost",
+            Figure::FakeUpdates => "fake-updates",
         }
     }
 
@@ -209,12 +217,33 @@ pub fn for_each_panel(
 ) -> Result<(), BenchError> {
     match figure {
         Figure::HashMap => {
-            for mix in params.mixes(&[0, 10, 100]) {
-                let p = sweep.prepare(HashMapWorkload::new(params.hashmap_keys, mix));
+            let mut workloads: Vec<_> = params
+                .mixes(&[0, 10, 100])
+                .into_iter()
+                .map(|mix| HashMapWorkload::new(params.hashmap_keys, mix))
+                .collect();
+            if params.mixes.is_none() {
+                // Thread 0 writes, the others read: "1 writer" at 1 thread, "1 reader + 1
+                // writer" at 2.
+                workloads.push(HashMapWorkload::split(params.hashmap_keys, 1));
+            }
+            for w in workloads {
+                let p = sweep.prepare(w);
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
                 sweep.add::<_, DashMapPeer>(&mut m, &p)?;
                 sweep.add::<_, NrCratePeer>(&mut m, &p)?;
+                visit(&p.workload.info(), &m)?;
+            }
+        }
+        Figure::FakeUpdates => {
+            for noop in params.mixes(&[0, 50, 90]) {
+                let w = HashMapWorkload::with_noop_writes(params.hashmap_keys, 100, noop);
+                let p = sweep.prepare(w);
+                let mut m = Vec::new();
+                sweep.add::<_, Nr<_>>(&mut m, &p)?;
+                sweep.add::<_, NrWritesAsReads<_>>(&mut m, &p)?;
+                sweep.add::<_, RwLock<_>>(&mut m, &p)?;
                 visit(&p.workload.info(), &m)?;
             }
         }

@@ -14,7 +14,8 @@ pub mod workload;
 pub use driver::{run_bare, run_for, run_ops, Bench, Contender, Prepared, Sample};
 pub use error::BenchError;
 pub use method::{
-    FcHandle, FlatCombining, FlatCombiningRw, Handle, Method, Nr, Replicas, RwLock, Setup, SpinLock,
+    FcHandle, FlatCombining, FlatCombiningRw, Handle, Method, Nr, NrWritesAsReads, Replicas,
+    RwLock, Setup, SpinLock,
 };
 pub use rng::{KeyDist, Rng};
 pub use workload::{HashMapWorkload, Op, Workload, WorkloadInfo};

@@ -37,6 +37,8 @@ enum Which {
     Sortedset,
     /// NR (1 replica, 1 thread) against the bare structure.
     Cost,
+    /// NR §6 fake updates: 100% writes, --mix = share of no-op writes (default 0,50,90).
+    FakeUpdates,
     /// Every figure above.
     All,
 }
@@ -202,6 +204,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         Which::Synthetic => vec![Figure::Synthetic],
         Which::Sortedset => vec![Figure::SortedSet],
         Which::Cost => vec![Figure::Cost],
+        Which::FakeUpdates => vec![Figure::FakeUpdates],
         Which::All => Figure::ALL.to_vec(),
     };
     std::fs::create_dir_all(&args.out)?;

@@ -16,33 +16,41 @@ use crate::BenchError;
 /// let topology = nr_core::Topology::single_node(vec![0])?;
 /// let make = || HashMapKv::new();
 /// let setup = Setup { make: &make, prefill: &[], threads: 2, topology: &topology, replicas: Replicas::Exactly(2) };
-/// let nr = Nr::build(&setup)?;
+/// let nr: Nr<HashMapKv> = Nr::build(&setup)?;
 /// assert_eq!(nr.replicas(), 2);
 /// let mut h = nr.handle(1, 2)?;
 /// h.write(MapWrite::Put(3, 4))?;
 /// assert_eq!(nr.handle(0, 2)?.read(MapRead::Get(3))?, MapResponse::Get(Some(4)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// `WRITES_AS_READS = true` is the variant `NR-war` that tries each write as a read first
+/// (`nr_core::Builder::writes_as_reads`, the paper's §6 "fake updates"); see [`NrWritesAsReads`].
 #[derive(Debug)]
-pub struct Nr<D: Dispatch + Send + Sync> {
+pub struct Nr<D: Dispatch + Send + Sync, const WRITES_AS_READS: bool = false> {
     nr: NodeReplicated<D>,
     /// The topology threads are pinned by, to find each thread's node.
     topology: Topology,
     placed: bool,
 }
 
-impl<D> Method<D> for Nr<D>
+/// NR that tries every write as a read first (`Builder::writes_as_reads(true)`), named `NR-war`.
+pub type NrWritesAsReads<D> = Nr<D, true>;
+
+impl<D, const WRITES_AS_READS: bool> Method<D> for Nr<D, WRITES_AS_READS>
 where
     D: Dispatch + Send + Sync,
 {
-    const NAME: &'static str = "NR";
+    const NAME: &'static str = if WRITES_AS_READS { "NR-war" } else { "NR" };
     type Handle<'a>
         = ThreadHandle<'a, D>
     where
         Self: 'a;
 
     fn build(setup: &Setup<'_, D>) -> Result<Self, BenchError> {
-        let builder = NodeReplicated::builder().threads_per_replica(setup.threads.max(1));
+        let builder = NodeReplicated::builder()
+            .threads_per_replica(setup.threads.max(1))
+            .writes_as_reads(WRITES_AS_READS);
         let (builder, placed) = match setup.replicas {
             Replicas::PerNode => (builder.topology(setup.topology.clone()), true),
             Replicas::Exactly(n) => (builder.replicas(n), false),

@@ -85,6 +85,19 @@ pub trait Workload: Sync {
     /// Draws the next operation.
     fn next_op(&self, rng: &mut Rng) -> Op<Self::Read, <Self::D as Dispatch>::WriteOperation>;
 
+    /// Draws the next operation of thread `thread` of the run; by default every thread draws
+    /// from the same mix ([`Workload::next_op`]). Workloads with per-thread roles (a writer
+    /// thread and reader threads) override it.
+    #[inline]
+    fn next_op_for(
+        &self,
+        thread: usize,
+        rng: &mut Rng,
+    ) -> Op<Self::Read, <Self::D as Dispatch>::WriteOperation> {
+        let _ = thread;
+        self.next_op(rng)
+    }
+
     /// The structure's read operation for `read`.
     fn read_op<'a>(&self, read: &'a Self::Read) -> <Self::D as Dispatch>::ReadOperation<'a>;
 

@@ -2,9 +2,10 @@
 
 mod common;
 
-use common::map::{run_against_model, run_twins, steps};
+use common::map::{run_against_model, run_twins, steps, Step};
+use nr_core::Dispatch;
 use proptest::prelude::*;
-use seqds::HashMapKv;
+use seqds::{HashMapKv, MapWrite};
 use std::collections::BTreeMap;
 use std::hash::BuildHasherDefault;
 
@@ -35,6 +36,43 @@ proptest! {
     fn two_instances_give_identical_responses(steps in steps(200, 300)) {
         run_twins(HashMapKv::with_items(100), HashMapKv::with_items(100), &steps)?;
     }
+
+    /// `dispatch_as_read` answers only writes that change nothing, with `dispatch_mut`'s answer.
+    #[test]
+    fn writes_answered_as_reads_change_nothing(steps in steps(32, 300)) {
+        let mut kv = HashMapKv::new();
+        for step in &steps {
+            let Step::Write(op) = step else { continue };
+            // Also try the value a key already has, the other no-op besides absent removes.
+            let same = match *op {
+                MapWrite::Put(k, _) => kv.get(k).map(|v| MapWrite::Put(k, v)),
+                MapWrite::Remove(_) => None,
+            };
+            for op in same.iter().chain(std::iter::once(op)) {
+                if let Some(read_answer) = kv.dispatch_as_read(op) {
+                    let before = kv.clone();
+                    prop_assert_eq!(kv.dispatch_mut(*op), read_answer);
+                    prop_assert_eq!(kv.as_map(), before.as_map(), "a no-op write changed the map");
+                }
+            }
+            kv.dispatch_mut(*op);
+        }
+    }
+}
+
+#[test]
+fn absent_removes_and_same_value_puts_are_answered_as_reads() {
+    let kv = HashMapKv::with_items(10);
+    assert_eq!(
+        kv.dispatch_as_read(&MapWrite::Remove(50)),
+        Some(seqds::MapResponse::Removed(None))
+    );
+    assert_eq!(
+        kv.dispatch_as_read(&MapWrite::Put(3, 3)),
+        Some(seqds::MapResponse::Put(Some(3)))
+    );
+    assert_eq!(kv.dispatch_as_read(&MapWrite::Put(3, 4)), None);
+    assert_eq!(kv.dispatch_as_read(&MapWrite::Remove(3)), None);
 }
 
 #[test]

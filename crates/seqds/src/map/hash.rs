@@ -246,4 +246,15 @@ impl<S: BuildHasher> Dispatch for HashMapKv<S> {
             MapWrite::Remove(k) => MapResponse::Removed(self.remove(k)),
         }
     }
+
+    /// Removing an absent key, or putting the value a key already has, changes nothing: such
+    /// writes can run as reads (`nr_core::Builder::writes_as_reads`, the NR paper's §6).
+    #[inline]
+    fn dispatch_as_read(&self, op: &MapWrite) -> Option<MapResponse> {
+        match *op {
+            MapWrite::Remove(k) if !self.contains(k) => Some(MapResponse::Removed(None)),
+            MapWrite::Put(k, v) if self.get(k) == Some(v) => Some(MapResponse::Put(Some(v))),
+            _ => None,
+        }
+    }
 }
