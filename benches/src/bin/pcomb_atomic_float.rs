@@ -8,7 +8,7 @@
 //! state after each operation (pwb + psync). Reports Mops/s and pwbs/pfences/psyncs per op.
 //!
 //! ```text
-//! cargo run --release -p pcomb --example atomic_float -- [--ops N] [--threads 1,2,4] [--quick]
+//! cargo run --release -p benches --bin pcomb_atomic_float -- [--ops N] [--threads 1,2,4] [--quick]
 //! ```
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
