@@ -46,13 +46,16 @@
 
 mod combine;
 mod heap;
+mod pwfstack;
 mod queue;
 mod stack;
 mod store;
+mod wfcombine;
 
 use core::fmt;
 
 pub use heap::{HeapOp, HeapRead, HeapState, PBHeap, PBHeapHandle};
+pub use pwfstack::{PWFStack, PWFStackHandle};
 pub use queue::{PBQueue, PBQueueHandle};
 pub use stack::{PBStack, PBStackHandle};
 
