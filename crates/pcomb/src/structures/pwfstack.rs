@@ -11,10 +11,12 @@
 //! Recycling (the paper's scheme: the thread whose install removed a node keeps it): the nodes
 //! an install popped join the installing thread's free list once that install is durable
 //! (after line 33), so a crash never finds the durable `top` reaching a reused node. A stale
-//! attempt of another thread may still read such a node while it is reused: node words are
-//! read with `Acquire` and written with `Release`, so an attempt that read a reused node's new
-//! contents also sees that `S` moved on, and its validation (line 26) discards it; `apply`
-//! never panics or loops on what it read (one node per pop).
+//! attempt of another thread may still read such a node while it is reused; it never installs
+//! what it computed: its LL precedes the install that popped the node, so its SC (a CAS on the
+//! latest `S`) fails. Node words are read with `Acquire` and written with `Release`, so such an
+//! attempt usually fails earlier, at its validation (line 26); `apply` never panics or loops
+//! on what it read (one node per pop). Only the thread owning a free list writes its nodes, so
+//! no two attempts ever write the same node.
 //!
 //! Consequence of per-thread free lists: besides "the stack holds `capacity` values", a push
 //! also returns [`Full`] when the thread that combines it has no free node left (its chunk is
