@@ -5,7 +5,7 @@
 //! - Each thread runs `pairs / threads` pairs, with the AtomicFloat benchmark's local work (a
 //!   random 1..=512 volatile increments, seeded per thread) after every operation; timed from a
 //!   start barrier to the last join. Median of `--reps` runs, with the min-max spread.
-//! - Methods, side by side in one run: the PB structures persistent (a mapped file in the temp
+//! - Methods, side by side in one run: the PB structures (and PWFStack) persistent (a mapped file in the temp
 //!   dir, `Hardware` flushes), with and without elimination / recycling, and volatile; a
 //!   `Mutex`-and-persist baseline (the same sequential structure as an array in the region
 //!   under a `Mutex`, pwb of what changed and psync per operation); volatile references
@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use crossbeam_queue::SegQueue;
 use pcomb::pmem::{self, Hardware, Persist, Region};
-use pcomb::structures::{Options, PBHeap, PBQueue, PBStack};
+use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFStack};
 
 const LAYOUT: u64 = 0x5B_E4C4;
 
@@ -292,6 +292,43 @@ fn stack_rows(threads: usize, pairs: u64, dir: &Path) -> Vec<Row> {
         let _ = std::fs::remove_file(path);
         rows.push((name.to_string(), out));
     }
+    // PWFStack: nodes belong to threads (a chunk each, plus what their installs popped), so a
+    // thread that installs more pushes than pops drains its list; a chunk of `pairs` nodes
+    // covers every push any one thread can install.
+    let pwf_cap = pairs as u32 + 64;
+    for (name, o) in [
+        ("PWFStack", ALL),
+        ("PWFStack-no-elim", NO_ELIM),
+        ("PWFStack-no-rec", NO_REC),
+    ] {
+        let bytes = PWFStack::<Hardware>::bytes_needed(pwf_cap, threads);
+        let (region, path) = file(dir, name, bytes);
+        let s = PWFStack::create(region, pwf_cap, threads, o).expect("stack");
+        let out = drive(threads, pairs, |t| {
+            let mut h = s.register().expect("slot");
+            Box::new(move |work| {
+                h.push(t as u64).expect("room");
+                work();
+                std::hint::black_box(h.pop());
+            })
+        });
+        drop(s);
+        let _ = std::fs::remove_file(path);
+        rows.push((name.to_string(), out));
+    }
+    let s = PWFStack::new(pwf_cap, threads).expect("stack");
+    rows.push((
+        "PWFStack-volatile".into(),
+        drive(threads, pairs, |t| {
+            let mut h = s.register().expect("slot");
+            Box::new(move |work| {
+                h.push(t as u64).expect("room");
+                work();
+                std::hint::black_box(h.pop());
+            })
+        }),
+    ));
+    drop(s);
     let s = PBStack::new(4096, threads).expect("stack");
     rows.push((
         "PBStack-volatile".into(),

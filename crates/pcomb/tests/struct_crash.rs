@@ -1,6 +1,6 @@
 //! Crash tests of the structures on the simulated persistence domain (`pmem::sim`, evictions
-//! on): durable linearizability, detectability and node accounting of `PBStack`, `PBQueue` and
-//! `PBHeap`.
+//! on): durable linearizability, detectability and node accounting of `PBStack`, `PWFStack`,
+//! `PBQueue` and `PBHeap`.
 //!
 //! Each run creates the structure in a simulated region, lets 2-4 threads run a random script
 //! (values unique per thread and position), crashes at a random persistence event, reopens the
@@ -27,7 +27,7 @@ mod struct_common;
 
 use pcomb::pmem::sim::{SimConfig, Simulated};
 use pcomb::pmem::Region;
-use pcomb::structures::{Options, PBHeap, PBQueue, PBStack};
+use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFStack};
 use struct_common::{env_or, mix, scripts, Subject, HEAP_CAP};
 use testkit::lin::{check, Model, PendingOp, Recorder, ThreadRecorder};
 
@@ -67,7 +67,8 @@ where
 {
     let sim = region.persist().clone();
     let threads = scripts.len();
-    let capacity = (threads * OPS) as u32;
+    // Room for every push of the scripts (tests never fill a structure).
+    let capacity = scripts.iter().map(Vec::len).sum::<usize>() as u32;
     let obj = S::create(region, capacity, threads, options);
     let outcomes = std::thread::scope(|s| {
         let handles: Vec<_> = scripts
@@ -221,6 +222,11 @@ fn pbstack_random_crashes() {
 }
 
 #[test]
+fn pwfstack_random_crashes() {
+    random_crashes::<PWFStack<Simulated>>(14);
+}
+
+#[test]
 fn pbqueue_random_crashes() {
     random_crashes::<PBQueue<Simulated>>(12);
 }
@@ -261,6 +267,7 @@ where
 #[test]
 fn systematic_single_thread_runs() {
     systematic::<PBStack<Simulated>>(21);
+    systematic::<PWFStack<Simulated>>(24);
     systematic::<PBQueue<Simulated>>(22);
     systematic::<PBHeap<HEAP_CAP, Simulated>>(23);
 }

@@ -1,4 +1,4 @@
-//! Concurrent histories of `PBStack`, `PBQueue` and `PBHeap`, volatile and in a region, checked
+//! Concurrent histories of `PBStack`, `PWFStack`, `PBQueue` and `PBHeap`, volatile and in a region, checked
 //! for linearizability against `testkit`'s `Stack`, `Queue` and `MinPq` models. Proptest picks
 //! the thread count (2-4), each thread's script and the options (elimination, recycling); after
 //! each run the structure is audited (list well formed, no node leaked or aliased).
@@ -7,7 +7,7 @@
 mod struct_common;
 
 use pcomb::pmem::Region;
-use pcomb::structures::{Options, PBHeap, PBQueue, PBStack};
+use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFStack};
 use pcomb::NoPersist;
 use proptest::prelude::*;
 use struct_common::{scripts, Subject, HEAP_CAP};
@@ -75,6 +75,11 @@ proptest! {
     }
 
     #[test]
+    fn pwfstack_is_linearizable(seed: u64, threads in 2usize..=4, ops in 1usize..12, o in 0u8..4, r: bool) {
+        case::<PWFStack>(seed, threads, ops, o, r)?;
+    }
+
+    #[test]
     fn pbqueue_is_linearizable(seed: u64, threads in 2usize..=4, ops in 1usize..12, o in 0u8..4, r: bool) {
         case::<PBQueue>(seed, threads, ops, o, r)?;
     }
@@ -139,5 +144,51 @@ fn long_runs_conserve_values() {
             all, want,
             "recycling {recycling}: values lost or duplicated"
         );
+    }
+}
+
+/// `PWFStack` under the same load as `long_runs_conserve_values` (push-pop pairs, 4 threads on
+/// 2 cores, 300 pairs each), with and without recycling and elimination. Each thread's chunk
+/// holds every value of the run, so no push finds its combiner out of nodes.
+#[test]
+fn pwfstack_long_runs_conserve_values() {
+    let threads = 4;
+    let per = 300u64;
+    for o in 0..4u8 {
+        let opts = Options {
+            elimination: o & 1 != 0,
+            recycling: o & 2 != 0,
+        };
+        let stack = PWFStack::with_options(4 * 300, threads, opts).expect("valid");
+        let got: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads as u64)
+                .map(|t| {
+                    let stack = &stack;
+                    s.spawn(move || {
+                        let mut h = stack.register().expect("slot");
+                        let mut got = Vec::new();
+                        for i in 0..per {
+                            h.push(t << 32 | i).expect("room for every value");
+                            got.extend(h.pop());
+                        }
+                        got
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().expect("no panic"))
+                .collect()
+        });
+        let mut all: Vec<u64> = got.into_iter().flatten().collect();
+        let mut h = stack.register().expect("slot");
+        all.extend(std::iter::from_fn(|| h.pop()));
+        drop(h);
+        all.sort_unstable();
+        let want: Vec<u64> = (0..threads as u64)
+            .flat_map(|t| (0..per).map(move |i| t << 32 | i))
+            .collect();
+        assert_eq!(all, want, "{opts:?}: values lost or duplicated");
+        let mut stack = stack;
+        stack.audit().expect("well formed after the run");
     }
 }

@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use pcomb::pmem::Region;
-use pcomb::structures::{Full, Options, PBHeap, PBQueue, PBStack};
+use pcomb::structures::{Full, Options, PBHeap, PBQueue, PBStack, PWFStack};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -32,41 +32,96 @@ fn region() -> Region<pcomb::NoPersist> {
     Region::anonymous(0x22, 1 << 16).expect("anonymous region")
 }
 
+/// What the stack model test needs of `PBStack` and `PWFStack` (single-threaded).
+trait StackLike: Sized {
+    fn create(region: Region<pcomb::NoPersist>, cap: u32, o: Options) -> Self;
+    fn reopen(self) -> Self;
+    fn push(&self, v: u64) -> Result<(), Full>;
+    fn pop(&self) -> Option<u64>;
+    fn len(&self) -> usize;
+    fn audit(&mut self) -> Result<(), TestCaseError>;
+}
+
+macro_rules! stack_like {
+    ($t:ident) => {
+        impl StackLike for $t {
+            fn create(region: Region<pcomb::NoPersist>, cap: u32, o: Options) -> Self {
+                $t::create(region, cap, 1, o).expect("fits")
+            }
+            fn reopen(self) -> Self {
+                $t::open(self.into_region().expect("region")).expect("reopens")
+            }
+            fn push(&self, v: u64) -> Result<(), Full> {
+                self.register().expect("slot").push(v)
+            }
+            fn pop(&self) -> Option<u64> {
+                self.register().expect("slot").pop()
+            }
+            fn len(&self) -> usize {
+                self.register().expect("slot").len()
+            }
+            fn audit(&mut self) -> Result<(), TestCaseError> {
+                $t::audit(self).map_err(|e| TestCaseError::fail(e.to_string()))
+            }
+        }
+    };
+}
+
+stack_like!(PBStack);
+stack_like!(PWFStack);
+
+fn stack_matches_a_bounded_vec<S: StackLike>(
+    ops: Vec<Op>,
+    cap: u32,
+    o: u8,
+) -> Result<(), TestCaseError> {
+    let opts = Options {
+        elimination: o & 1 != 0,
+        recycling: o & 2 != 0,
+    };
+    let mut s = S::create(region(), cap, opts);
+    let mut model: Vec<u64> = Vec::new();
+    // Without recycling, a node is used once per open.
+    let mut fresh = cap as usize;
+    for op in ops {
+        match op {
+            Op::Add(v) => {
+                let want = if model.len() < cap as usize && (opts.recycling || fresh > 0) {
+                    model.push(v);
+                    fresh -= 1;
+                    Ok(())
+                } else {
+                    Err(Full(v))
+                };
+                prop_assert_eq!(s.push(v), want);
+            }
+            Op::Remove => prop_assert_eq!(s.pop(), model.pop()),
+            Op::Reopen => {
+                s = s.reopen();
+                s.audit()?;
+                fresh = cap as usize - model.len();
+            }
+        }
+        if opts.recycling {
+            fresh = cap as usize - model.len();
+        }
+        prop_assert_eq!(s.len(), model.len());
+    }
+    s.audit()?;
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn pbstack_matches_a_bounded_vec(ops in ops(), cap in 0u32..8, o in 0u8..4) {
-        let opts = Options { elimination: o & 1 != 0, recycling: o & 2 != 0 };
-        let mut s = PBStack::create(region(), cap, 1, opts).expect("fits");
-        let mut model: Vec<u64> = Vec::new();
-        // Without recycling, a node is used once per open.
-        let mut fresh = cap as usize;
-        for op in ops {
-            match op {
-                Op::Add(v) => {
-                    let want = if model.len() < cap as usize && (opts.recycling || fresh > 0) {
-                        model.push(v);
-                        fresh -= 1;
-                        Ok(())
-                    } else {
-                        Err(Full(v))
-                    };
-                    prop_assert_eq!(s.register().expect("slot").push(v), want);
-                }
-                Op::Remove => prop_assert_eq!(s.register().expect("slot").pop(), model.pop()),
-                Op::Reopen => {
-                    s = PBStack::open(s.into_region().expect("region")).expect("reopens");
-                    s.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    fresh = cap as usize - model.len();
-                }
-            }
-            if opts.recycling {
-                fresh = cap as usize - model.len();
-            }
-            prop_assert_eq!(s.register().expect("slot").len(), model.len());
-        }
-        s.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        stack_matches_a_bounded_vec::<PBStack>(ops, cap, o)?;
+    }
+
+    #[test]
+    fn pwfstack_matches_a_bounded_vec(ops in ops(), cap in 0u32..8, o in 0u8..4) {
+        stack_matches_a_bounded_vec::<PWFStack>(ops, cap, o)?;
     }
 
     #[test]

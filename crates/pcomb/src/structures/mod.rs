@@ -1,5 +1,5 @@
-//! Recoverable structures built on combining (paper §5 and appendix): [`PBStack`], [`PBQueue`]
-//! and [`PBHeap`].
+//! Recoverable structures built on combining (paper §5 and appendix): [`PBStack`], [`PWFStack`]
+//! (wait-free), [`PBQueue`] and [`PBHeap`].
 //!
 //! Each one has a volatile mode (`new`: heap memory, no persistence instruction) and a
 //! persistent mode (`create` in a [`Region`](pmem::Region), `open` after a crash), a
@@ -12,6 +12,7 @@
 //! | structure | state in the combined record | paper |
 //! |---|---|---|
 //! | [`PBStack`] | `top` and the length; nodes in a pool in the same region | §5 PBstack |
+//! | [`PWFStack`] | `top` and the length (PWFcomb records); a node chunk per thread | §5 PWFstack |
 //! | [`PBQueue`] | enqueuers' `Tail`, dequeuers' `Head` (two instances); nodes in a pool | Algorithms 5-7 |
 //! | [`PBHeap`] | the whole bounded array and its length (a [`PBComb`](crate::PBComb)) | §5 PBheap |
 //!
@@ -19,7 +20,7 @@
 //! creation: the node pool is allocated with the structure); a push or enqueue beyond it, and an
 //! insert into a full heap, return [`Full`] with the rejected value.
 //!
-//! Not here (yet): the wait-free PWFstack and PWFqueue, and a wait-free heap.
+//! Not here (yet): the wait-free PWFqueue and a wait-free heap.
 //!
 //! # Examples
 //!
@@ -46,13 +47,16 @@
 
 mod combine;
 mod heap;
+mod pwfstack;
 mod queue;
 mod stack;
 mod store;
+mod wfcombine;
 
 use core::fmt;
 
 pub use heap::{HeapOp, HeapRead, HeapState, PBHeap, PBHeapHandle};
+pub use pwfstack::{PWFStack, PWFStackHandle};
 pub use queue::{PBQueue, PBQueueHandle};
 pub use stack::{PBStack, PBStackHandle};
 

@@ -295,6 +295,28 @@ impl Pool {
         w[self.at + 2 * node as usize + 1].store(next, Ordering::Relaxed);
     }
 
+    /// A node's value and link, for a wait-free attempt that may race with the node's reuse.
+    /// Acquire: pairs with the Release stores of [`set_published`](Self::set_published) by a
+    /// thread that reused the node, so the attempt's validation of `S` that follows sees that
+    /// `S` moved on (the node was freed only after an install that no longer names it).
+    #[inline]
+    pub(crate) fn read_acquire(&self, w: &[AtomicU64], node: u32) -> (u64, Link) {
+        let at = self.at + 2 * node as usize;
+        (
+            w[at].load(Ordering::Acquire),
+            w[at + 1].load(Ordering::Acquire),
+        )
+    }
+
+    /// Writes a node that a wait-free attempt owns. Release: pairs with
+    /// [`read_acquire`](Self::read_acquire).
+    #[inline]
+    pub(crate) fn set_published(&self, w: &[AtomicU64], node: u32, value: u64, next: Link) {
+        let at = self.at + 2 * node as usize;
+        w[at].store(value, Ordering::Release);
+        w[at + 1].store(next, Ordering::Release);
+    }
+
     /// pwb of every line holding one of `nodes` (sorted in place; runs of nodes in consecutive
     /// lines are written back with one call).
     pub(crate) fn persist_nodes<P: Persist>(

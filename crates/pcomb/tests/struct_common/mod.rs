@@ -1,10 +1,10 @@
-//! What the structure tests share: one interface over `PBStack`, `PBQueue` and `PBHeap` that
+//! What the structure tests share: one interface over `PBStack`, `PWFStack`, `PBQueue` and `PBHeap` that
 //! maps each onto its `testkit` model (`Stack`, `Queue`, `MinPq`), and deterministic scripts.
 #![allow(dead_code)] // each test file uses part of it
 
 use pcomb::pmem::{Persist, Region};
-use pcomb::structures::PBStackHandle;
 use pcomb::structures::{Options, PBHeap, PBHeapHandle, PBQueue, PBQueueHandle, PBStack};
+use pcomb::structures::{PBStackHandle, PWFStack, PWFStackHandle};
 use pcomb::{BuildError, Recovered};
 use testkit::lin::Model;
 use testkit::models::{MinPq, PqOp, PqRet, Queue, QueueOp, QueueRet, Stack, StackOp, StackRet};
@@ -55,75 +55,83 @@ fn split<T>(r: Recovered<T>) -> (bool, T) {
     (applied, r.into_response())
 }
 
-impl<P: Persist> Subject for PBStack<P> {
-    type P = P;
-    type M = Stack;
-    type H<'a> = PBStackHandle<'a, P>;
-    const NAME: &'static str = "PBStack";
+/// `Subject` for a stack type (`PBStack`, `PWFStack`: same API).
+macro_rules! stack_subject {
+    ($stack:ident, $handle:ident) => {
+        impl<P: Persist> Subject for $stack<P> {
+            type P = P;
+            type M = Stack;
+            type H<'a> = $handle<'a, P>;
+            const NAME: &'static str = stringify!($stack);
 
-    fn model() -> Stack {
-        Stack::new()
-    }
-    fn create(region: Region<P>, capacity: u32, threads: usize, o: Options) -> Self {
-        PBStack::create(region, capacity, threads, o).expect("fits")
-    }
-    fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
-        PBStack::with_persist(capacity, threads, o, persist).expect("valid")
-    }
-    fn open(region: Region<P>) -> Result<Self, BuildError> {
-        PBStack::open(region)
-    }
-    fn into_region(self) -> Region<P> {
-        PBStack::into_region(self).expect("in a region")
-    }
-    fn handle(&self, t: usize) -> PBStackHandle<'_, P> {
-        self.register_as(t).expect("free slot")
-    }
-    fn next_seq(h: &PBStackHandle<'_, P>, _op: &StackOp) -> u64 {
-        h.seq() + 1
-    }
-    fn run(h: &mut PBStackHandle<'_, P>, op: &StackOp) -> StackRet {
-        match *op {
-            StackOp::Push(v) => {
-                h.push(v).expect("tests never fill the stack");
-                StackRet::Pushed
+            fn model() -> Stack {
+                Stack::new()
             }
-            StackOp::Pop => StackRet::Popped(h.pop()),
-        }
-    }
-    fn is_read(_op: &StackOp) -> bool {
-        false
-    }
-    fn recover(h: &mut PBStackHandle<'_, P>, op: &StackOp, seq: u64) -> (bool, StackRet) {
-        match *op {
-            StackOp::Push(v) => {
-                let (a, r) = split(h.recover_push(v, seq));
-                r.expect("tests never fill the stack");
-                (a, StackRet::Pushed)
+            fn create(region: Region<P>, capacity: u32, threads: usize, o: Options) -> Self {
+                $stack::create(region, capacity, threads, o).expect("fits")
             }
-            StackOp::Pop => {
-                let (a, r) = split(h.recover_pop(seq));
-                (a, StackRet::Popped(r))
+            fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
+                $stack::with_persist(capacity, threads, o, persist).expect("valid")
+            }
+            fn open(region: Region<P>) -> Result<Self, BuildError> {
+                $stack::open(region)
+            }
+            fn into_region(self) -> Region<P> {
+                $stack::into_region(self).expect("in a region")
+            }
+            fn handle(&self, t: usize) -> $handle<'_, P> {
+                self.register_as(t).expect("free slot")
+            }
+            fn next_seq(h: &$handle<'_, P>, _op: &StackOp) -> u64 {
+                h.seq() + 1
+            }
+            fn run(h: &mut $handle<'_, P>, op: &StackOp) -> StackRet {
+                match *op {
+                    StackOp::Push(v) => {
+                        h.push(v).expect("tests never fill the stack");
+                        StackRet::Pushed
+                    }
+                    StackOp::Pop => StackRet::Popped(h.pop()),
+                }
+            }
+            fn is_read(_op: &StackOp) -> bool {
+                false
+            }
+            fn recover(h: &mut $handle<'_, P>, op: &StackOp, seq: u64) -> (bool, StackRet) {
+                match *op {
+                    StackOp::Push(v) => {
+                        let (a, r) = split(h.recover_push(v, seq));
+                        r.expect("tests never fill the stack");
+                        (a, StackRet::Pushed)
+                    }
+                    StackOp::Pop => {
+                        let (a, r) = split(h.recover_pop(seq));
+                        (a, StackRet::Popped(r))
+                    }
+                }
+            }
+            fn drain_op() -> StackOp {
+                StackOp::Pop
+            }
+            fn drained(ret: &StackRet) -> bool {
+                *ret == StackRet::Popped(None)
+            }
+            fn audit(&mut self) -> Result<(), String> {
+                $stack::audit(self).map_err(|e| e.to_string())
+            }
+            fn op(t: usize, i: usize, r: u64) -> StackOp {
+                if r % 5 < 3 {
+                    StackOp::Push(unique(t, i))
+                } else {
+                    StackOp::Pop
+                }
             }
         }
-    }
-    fn drain_op() -> StackOp {
-        StackOp::Pop
-    }
-    fn drained(ret: &StackRet) -> bool {
-        *ret == StackRet::Popped(None)
-    }
-    fn audit(&mut self) -> Result<(), String> {
-        PBStack::audit(self).map_err(|e| e.to_string())
-    }
-    fn op(t: usize, i: usize, r: u64) -> StackOp {
-        if r % 5 < 3 {
-            StackOp::Push(unique(t, i))
-        } else {
-            StackOp::Pop
-        }
-    }
+    };
 }
+
+stack_subject!(PBStack, PBStackHandle);
+stack_subject!(PWFStack, PWFStackHandle);
 
 impl<P: Persist> Subject for PBQueue<P> {
     type P = P;

@@ -1,0 +1,846 @@
+//! PWFstack (paper §5): the linked stack of [`PBStack`](super::PBStack) on the wait-free
+//! combining of PWFcomb ([`WfInstance`]).
+//!
+//! Every thread combines on its own copy of the state (`top`, the length) and installs it with
+//! the emulated SC on `S`. A push needs a node that no concurrent attempt writes, so nodes are
+//! per thread, as in the paper's memory management (§5): the pool is split into one chunk of
+//! `capacity` nodes per thread, each thread has its own free list, and an attempt of thread `p`
+//! takes nodes only from `p`'s list. Nodes taken by an attempt whose SC fails go back to the
+//! list; nodes of an installed attempt are in the stack.
+//!
+//! Recycling (the paper's scheme: the thread whose install removed a node keeps it): the nodes
+//! an install popped join the installing thread's free list once that install is durable
+//! (after line 33), so a crash never finds the durable `top` reaching a reused node. A stale
+//! attempt of another thread may still read such a node while it is reused; it never installs
+//! what it computed: its LL precedes the install that popped the node, so its SC (a CAS on the
+//! latest `S`) fails. Node words are read with `Acquire` and written with `Release`, so such an
+//! attempt usually fails earlier, at its validation (line 26); `apply` never panics or loops
+//! on what it read (one node per pop). Only the thread owning a free list writes its nodes, so
+//! no two attempts ever write the same node.
+//!
+//! Consequence of per-thread free lists: besides "the stack holds `capacity` values", a push
+//! also returns [`Full`] when the thread that combines it has no free node left (its chunk is
+//! used up and the nodes it popped do not make up for the pushes it served). With recycling off
+//! nodes come back only at [`open`](PWFStack::open), which gives every node off the durable list
+//! back to the thread whose chunk holds it.
+
+use core::fmt;
+
+use super::store::{Header, Link, Pool, Store};
+use super::wfcombine::{WfBatch, WfInstance};
+use super::{
+    check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
+    Ret,
+};
+use crate::error::{BuildError, RegisterError};
+use crate::layout::LINE_WORDS;
+use crate::slots::Slots;
+use crate::sync::{AtomicU64, UnsafeCell};
+use crate::Recovered;
+use pmem::{NoPersist, Persist, Pod, Region};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"PWFSTAK1");
+const KIND: &str = "PWFStack";
+
+/// `st` of a PWFstack record: the top node's link and the number of values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+struct StackState {
+    top: Link,
+    len: u64,
+}
+
+// SAFETY:
+// - `repr(C)` with two `u64` fields: no padding, every bit pattern valid;
+// - it holds no pointers (links are node indices).
+unsafe impl Pod for StackState {}
+
+/// A request: `[PUSH, value]` or `[POP, 0]`.
+type WfOp = [u64; 2];
+const POP: u64 = 0;
+const PUSH: u64 = 1;
+
+type StackInstance = WfInstance<StackState, WfOp, Ret>;
+
+/// One thread's nodes and attempt buffers; only that thread touches them.
+#[derive(Debug, Default)]
+struct Local {
+    /// Free nodes of this thread, next to hand out last.
+    free: Vec<u32>,
+    /// Nodes the current attempt took from `free` (back to `free` if it is discarded).
+    taken: Vec<u32>,
+    /// Nodes the current attempt popped (free once its install is durable).
+    popped: Vec<u32>,
+    /// Indices into the attempt's requests: pushes and pops (elimination).
+    pushes: Vec<usize>,
+    pops: Vec<usize>,
+}
+
+struct Core<P: Persist> {
+    store: Store<P>,
+    pool: Pool,
+    options: Options,
+    capacity: u32,
+    locals: Box<[crossbeam_utils::CachePadded<UnsafeCell<Local>>]>,
+}
+
+impl<P: Persist> Core<P> {
+    /// Thread `me`'s nodes and buffers.
+    ///
+    /// # Safety
+    ///
+    /// - the caller is the thread holding slot `me` (or has `&mut` of the stack), and drops
+    ///   the reference before the operation returns.
+    #[allow(clippy::mut_from_ref)] // exclusive by slot ownership, as the contract says
+    unsafe fn local(&self, me: usize) -> &mut Local {
+        // SAFETY:
+        // - exclusive access: only the owner of slot `me` calls this, one operation at a time.
+        self.locals[me].with_mut(|l| unsafe { &mut *l })
+    }
+
+    fn push(&self, l: &mut Local, st: &mut StackState, value: u64) -> Ret {
+        if st.len >= u64::from(self.capacity) {
+            return ret_unit(Err(Full(value)));
+        }
+        let Some(node) = l.free.pop() else {
+            return ret_unit(Err(Full(value)));
+        };
+        l.taken.push(node);
+        self.pool
+            .set_published(self.store.words(), node, value, st.top);
+        st.top = u64::from(node) + 1;
+        st.len += 1;
+        ret_unit(Ok(()))
+    }
+
+    fn pop(&self, l: &mut Local, st: &mut StackState) -> Ret {
+        // A torn or stale copy may name anything: stay in range, never panic (the attempt's
+        // validation then fails).
+        let Some(node) = self.pool.node_of(st.top) else {
+            return ret_value(None);
+        };
+        let (value, next) = self.pool.read_acquire(self.store.words(), node);
+        st.top = next;
+        st.len = st.len.saturating_sub(1);
+        l.popped.push(node);
+        ret_value(Some(value))
+    }
+}
+
+impl<P: Persist> WfBatch for Core<P> {
+    type State = StackState;
+    type Op = WfOp;
+    type Ret = Ret;
+
+    fn apply(&self, me: usize, st: &mut StackState, reqs: &[(usize, WfOp)], rets: &mut [Ret]) {
+        // SAFETY:
+        // - `apply` runs on the thread holding slot `me`; dropped before returning.
+        let l = unsafe { self.local(me) };
+        // A discarded attempt's nodes are free again (in the order they were taken).
+        while let Some(n) = l.taken.pop() {
+            l.free.push(n);
+        }
+        l.popped.clear();
+        l.pushes.clear();
+        l.pops.clear();
+        for (i, (_, op)) in reqs.iter().enumerate() {
+            if op[0] == PUSH {
+                l.pushes.push(i);
+            } else {
+                l.pops.push(i);
+            }
+        }
+        let paired = if self.options.elimination {
+            l.pushes.len().min(l.pops.len())
+        } else {
+            0
+        };
+        // Elimination, as in `PBStack`: each pair is the push immediately followed by the pop.
+        for k in 0..paired {
+            let (pu, po) = (l.pushes[k], l.pops[k]);
+            rets[pu] = ret_unit(Ok(()));
+            rets[po] = ret_value(Some(reqs[pu].1[1]));
+        }
+        for (i, (_, op)) in reqs.iter().enumerate() {
+            if paired > 0 && (l.pushes[..paired].contains(&i) || l.pops[..paired].contains(&i)) {
+                continue;
+            }
+            rets[i] = if op[0] == PUSH {
+                self.push(l, st, op[1])
+            } else {
+                self.pop(l, st)
+            };
+        }
+        // The nodes this attempt wrote, before the record (ordered by line 29's pfence).
+        let mut fresh = l.taken.clone();
+        self.pool
+            .persist_nodes(self.store.words(), self.store.persist(), &mut fresh);
+    }
+
+    fn installed(&self, me: usize, _st: &StackState) {
+        // SAFETY:
+        // - runs on the thread holding slot `me`; dropped before returning.
+        let l = unsafe { self.local(me) };
+        l.taken.clear();
+        if self.options.recycling {
+            // The durable `top` no longer reaches them (line 33 is behind us).
+            while let Some(n) = l.popped.pop() {
+                l.free.push(n);
+            }
+        }
+        l.popped.clear();
+    }
+}
+
+/// A recoverable, **wait-free**, linked stack of `u64` values with at most `capacity` values
+/// (paper §5 PWFstack), persisted through `P`.
+///
+/// Same use as [`PBStack`](super::PBStack): threads [`register`](Self::register) for a
+/// [`PWFStackHandle`]; every push and pop completes in a bounded number of its own steps (at
+/// most two combining attempts). See the [module docs](crate::structures) for modes and
+/// recovery; node ownership (and when a push can return [`Full`] early) is described in
+/// [`push`](PWFStackHandle::push).
+///
+/// # Examples
+///
+/// ```
+/// use pcomb::structures::PWFStack;
+///
+/// let stack = PWFStack::new(1000, 4)?;
+/// std::thread::scope(|s| {
+///     for t in 0..4 {
+///         let stack = &stack;
+///         s.spawn(move || {
+///             let mut h = stack.register().expect("4 slots");
+///             for i in 0..100 {
+///                 h.push(t * 1000 + i).expect("room");
+///                 h.pop().expect("at least our own value");
+///             }
+///             h.push(t).expect("room");
+///         });
+///     }
+/// });
+/// assert_eq!(stack.register()?.len(), 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PWFStack<P: Persist = NoPersist> {
+    core: Core<P>,
+    inst: StackInstance,
+    slots: Slots,
+}
+
+// SAFETY:
+// - `core.locals[p]` is only accessed by the holder of slot `p` (one operation at a time, the
+//   handle is `&mut`), or through `&mut self`;
+// - everything else is `Send + Sync` (atomics, `Store`, `WfInstance`, `Slots`).
+unsafe impl<P: Persist> Send for PWFStack<P> {}
+// SAFETY: as for `Send`.
+unsafe impl<P: Persist> Sync for PWFStack<P> {}
+
+impl<P: Persist> fmt::Debug for PWFStack<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PWFStack")
+            .field("capacity", &self.core.capacity)
+            .field("options", &self.core.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PWFStack<NoPersist> {
+    /// A volatile stack for up to `capacity` values and `max_threads` registered threads, with
+    /// elimination and recycling.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+    /// [`MAX_THREADS`](crate::MAX_THREADS); [`BuildError::RegionTooSmall`] if
+    /// `capacity * max_threads` nodes do not fit a `u32` index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFStack::new(8, 2)?.capacity(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
+        Self::with_options(capacity, max_threads, Options::default())
+    }
+
+    /// [`new`](Self::new) with explicit [`Options`].
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::structures::{Options, PWFStack};
+    /// let o = Options { elimination: false, recycling: false };
+    /// let s = PWFStack::with_options(1, 1, o)?;
+    /// let mut h = s.register()?;
+    /// h.push(1)?;
+    /// h.pop();
+    /// assert!(h.push(2).is_err()); // the only node of this thread is not recycled
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_options(
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
+        Self::with_persist(capacity, max_threads, options, NoPersist)
+    }
+}
+
+impl<P: Persist> PWFStack<P> {
+    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
+        u32::try_from(capacity as usize * max_threads)
+            .ok()
+            .filter(|&n| n < u32::MAX)
+            // More nodes than a `u32` link can name: no region can hold this pool.
+            .ok_or(BuildError::RegionTooSmall {
+                needed: (capacity as usize).saturating_mul(max_threads * 16),
+            })
+    }
+
+    fn total_words(capacity: u32, max_threads: usize) -> usize {
+        LINE_WORDS
+            + StackInstance::words(max_threads)
+            + Pool::words((capacity as usize * max_threads) as u32)
+    }
+
+    /// Bytes a stack of `capacity` values for `max_threads` threads takes in a region (add the
+    /// region's own header, 4 KiB, when sizing a region). The node pool holds
+    /// `capacity * max_threads` nodes (a chunk per thread).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::structures::PWFStack;
+    /// assert!(PWFStack::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 4 * 16_000);
+    /// ```
+    pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
+        Self::total_words(capacity, max_threads) * 8
+    }
+
+    /// A heap-backed stack whose persistence instructions go to `persist` (not durable; the
+    /// exact pwb/pfence/psync sequence of the persistent stack, to count or cost it).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](PWFStack::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem, structures::{Options, PWFStack}};
+    /// let s = PWFStack::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;
+    /// pmem::reset_stats();
+    /// s.register()?.push(1)?;
+    /// assert!(pmem::stats().psyncs >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_persist(
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+        persist: P,
+    ) -> Result<Self, BuildError> {
+        check_threads(max_threads)?;
+        Self::nodes(capacity, max_threads)?;
+        let store = Store::heap(Self::total_words(capacity, max_threads), persist);
+        Ok(Self::create_in(store, capacity, max_threads, options))
+    }
+
+    /// A persistent stack allocated in `region` (its owner from now on) and recorded as the
+    /// region's root; everything is persisted before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`], [`BuildError::RegionTooSmall`] (see
+    /// [`bytes_needed`](Self::bytes_needed)), [`BuildError::Region`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem::Region, structures::{Options, PWFStack}};
+    ///
+    /// let s = PWFStack::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;
+    /// s.register()?.push(5)?;
+    /// let s = PWFStack::open(s.into_region().expect("in a region"))?;
+    /// assert_eq!(s.register()?.pop(), Some(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(
+        region: Region<P>,
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
+        check_threads(max_threads)?;
+        Self::nodes(capacity, max_threads)?;
+        let (store, off) = Store::allocate(region, Self::total_words(capacity, max_threads))?;
+        let stack = Self::create_in(store, capacity, max_threads, options);
+        stack.core.store.publish(off)?;
+        Ok(stack)
+    }
+
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
+        let stack = Self::assemble(store, capacity, max_threads, options);
+        stack
+            .inst
+            .init(stack.core.store.words(), &StackState::default());
+        stack.core.store.init(&Header {
+            magic: MAGIC,
+            threads: max_threads as u64,
+            capacity: u64::from(capacity),
+            total_words: Self::total_words(capacity, max_threads) as u64,
+            options: options.bits(),
+        });
+        let all = vec![false; stack.core.pool.nodes as usize];
+        stack.give_back_free(&all);
+        stack
+    }
+
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
+        let inst_at = LINE_WORDS;
+        let pool_at = inst_at + StackInstance::words(max_threads);
+        Self {
+            core: Core {
+                store,
+                pool: Pool {
+                    at: pool_at,
+                    nodes: (capacity as usize * max_threads) as u32,
+                },
+                options,
+                capacity,
+                locals: (0..max_threads)
+                    .map(|_| crossbeam_utils::CachePadded::new(UnsafeCell::new(Local::default())))
+                    .collect(),
+            },
+            inst: WfInstance::new(inst_at, max_threads),
+            slots: Slots::new(max_threads),
+        }
+    }
+
+    /// Every node not `on_list` goes to the free list of the thread whose chunk holds it,
+    /// highest first (so the lowest is handed out first). Single-threaded use.
+    fn give_back_free(&self, on_list: &[bool]) {
+        let chunk = self.core.capacity as usize;
+        for t in 0..self.inst.threads() {
+            // SAFETY:
+            // - not shared (creating or opening), so no thread holds a slot.
+            let l = unsafe { self.core.local(t) };
+            l.free = (t * chunk..(t + 1) * chunk)
+                .rev()
+                .filter(|&n| !on_list[n])
+                .map(|n| n as u32)
+                .collect();
+        }
+    }
+
+    /// Reopens the stack at `region`'s root after a restart or crash: the values are those of
+    /// the durable `top`, every other node is free again, and each thread's interrupted
+    /// operation can then be recovered.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PWFStack`, its header
+    /// is corrupt, or its persisted list is malformed; [`BuildError::Region`] if the region
+    /// refuses an access.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem::Region, structures::PWFStack, BuildError};
+    /// let err = PWFStack::open(Region::anonymous(1, 1 << 16)?).unwrap_err();
+    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        let (store, head) = Store::open(region, MAGIC, KIND)?;
+        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let threads = usize::try_from(head.threads)
+            .ok()
+            .filter(|&t| check_threads(t).is_ok())
+            .ok_or(mismatch("bad max_threads in the header"))?;
+        let capacity = u32::try_from(head.capacity).map_err(|_| mismatch("bad capacity"))?;
+        Self::nodes(capacity, threads).map_err(|_| mismatch("bad capacity"))?;
+        if head.total_words != Self::total_words(capacity, threads) as u64 {
+            return Err(mismatch("the header's sizes do not match"));
+        }
+        let stack = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        if !stack.inst.valid(stack.core.store.words()) {
+            return Err(mismatch("S names no record (corrupt)"));
+        }
+        let on_list = stack
+            .on_list()
+            .map_err(|_| mismatch("the persisted list is malformed"))?;
+        stack.give_back_free(&on_list);
+        Ok(stack)
+    }
+
+    /// Walks the list from the current `top`: which nodes are on it, or why it is malformed.
+    fn on_list(&self) -> Result<Vec<bool>, String> {
+        let w = self.core.store.words();
+        let pool = &self.core.pool;
+        let st = self.inst.state_now(w);
+        let mut on_list = vec![false; pool.nodes as usize];
+        let mut link = st.top;
+        let mut len = 0u64;
+        while link != 0 {
+            let node = pool
+                .node_of(link)
+                .ok_or_else(|| format!("link {link} out of the pool"))?;
+            if std::mem::replace(&mut on_list[node as usize], true) {
+                return Err(format!("node {node} is on the list twice (a cycle)"));
+            }
+            len += 1;
+            link = pool.next(w, node);
+        }
+        if len != st.len {
+            return Err(format!("{len} nodes on the list, length {}", st.len));
+        }
+        Ok(on_list)
+    }
+
+    /// Checks the structure (no handle may be alive): the list from `top` is well formed and
+    /// as long as the recorded length, the nodes the threads hold free are distinct and off
+    /// the list, and (with recycling on) every node is on the list or free. For tests and for checking a recovered stack.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] describing the first violation found.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut s = pcomb::structures::PWFStack::new(4, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(1)?;
+    /// h.pop();
+    /// drop(h);
+    /// s.audit()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn audit(&mut self) -> Result<(), AuditError> {
+        let on_list = self.on_list().map_err(AuditError)?;
+        let mut free = vec![false; on_list.len()];
+        for t in 0..self.inst.threads() {
+            // SAFETY:
+            // - `&mut self`: no handle, hence no operation, is alive.
+            let l = unsafe { self.core.local(t) };
+            // Nodes taken by a discarded last attempt are free too.
+            for &n in l.free.iter().chain(&l.taken) {
+                let slot = free
+                    .get_mut(n as usize)
+                    .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
+                if std::mem::replace(slot, true) {
+                    return Err(AuditError(format!("node {n} is free twice")));
+                }
+                if on_list[n as usize] {
+                    return Err(AuditError(format!("node {n} is both on the list and free")));
+                }
+            }
+        }
+        if self.core.options.recycling {
+            if let Some(n) = (0..on_list.len()).find(|&n| !on_list[n] && !free[n]) {
+                return Err(AuditError(format!(
+                    "node {n} leaked: neither on the list nor free"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back the region of a persistent stack (`None` for a volatile one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(pcomb::structures::PWFStack::new(1, 1)?.into_region().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_region(self) -> Option<Region<P>> {
+        self.core.store.into_region()
+    }
+
+    /// The capacity fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFStack::new(3, 1)?.capacity(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(&self) -> u32 {
+        self.core.capacity
+    }
+
+    /// The options fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(3, 1)?;
+    /// assert_eq!(s.options(), pcomb::structures::Options::default());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn options(&self) -> Options {
+        self.core.options
+    }
+
+    /// The `max_threads` fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFStack::new(3, 2)?.max_threads(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_threads(&self) -> usize {
+        self.inst.threads()
+    }
+
+    /// Registers the calling thread under the lowest free thread id.
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(3, 1)?;
+    /// let _h = s.register()?;
+    /// assert!(s.register().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register(&self) -> Result<PWFStackHandle<'_, P>, RegisterError> {
+        let id = self.slots.claim_any()?;
+        Ok(self.handle(id))
+    }
+
+    /// Registers as thread `id` (after a crash, to recover that thread's operation).
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
+    /// has a live handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(3, 2)?;
+    /// assert_eq!(s.register_as(1)?.id(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_as(&self, id: usize) -> Result<PWFStackHandle<'_, P>, RegisterError> {
+        self.slots.claim(id)?;
+        Ok(self.handle(id))
+    }
+
+    fn handle(&self, id: usize) -> PWFStackHandle<'_, P> {
+        let seq = self.inst.seed(self.words(), id);
+        PWFStackHandle {
+            stack: self,
+            id,
+            seq,
+        }
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.core.store.words()
+    }
+}
+
+/// A registered thread's access to a [`PWFStack`]; dropping it frees the thread id.
+///
+/// Sequence numbers and recovery work as for [`PBStackHandle`](super::PBStackHandle).
+///
+/// # Examples
+///
+/// ```
+/// let s = pcomb::structures::PWFStack::new(4, 1)?;
+/// let mut h = s.register()?;
+/// h.push(1)?;
+/// h.push(2)?;
+/// assert_eq!(h.pop(), Some(2));
+/// assert_eq!(h.seq(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PWFStackHandle<'a, P: Persist = NoPersist> {
+    stack: &'a PWFStack<P>,
+    id: usize,
+    seq: u64,
+}
+
+impl<P: Persist> fmt::Debug for PWFStackHandle<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PWFStackHandle")
+            .field("id", &self.id)
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
+
+impl<P: Persist> Drop for PWFStackHandle<'_, P> {
+    fn drop(&mut self) {
+        self.stack.slots.release(self.id);
+    }
+}
+
+impl<P: Persist> PWFStackHandle<'_, P> {
+    fn run(&mut self, op: WfOp) -> Ret {
+        self.seq += 1;
+        let s = self.stack;
+        s.inst.execute(
+            s.words(),
+            s.core.store.persist(),
+            &s.core,
+            self.id,
+            op,
+            self.seq,
+        )
+    }
+
+    fn recover(&mut self, op: WfOp, seq: u64) -> Result<Ret, Ret> {
+        self.seq = seq;
+        let s = self.stack;
+        s.inst
+            .recover(s.words(), s.core.store.persist(), &s.core, self.id, op, seq)
+    }
+
+    /// This thread's id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFStack::new(1, 1)?.register()?.id(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The sequence number of this thread id's last operation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(1, 1)?;
+    /// let mut h = s.register()?;
+    /// let before = h.seq();
+    /// h.pop();
+    /// assert_eq!(h.seq(), before + 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Pushes `value` (wait-free); returns once the push is durable (persistent mode).
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] with `value` if the stack holds `capacity` values, or if the thread whose
+    /// attempt served this push had no free node: nodes belong to threads (a chunk of
+    /// `capacity` each, plus the nodes their installs popped, with recycling on), so a thread
+    /// that served many more pushes than pops can run out before the stack is full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(1, 1)?;
+    /// let mut h = s.register()?;
+    /// assert_eq!(h.push(1), Ok(()));
+    /// assert!(h.push(2).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn push(&mut self, value: u64) -> Result<(), Full> {
+        unit_of(self.run([PUSH, value]))
+    }
+
+    /// Pops the top value (`None` if empty; wait-free); returns once the pop is durable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// assert_eq!(h.pop(), None);
+    /// h.push(4)?;
+    /// assert_eq!(h.pop(), Some(4));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pop(&mut self) -> Option<u64> {
+        value_of(self.run([POP, 0]))
+    }
+
+    /// The number of values (a validated, persisted snapshot; lock-free).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(4)?;
+    /// assert_eq!(h.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len(&mut self) -> usize {
+        let s = self.stack;
+        s.inst.read(s.words(), s.core.store.persist()).len as usize
+    }
+
+    /// Whether the stack is empty (a snapshot).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PWFStack::new(2, 1)?;
+    /// assert!(s.register()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Recovers this thread's push of `value` with sequence number `seq`, interrupted by a
+    /// crash (Algorithm 3 `Recover`): whether it had taken effect, and its response.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PWFStack, Recovered};
+    /// let s = PWFStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(1)?; // seq 1
+    /// assert_eq!(h.recover_push(1, 1), Recovered::Applied(Ok(())));
+    /// assert_eq!(h.recover_push(2, 2), Recovered::Reexecuted(Ok(())));
+    /// assert_eq!(h.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recover_push(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
+        recovered(self.recover([PUSH, value], seq), unit_of)
+    }
+
+    /// Recovers this thread's pop with sequence number `seq` (see
+    /// [`recover_push`](Self::recover_push)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PWFStack, Recovered};
+    /// let s = PWFStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(1)?; // seq 1
+    /// assert_eq!(h.recover_pop(2), Recovered::Reexecuted(Some(1)));
+    /// assert_eq!(h.recover_pop(2), Recovered::Applied(Some(1)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recover_pop(&mut self, seq: u64) -> Recovered<Option<u64>> {
+        recovered(self.recover([POP, 0], seq), value_of)
+    }
+}

@@ -1,0 +1,412 @@
+//! PWFcomb for linked structures: Algorithms 3-4 (as restated in `pwfcomb.rs`, with the same
+//! deviations) with the batch view a linked structure needs, on words owned by the structure.
+//!
+//! [`WfInstance`] is `pwfcomb.rs`'s protocol line for line: every thread copies the record `S`
+//! points to into one of its own two records, serves every active request it sees on that
+//! copy (here: one call of [`WfBatch::apply`], lines 19-25), validates (VL, line 26), persists
+//! its record (lines 28-29) and tries to install it with the emulated SC on the versioned `S`
+//! (line 31); after two failed attempts its request is known to be applied (lines 38-50). The
+//! hook [`WfBatch::installed`] runs after a successful install is durable (line 33), on the
+//! installing thread: a linked structure frees the nodes its install removed there.
+//!
+//! Unlike PBcomb's combiner, an attempt here may be discarded (its SC fails), and attempts of
+//! different threads run at once on copies of the same state. So `apply` must write only memory
+//! no other attempt writes (nodes from the thread's own free list), must tolerate reading
+//! garbage (a node recycled behind a stale attempt: the VL that follows then fails), and must
+//! not publish anything: only the SC does.
+
+use crossbeam_utils::CachePadded;
+
+use crate::layout::{Record, RecordLayout, INDEX_WORD};
+use crate::sync::{fence, AtomicU64, Ordering, UnsafeCell};
+use crate::words::{self, words_for};
+use pmem::{Persist, Pod};
+
+/// `ctrl` bits of a request (as in `pwfcomb.rs`).
+const ACTIVATE: u64 = 1;
+const VALID: u64 = 2;
+const BUSY: u64 = 4;
+const VERSION_SHIFT: u32 = 3;
+
+/// Bits of `S` holding the record number.
+const RECORD_BITS: u32 = 16;
+const RECORD_MASK: u64 = (1 << RECORD_BITS) - 1;
+
+/// The sequential part a structure plugs into a [`WfInstance`].
+pub(crate) trait WfBatch {
+    /// `st` of the records.
+    type State: Pod;
+    /// A request (`func`, `Args`); read by every thread's attempts, hence `Pod`.
+    type Op: Pod;
+    /// `ReturnVal[q]`.
+    type Ret: Pod + Default;
+
+    /// Lines 19-25 for a whole attempt of thread `me`: serves `reqs[i] = (q, op)` on `st` and
+    /// writes `rets[i]`. The attempt may be discarded; see the module docs for what it may
+    /// touch. Anything it writes to persistent memory besides `st` it writes back (pwb) before
+    /// returning: line 29's `pfence` orders those pwbs before the record is installed.
+    fn apply(
+        &self,
+        me: usize,
+        st: &mut Self::State,
+        reqs: &[(usize, Self::Op)],
+        rets: &mut [Self::Ret],
+    );
+
+    /// After `me`'s attempt was installed (line 31) and `S` persisted (line 33); `st` is the
+    /// installed state.
+    fn installed(&self, me: usize, st: &Self::State);
+}
+
+/// One `RequestRec`, its arguments in atomic words (see `pwfcomb.rs`'s `Request`).
+struct Request {
+    ctrl: AtomicU64,
+    op: Box<[AtomicU64]>,
+}
+
+/// One thread's attempt buffers, padded to its own cache lines.
+type ScratchCell<O, R> = CachePadded<UnsafeCell<Scratch<O, R>>>;
+
+/// Buffers of one thread's attempts (only that thread touches them).
+struct Scratch<O, R> {
+    reqs: Vec<(usize, O)>,
+    acts: Vec<u8>,
+    rets: Vec<R>,
+}
+
+/// One PWFcomb instance at word `at` of a structure's words: an unused line, `S`'s line and the
+/// records `MemState[0..n][0..1]` and the two dummies `MemState[n][*]` (record `2q + i` is
+/// `MemState[q][i]`).
+pub(crate) struct WfInstance<S, O, R> {
+    at: usize,
+    layout: RecordLayout,
+    requests: Box<[CachePadded<Request>]>,
+    /// `Flush[p]`: odd while `p`'s latest install of `S` is not known to be persisted.
+    flush: Box<[CachePadded<AtomicU64>]>,
+    scratch: Box<[ScratchCell<O, R>]>,
+    _state: core::marker::PhantomData<fn() -> S>,
+}
+
+// SAFETY:
+// - `scratch[p]` is only touched by the thread holding slot `p` (the structure's handle for
+//   `p` is `&mut` in every operation that reaches `perform`/`recover`); it holds `O: Pod` and
+//   `R: Pod` values (`Send`);
+// - everything else is atomics.
+unsafe impl<S, O: Pod, R: Pod> Send for WfInstance<S, O, R> {}
+// SAFETY: as for `Send`.
+unsafe impl<S, O: Pod, R: Pod> Sync for WfInstance<S, O, R> {}
+
+impl<S, O, R> core::fmt::Debug for WfInstance<S, O, R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WfInstance")
+            .field("at", &self.at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
+    fn layout(threads: usize) -> RecordLayout {
+        RecordLayout::new::<S, R>(threads, true)
+    }
+
+    fn records(threads: usize) -> usize {
+        2 * (threads + 1)
+    }
+
+    /// Words an instance takes.
+    pub(crate) fn words(threads: usize) -> usize {
+        Self::layout(threads).total_words(Self::records(threads))
+    }
+
+    /// The instance at word `at`, with fresh volatile variables.
+    pub(crate) fn new(at: usize, threads: usize) -> Self {
+        let op_words = words_for::<O>();
+        Self {
+            at,
+            layout: Self::layout(threads),
+            requests: (0..threads)
+                .map(|_| {
+                    CachePadded::new(Request {
+                        ctrl: AtomicU64::new(0),
+                        op: words::zeroed(op_words),
+                    })
+                })
+                .collect(),
+            flush: (0..threads)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            scratch: (0..threads)
+                .map(|_| {
+                    CachePadded::new(UnsafeCell::new(Scratch {
+                        reqs: Vec::with_capacity(threads),
+                        acts: Vec::with_capacity(threads),
+                        rets: Vec::with_capacity(threads),
+                    }))
+                })
+                .collect(),
+            _state: core::marker::PhantomData,
+        }
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.layout.threads
+    }
+
+    fn mine<'w>(&self, words: &'w [AtomicU64]) -> &'w [AtomicU64] {
+        &words[self.at..self.at + Self::words(self.layout.threads)]
+    }
+
+    /// Initial values: `S := &MemState[n][0]` holding `init` (the caller persists).
+    pub(crate) fn init(&self, words: &[AtomicU64], init: &S) {
+        let w = self.mine(words);
+        let dummy = 2 * self.layout.threads;
+        Record::<S, R>::at(w, &self.layout, dummy).set_state(init);
+        // Relaxed: not shared yet; the structure's `init` persists, the hand-over publishes.
+        w[INDEX_WORD].store(dummy as u64, Ordering::Relaxed);
+    }
+
+    /// Whether the persisted `S` names a record (checked by `open`).
+    pub(crate) fn valid(&self, words: &[AtomicU64]) -> bool {
+        // Relaxed: single-threaded reopening.
+        let s = self.mine(words)[INDEX_WORD].load(Ordering::Relaxed);
+        ((s & RECORD_MASK) as usize) < Self::records(self.layout.threads)
+    }
+
+    /// The current state (single-threaded use: opening, auditing).
+    pub(crate) fn state_now(&self, words: &[AtomicU64]) -> S {
+        self.current(words).1.state()
+    }
+
+    /// The `S` word and the record it points to.
+    #[inline]
+    fn current<'w>(&'w self, words: &'w [AtomicU64]) -> (u64, Record<'w, S, R>) {
+        // Acquire: LL (lines 9, 38); pairs with the AcqRel CAS (SC, line 31) that installed
+        // the record.
+        let s = self.mine(words)[INDEX_WORD].load(Ordering::Acquire);
+        (s, self.record(words, s))
+    }
+
+    #[inline]
+    fn record<'w>(&'w self, words: &'w [AtomicU64], s: u64) -> Record<'w, S, R> {
+        Record::at(self.mine(words), &self.layout, (s & RECORD_MASK) as usize)
+    }
+
+    /// The thread owning the record `S = s` points to; the dummies count as thread 0.
+    #[inline]
+    fn owner(&self, s: u64) -> usize {
+        let q = (s & RECORD_MASK) as usize / 2;
+        if q >= self.layout.threads {
+            0
+        } else {
+            q
+        }
+    }
+
+    /// The `activate` bit a freshly registered thread `id` starts from (`Deactivate[id]`);
+    /// marks its request invalid until it announces.
+    pub(crate) fn seed(&self, words: &[AtomicU64], id: usize) -> u64 {
+        let act = u64::from(self.current(words).1.deact(id));
+        let req = &self.requests[id];
+        // Relaxed: only the slot owner writes `ctrl`; the slot claim (Acquire) ordered us after
+        // the previous owner.
+        let version = req.ctrl.load(Ordering::Relaxed) >> VERSION_SHIFT;
+        // Release: pairs with the Acquire loads of `ctrl` in `read_request`; valid = 0.
+        req.ctrl
+            .store(((version + 1) << VERSION_SHIFT) | act, Ordering::Release);
+        act
+    }
+
+    /// Lines 1 / 4: `Request[p] := <func, args, act, 1>`.
+    fn announce(&self, p: usize, op: &O, act: u64) {
+        let req = &self.requests[p];
+        // Relaxed: only the owner writes `ctrl`.
+        let old = req.ctrl.load(Ordering::Relaxed);
+        let version = (old >> VERSION_SHIFT) + 1;
+        // Relaxed: the Release stores of `op` below keep this store before them.
+        req.ctrl.store(old | BUSY, Ordering::Relaxed);
+        words::store(&req.op, op);
+        // Release: pairs with the Acquire loads in `read_request`.
+        req.ctrl
+            .store((version << VERSION_SHIFT) | VALID | act, Ordering::Release);
+        // SeqCst fence: pairs with the fence after the LL in `perform` (the wait-freedom
+        // argument of `pwfcomb.rs`'s `announce`).
+        fence(Ordering::SeqCst);
+    }
+
+    /// Reads `Request[q]`: its activate bit and operation, or `None` if it is not valid or was
+    /// being rewritten.
+    #[inline]
+    fn read_request(&self, q: usize) -> Option<(u8, O)> {
+        let req = &self.requests[q];
+        // Acquire: pairs with the Release store in `announce`.
+        let c1 = req.ctrl.load(Ordering::Acquire);
+        if c1 & VALID == 0 || c1 & BUSY != 0 {
+            return None;
+        }
+        let op = words::load::<O>(&req.op);
+        // Acquire: after the Acquire loads of `op`; a rewrite they saw shows here.
+        let c2 = req.ctrl.load(Ordering::Acquire);
+        (c1 == c2).then_some(((c1 & ACTIVATE) as u8, op))
+    }
+
+    /// Runs `op` as thread `p`'s operation number `seq` (Algorithm 3 lines 1-3).
+    pub(crate) fn execute<P: Persist, B: WfBatch<State = S, Op = O, Ret = R>>(
+        &self,
+        words: &[AtomicU64],
+        persist: &P,
+        batch: &B,
+        p: usize,
+        op: O,
+        seq: u64,
+    ) -> R {
+        self.announce(p, &op, seq & ACTIVATE);
+        self.perform(words, persist, batch, p)
+    }
+
+    /// Algorithm 3 `Recover` (lines 4-7): `Ok(response)` if thread `p`'s operation `seq` had
+    /// taken effect, `Err(response)` if it is executed now.
+    pub(crate) fn recover<P: Persist, B: WfBatch<State = S, Op = O, Ret = R>>(
+        &self,
+        words: &[AtomicU64],
+        persist: &P,
+        batch: &B,
+        p: usize,
+        op: O,
+        seq: u64,
+    ) -> Result<R, R> {
+        let act = seq & ACTIVATE;
+        self.announce(p, &op, act); // line 4
+        let (cur, rec) = self.current(words);
+        if u64::from(rec.deact(p)) != act {
+            Err(self.perform(words, persist, batch, p)) // lines 5-6
+        } else {
+            let ret = rec.ret(p); // line 7
+            self.ensure_persisted(words, persist, cur);
+            Ok(ret)
+        }
+    }
+
+    /// Algorithm 4 `PerformRequest` for thread `p`.
+    fn perform<P: Persist, B: WfBatch<State = S, Op = O, Ret = R>>(
+        &self,
+        words: &[AtomicU64],
+        persist: &P,
+        batch: &B,
+        p: usize,
+    ) -> R {
+        let s = &self.mine(words)[INDEX_WORD];
+        // SAFETY:
+        // - `scratch[p]` is only touched by the thread holding slot `p`, which is us (the
+        //   handle is borrowed mutably for the whole operation);
+        // - the reference does not escape this function.
+        let scratch = self.scratch[p].with_mut(|s| unsafe { &mut *s });
+        for _ in 0..2 {
+            let (ll, src) = self.current(words); // line 9: LL(S)
+                                                 // SeqCst fence: pairs with the fence in `announce`.
+            fence(Ordering::SeqCst);
+            let ind = usize::from(src.index(p)); // line 11
+            let dst = self.record(words, (2 * p + ind) as u64);
+            dst.copy_from(&src); // line 13
+            dst.set_pid(p); // line 14
+                            // Lines 15-17 (reading Flush[p], see `pwfcomb.rs`). Relaxed: only p and helpers
+                            // (CAS to lval + 1) write Flush[p], which keeps the parity argument valid.
+            let f = self.flush[p].load(Ordering::Relaxed);
+            let lval = if f % 2 == 0 { f + 1 } else { f + 2 };
+            // Acquire: VL after the Acquire loads of the copy (a torn copy fails it).
+            if s.load(Ordering::Acquire) != ll {
+                continue; // line 18
+            }
+            // Lines 19-25 (simulation phase), as one batch.
+            let mut st = dst.state();
+            scratch.reqs.clear();
+            scratch.acts.clear();
+            for q in 0..self.layout.threads {
+                if let Some((act, op)) = self.read_request(q) {
+                    if act != dst.deact(q) {
+                        scratch.reqs.push((q, op));
+                        scratch.acts.push(act);
+                    }
+                }
+            }
+            scratch.rets.clear();
+            scratch.rets.resize(scratch.reqs.len(), R::default());
+            batch.apply(p, &mut st, &scratch.reqs, &mut scratch.rets);
+            for (i, &(q, _)) in scratch.reqs.iter().enumerate() {
+                dst.set_ret(q, &scratch.rets[i]); // line 23
+                dst.set_deact(q, scratch.acts[i]); // line 24
+            }
+            dst.set_state(&st);
+            // Acquire: VL, after the Acquire loads of nodes in `apply` (a node recycled behind
+            // this attempt was written after S moved on, so this sees S moved on).
+            if s.load(Ordering::Acquire) == ll {
+                dst.set_index(p, 1 - ind as u8); // line 27
+                let (addr, len) = dst.span();
+                persist.pwb(addr, len); // line 28
+                persist.pfence(); // line 29
+                                  // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`.
+                self.flush[p].store(lval, Ordering::Release);
+                let next = (((ll >> RECORD_BITS) + 1) << RECORD_BITS) | (2 * p + ind) as u64;
+                // Line 31: SC(S). AcqRel: the Release half publishes our record (and the nodes
+                // `apply` wrote) to the Acquire LLs of others.
+                if s.compare_exchange(ll, next, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    persist.pwb((s as *const AtomicU64).cast::<u8>(), 8); // line 32
+                    persist.psync(); // line 33
+                                     // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
+                    let _ = self.flush[p].compare_exchange(
+                        lval,
+                        lval + 1,
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    );
+                    batch.installed(p, &st);
+                    return dst.ret(p); // line 35
+                }
+            }
+        }
+        // Two failed attempts: a combiner that read our request has installed S (lines 38-50).
+        let (cur, rec) = self.current(words); // line 38
+        let ret = rec.ret(p); // line 50
+        self.ensure_persisted(words, persist, cur);
+        ret
+    }
+
+    /// Lines 40-48: makes sure the `S` value `cur` (or a later one) is persisted before
+    /// returning something read from it.
+    fn ensure_persisted<P: Persist>(&self, words: &[AtomicU64], persist: &P, cur: u64) {
+        let pid = self.owner(cur);
+        // Line 40. Acquire: pairs with the Release stores of Flush (lines 30, 34, 48).
+        let lval = self.flush[pid].load(Ordering::Acquire);
+        // Line 42, without the CombRound condition (see `pwfcomb.rs`).
+        if lval % 2 == 1 {
+            let s = &self.mine(words)[INDEX_WORD];
+            persist.pwb((s as *const AtomicU64).cast::<u8>(), 8); // line 44
+            persist.psync(); // line 46
+                             // Line 48 (on Flush[pid]). Release: pairs with the Acquire on line 40.
+            let _ = self.flush[pid].compare_exchange(
+                lval,
+                lval + 1,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// A validated snapshot of the current state, persisted before it is returned
+    /// (lock-free).
+    pub(crate) fn read<P: Persist>(&self, words: &[AtomicU64], persist: &P) -> S {
+        loop {
+            for _ in 0..2 {
+                let (ll, rec) = self.current(words);
+                let st = rec.state();
+                // Acquire: VL(S), after the Acquire loads of the record.
+                if self.mine(words)[INDEX_WORD].load(Ordering::Acquire) == ll {
+                    self.ensure_persisted(words, persist, ll);
+                    return st;
+                }
+            }
+            crate::sync::yield_now();
+        }
+    }
+}
