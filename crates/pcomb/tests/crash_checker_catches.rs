@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pcomb::objects::Counter;
-use pcomb::pmem::sim::{SimConfig, Simulated};
+use pcomb::pmem::sim::{Image, SimConfig, Simulated};
 use pcomb::pmem::{Persist, Region};
 use pcomb::{PBComb, PWFComb};
 
@@ -70,68 +70,49 @@ fn broken(region: Region<Simulated>, mutant: Mutant) -> Region<Broken> {
     })
 }
 
-/// Runs `OPS` increments crashing at event `k` (all of them when `k` is past the end); returns
-/// how many returned before the crash and the crash image.
-fn run_pb(k: u64, mutant: Mutant) -> (u64, pcomb::pmem::sim::Image) {
-    // No evictions and a crash that keeps nothing extra: only what the protocol persisted.
-    let cfg = SimConfig::new(k)
-        .evictions(0.0)
-        .crash_keeps(0.0)
-        .crash_at(k);
-    let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
-    let sim = region.persist().clone();
-    let obj = PBComb::create(broken(region, mutant), Counter::default(), 1).expect("fits");
-    let mut h = obj.register_as(0).expect("slot");
-    let mut completed = 0;
-    for _ in 0..OPS {
-        h.execute_mut(1);
-        if sim.is_crashed() {
-            break;
+/// Defines, for one protocol, `$run(k, mutant)`: `OPS` increments crashing at event `k` (all of
+/// them when `k` is past the end), returning how many returned before the crash and the crash
+/// image; and `$recovered(image)`: the recovered counter, or `None` when the object cannot be
+/// reopened.
+macro_rules! protocol {
+    ($obj:ident, $run:ident, $recovered:ident) => {
+        fn $run(k: u64, mutant: Mutant) -> (u64, Image) {
+            // No evictions and a crash that keeps nothing extra: only what the protocol persisted.
+            let cfg = SimConfig::new(k)
+                .evictions(0.0)
+                .crash_keeps(0.0)
+                .crash_at(k);
+            let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+            let sim = region.persist().clone();
+            let obj = $obj::create(broken(region, mutant), Counter::default(), 1).expect("fits");
+            let mut h = obj.register_as(0).expect("slot");
+            let mut completed = 0;
+            for _ in 0..OPS {
+                h.execute_mut(1);
+                if sim.is_crashed() {
+                    break;
+                }
+                completed += 1;
+            }
+            (completed, sim.crash_image().unwrap_or_else(|| sim.crash()))
         }
-        completed += 1;
-    }
-    (completed, sim.crash_image().unwrap_or_else(|| sim.crash()))
-}
 
-fn run_pwf(k: u64, mutant: Mutant) -> (u64, pcomb::pmem::sim::Image) {
-    let cfg = SimConfig::new(k)
-        .evictions(0.0)
-        .crash_keeps(0.0)
-        .crash_at(k);
-    let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
-    let sim = region.persist().clone();
-    let obj = PWFComb::create(broken(region, mutant), Counter::default(), 1).expect("fits");
-    let mut h = obj.register_as(0).expect("slot");
-    let mut completed = 0;
-    for _ in 0..OPS {
-        h.execute_mut(1);
-        if sim.is_crashed() {
-            break;
+        fn $recovered(image: &Image) -> Option<u64> {
+            let region = Region::from_image(image, LAYOUT, SimConfig::new(0)).ok()?;
+            let obj = $obj::<Counter, Simulated>::open(region).ok()?;
+            let value = obj.register().ok()?.execute(());
+            Some(value)
         }
-        completed += 1;
-    }
-    (completed, sim.crash_image().unwrap_or_else(|| sim.crash()))
+    };
 }
 
-/// The recovered counter value, or `None` when the object cannot be reopened.
-fn recovered_pb(image: &pcomb::pmem::sim::Image) -> Option<u64> {
-    let region = Region::from_image(image, LAYOUT, SimConfig::new(0)).ok()?;
-    let obj = PBComb::<Counter, Simulated>::open(region).ok()?;
-    let value = obj.register().ok()?.execute(());
-    Some(value)
-}
-
-fn recovered_pwf(image: &pcomb::pmem::sim::Image) -> Option<u64> {
-    let region = Region::from_image(image, LAYOUT, SimConfig::new(0)).ok()?;
-    let obj = PWFComb::<Counter, Simulated>::open(region).ok()?;
-    let value = obj.register().ok()?.execute(());
-    Some(value)
-}
+protocol!(PBComb, run_pb, recovered_pb);
+protocol!(PWFComb, run_pwf, recovered_pwf);
 
 /// Crashes at every event of a run and counts the crash points that lose a completed operation.
 fn violations(
-    run: fn(u64, Mutant) -> (u64, pcomb::pmem::sim::Image),
-    recovered: fn(&pcomb::pmem::sim::Image) -> Option<u64>,
+    run: fn(u64, Mutant) -> (u64, Image),
+    recovered: fn(&Image) -> Option<u64>,
     mutant: Mutant,
 ) -> (u64, u64) {
     let mut bad = 0;
