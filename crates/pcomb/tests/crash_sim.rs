@@ -14,8 +14,9 @@
 //!   is its number of earlier operations), and `Reexecuted` otherwise;
 //! - responses of completed operations carry the same per-thread component.
 //!
-//! `PCOMB_CRASH_POINTS` (default 400) sets the random crash points per protocol and object; a
-//! systematic sweep crashes a short single-threaded run at every one of its events.
+//! `PCOMB_CRASH_POINTS` (default 750, so 3,000 per run over the 2 protocols x 2 objects) sets
+//! the random crash points per protocol and object; a systematic sweep crashes a short
+//! single-threaded run at every one of its events.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,7 +181,7 @@ fn crash_points() -> u64 {
     std::env::var("PCOMB_CRASH_POINTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(400)
+        .unwrap_or(750)
 }
 
 /// Random crash points: one crash-free run to size the event range, then `crash_points()` runs
