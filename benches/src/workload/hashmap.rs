@@ -78,7 +78,7 @@ impl HashMapWorkload {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn write(&self, rng: &mut Rng, key: u64) -> MapWrite {
         if self.noop_pct > 0 && rng.percent(self.noop_pct) {
             // Keys `keys..2 keys` are never inserted.
@@ -101,7 +101,7 @@ impl Workload for HashMapWorkload {
         (0..self.keys).map(|k| MapWrite::Put(k, k)).collect()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_op(&self, rng: &mut Rng) -> Op<u64, MapWrite> {
         let key = rng.below(self.keys);
         if rng.percent(self.write_pct) {
@@ -111,7 +111,9 @@ impl Workload for HashMapWorkload {
         }
     }
 
-    #[inline]
+    // Always inlined: returned through the stack, the 24-byte operation is written in pieces
+    // and read back whole, a store-forwarding stall that belongs to no method.
+    #[inline(always)]
     fn next_op_for(&self, thread: usize, rng: &mut Rng) -> Op<u64, MapWrite> {
         match self.writers {
             None => self.next_op(rng),

@@ -235,12 +235,35 @@ where
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
         if self.writes_as_reads {
-            if let Some(response) = self.read_with(r, slot, |data| data.dispatch_as_read(&op))? {
-                return Ok(response);
-            }
-        } else {
-            self.check()?;
+            return self.execute_mut_read_first(r, slot, op);
         }
+        self.check()?;
+        self.execute_mut_combining(r, slot, op)
+    }
+
+    /// A write with `Builder::writes_as_reads`: tried as a read first (§6 "fake updates").
+    /// Kept out of line so that the plain write path never takes the operation's address.
+    #[inline(never)]
+    fn execute_mut_read_first(
+        &self,
+        r: usize,
+        slot: usize,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
+        if let Some(response) = self.read_with(r, slot, |data| data.dispatch_as_read(&op))? {
+            return Ok(response);
+        }
+        self.execute_mut_combining(r, slot, op)
+    }
+
+    /// A write through combining (the caller has checked for poisoning).
+    #[inline]
+    fn execute_mut_combining(
+        &self,
+        r: usize,
+        slot: usize,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
         let replica = &self.replicas[r];
         // Fast path: nobody is combining, so become the combiner with the operation in hand
         // (it never visits the slot, and its response needs no hand-off).
