@@ -55,7 +55,7 @@ impl Workload for DictWorkload {
         (0..self.items).map(|k| MapWrite::Put(2 * k, k)).collect()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_op(&self, rng: &mut Rng) -> Op<u64, MapWrite> {
         let key = self.dist.sample(rng);
         if rng.percent(self.update_pct) {

@@ -88,7 +88,7 @@ pub trait Workload: Sync {
     /// Draws the next operation of thread `thread` of the run; by default every thread draws
     /// from the same mix ([`Workload::next_op`]). Workloads with per-thread roles (a writer
     /// thread and reader threads) override it.
-    #[inline]
+    #[inline(always)]
     fn next_op_for(
         &self,
         thread: usize,

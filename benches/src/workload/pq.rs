@@ -92,7 +92,7 @@ impl<Q: PriorityQueue> Workload for PqWorkload<Q> {
             .collect()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_op(&self, rng: &mut Rng) -> Op<(), PqWrite> {
         if rng.percent(self.update_pct) {
             if rng.next_u64() & 1 == 0 {

@@ -56,7 +56,7 @@ impl Workload for SortedSetWorkload {
             .collect()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_op(&self, rng: &mut Rng) -> Op<u64, SortedSetWrite> {
         let member = rng.below(self.items);
         if rng.percent(self.update_pct) {

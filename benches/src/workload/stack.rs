@@ -46,7 +46,7 @@ impl Workload for StackWorkload {
         (0..self.items as u64).map(StackWrite::Push).collect()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_op(&self, rng: &mut Rng) -> Op<(), StackWrite> {
         let bits = rng.next_u64();
         if bits & 1 == 0 {

@@ -49,7 +49,7 @@ impl Workload for SyntheticWorkload {
         Vec::new()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_op(&self, rng: &mut Rng) -> Op<u64, SyntheticWrite> {
         let seed = rng.next_u64();
         if rng.percent(self.update_pct) {
