@@ -5,7 +5,7 @@
 //! - Each thread runs `pairs / threads` pairs, with the AtomicFloat benchmark's local work (a
 //!   random 1..=512 volatile increments, seeded per thread) after every operation; timed from a
 //!   start barrier to the last join. Median of `--reps` runs, with the min-max spread.
-//! - Methods, side by side in one run: the PB structures (and PWFStack) persistent (a mapped file in the temp
+//! - Methods, side by side in one run: the PB structures (and PWFStack, PWFQueue) persistent (a mapped file in the temp
 //!   dir, `Hardware` flushes), with and without elimination / recycling, and volatile; a
 //!   `Mutex`-and-persist baseline (the same sequential structure as an array in the region
 //!   under a `Mutex`, pwb of what changed and psync per operation); volatile references
@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use crossbeam_queue::SegQueue;
 use pcomb::pmem::{self, Hardware, Persist, Region};
-use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFStack};
+use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
 
 const LAYOUT: u64 = 0x5B_E4C4;
 
@@ -389,6 +389,39 @@ fn queue_rows(threads: usize, pairs: u64, dir: &Path) -> Vec<Row> {
         let _ = std::fs::remove_file(path);
         rows.push((name.to_string(), out));
     }
+    // PWFQueue reuses no node while it runs (the paper leaves that open) and a thread's
+    // attempt may serve every enqueue: a chunk of `pairs` nodes per thread covers the run.
+    let pwf_cap = pairs as u32 + 64;
+    {
+        let name = "PWFQueue";
+        let bytes = PWFQueue::<Hardware>::bytes_needed(pwf_cap, threads);
+        let (region, path) = file(dir, name, bytes);
+        let q = PWFQueue::create(region, pwf_cap, threads, ALL).expect("queue");
+        let out = drive(threads, pairs, |t| {
+            let mut h = q.register().expect("slot");
+            Box::new(move |work| {
+                h.enqueue(t as u64).expect("room");
+                work();
+                std::hint::black_box(h.dequeue());
+            })
+        });
+        drop(q);
+        let _ = std::fs::remove_file(path);
+        rows.push((name.to_string(), out));
+    }
+    let q = PWFQueue::new(pwf_cap, threads).expect("queue");
+    rows.push((
+        "PWFQueue-volatile".into(),
+        drive(threads, pairs, |t| {
+            let mut h = q.register().expect("slot");
+            Box::new(move |work| {
+                h.enqueue(t as u64).expect("room");
+                work();
+                std::hint::black_box(h.dequeue());
+            })
+        }),
+    ));
+    drop(q);
     let q = PBQueue::new(4096, threads).expect("queue");
     rows.push((
         "PBQueue-volatile".into(),

@@ -1,6 +1,6 @@
 //! Crash tests of the structures on the simulated persistence domain (`pmem::sim`, evictions
 //! on): durable linearizability, detectability and node accounting of `PBStack`, `PWFStack`,
-//! `PBQueue` and `PBHeap`.
+//! `PBQueue`, `PWFQueue` and `PBHeap`.
 //!
 //! Each run creates the structure in a simulated region, lets 2-4 threads run a random script
 //! (values unique per thread and position), crashes at a random persistence event, reopens the
@@ -27,7 +27,7 @@ mod struct_common;
 
 use pcomb::pmem::sim::{SimConfig, Simulated};
 use pcomb::pmem::Region;
-use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFStack};
+use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
 use struct_common::{env_or, mix, scripts, Subject, HEAP_CAP};
 use testkit::lin::{check, Model, PendingOp, Recorder, ThreadRecorder};
 
@@ -232,6 +232,11 @@ fn pbqueue_random_crashes() {
 }
 
 #[test]
+fn pwfqueue_random_crashes() {
+    random_crashes::<PWFQueue<Simulated>>(15);
+}
+
+#[test]
 fn pbheap_random_crashes() {
     random_crashes::<PBHeap<HEAP_CAP, Simulated>>(13);
 }
@@ -269,5 +274,6 @@ fn systematic_single_thread_runs() {
     systematic::<PBStack<Simulated>>(21);
     systematic::<PWFStack<Simulated>>(24);
     systematic::<PBQueue<Simulated>>(22);
+    systematic::<PWFQueue<Simulated>>(25);
     systematic::<PBHeap<HEAP_CAP, Simulated>>(23);
 }

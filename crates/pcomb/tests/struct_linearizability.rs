@@ -1,4 +1,4 @@
-//! Concurrent histories of `PBStack`, `PWFStack`, `PBQueue` and `PBHeap`, volatile and in a region, checked
+//! Concurrent histories of `PBStack`, `PWFStack`, `PBQueue`, `PWFQueue` and `PBHeap`, volatile and in a region, checked
 //! for linearizability against `testkit`'s `Stack`, `Queue` and `MinPq` models. Proptest picks
 //! the thread count (2-4), each thread's script and the options (elimination, recycling); after
 //! each run the structure is audited (list well formed, no node leaked or aliased).
@@ -7,7 +7,7 @@
 mod struct_common;
 
 use pcomb::pmem::Region;
-use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFStack};
+use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
 use pcomb::NoPersist;
 use proptest::prelude::*;
 use struct_common::{scripts, Subject, HEAP_CAP};
@@ -85,14 +85,20 @@ proptest! {
     }
 
     #[test]
+    fn pwfqueue_is_linearizable(seed: u64, threads in 2usize..=4, ops in 1usize..12, o in 0u8..4, r: bool) {
+        case::<PWFQueue>(seed, threads, ops, o, r)?;
+    }
+
+    #[test]
     fn pbheap_is_linearizable(seed: u64, threads in 2usize..=4, ops in 1usize..12, r: bool) {
         case::<PBHeap<HEAP_CAP>>(seed, threads, ops, 0, r)?;
     }
 }
 
-/// A longer, more contended run per structure (4 threads on 2 cores, 300 ops each): too long
-/// for the exhaustive checker, so it checks conservation instead: every value pushed or
-/// enqueued is popped or dequeued exactly once, and a final drain leaves nothing.
+/// A longer, more contended run per structure (`PBStack`, `PBQueue`, `PWFQueue`; 4 threads on
+/// 2 cores, 300 ops each): too long for the exhaustive checker, so it checks conservation
+/// instead: every value pushed or enqueued is popped or dequeued exactly once, and a final
+/// drain leaves nothing.
 #[test]
 fn long_runs_conserve_values() {
     let threads = 4;
@@ -106,13 +112,16 @@ fn long_runs_conserve_values() {
             PBStack::with_options(if recycling { 64 } else { 4 * 300 }, threads, o).expect("valid");
         let queue =
             PBQueue::with_options(if recycling { 64 } else { 4 * 300 }, threads, o).expect("valid");
+        // PWFQueue reuses no node while it runs: a chunk per thread for every value of the run.
+        let wfq = PWFQueue::with_options(4 * 300, threads, o).expect("valid");
         let got: Vec<Vec<u64>> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..threads as u64)
                 .map(|t| {
-                    let (stack, queue) = (&stack, &queue);
+                    let (stack, queue, wfq) = (&stack, &queue, &wfq);
                     s.spawn(move || {
                         let mut sh = stack.register().expect("slot");
                         let mut qh = queue.register().expect("slot");
+                        let mut wh = wfq.register().expect("slot");
                         let mut got = Vec::new();
                         for i in 0..per {
                             let v = t << 32 | i;
@@ -120,6 +129,8 @@ fn long_runs_conserve_values() {
                             got.extend(sh.pop());
                             qh.enqueue(v).expect("at most 4 values in flight");
                             got.extend(qh.dequeue());
+                            wh.enqueue(v).expect("room for every value");
+                            got.extend(wh.dequeue());
                         }
                         got
                     })
@@ -134,16 +145,21 @@ fn long_runs_conserve_values() {
         let mut qh = queue.register().expect("slot");
         all.extend(std::iter::from_fn(|| sh.pop()));
         all.extend(std::iter::from_fn(|| qh.dequeue()));
+        let mut wh = wfq.register().expect("slot");
+        all.extend(std::iter::from_fn(|| wh.dequeue()));
+        drop(wh);
         all.sort_unstable();
         let mut want: Vec<u64> = (0..threads as u64)
             .flat_map(|t| (0..per).map(move |i| t << 32 | i))
-            .flat_map(|v| [v, v])
+            .flat_map(|v| [v, v, v])
             .collect();
         want.sort_unstable();
         assert_eq!(
             all, want,
             "recycling {recycling}: values lost or duplicated"
         );
+        let mut wfq = wfq;
+        wfq.audit().expect("PWFQueue well formed after the run");
     }
 }
 

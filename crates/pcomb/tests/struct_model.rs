@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use pcomb::pmem::Region;
-use pcomb::structures::{Full, Options, PBHeap, PBQueue, PBStack, PWFStack};
+use pcomb::structures::{Full, Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -111,6 +111,97 @@ fn stack_matches_a_bounded_vec<S: StackLike>(
     Ok(())
 }
 
+/// What the queue model test needs of `PBQueue` and `PWFQueue` (single-threaded).
+trait QueueLike: Sized {
+    fn create(region: Region<pcomb::NoPersist>, cap: u32, o: Options) -> Self;
+    fn reopen(self) -> Self;
+    fn enqueue(&self, v: u64) -> Result<(), Full>;
+    fn dequeue(&self) -> Option<u64>;
+    /// Whether dequeued nodes are reused before the next `open` with these options.
+    fn recycles(o: Options) -> bool;
+    /// The length, for a queue that reports it.
+    fn len(&self) -> Option<usize>;
+    fn audit(&mut self) -> Result<(), TestCaseError>;
+}
+
+macro_rules! queue_like {
+    ($t:ident, $recycles:expr, $len:expr) => {
+        impl QueueLike for $t {
+            fn create(region: Region<pcomb::NoPersist>, cap: u32, o: Options) -> Self {
+                $t::create(region, cap, 1, o).expect("fits")
+            }
+            fn reopen(self) -> Self {
+                $t::open(self.into_region().expect("region")).expect("reopens")
+            }
+            fn enqueue(&self, v: u64) -> Result<(), Full> {
+                self.register().expect("slot").enqueue(v)
+            }
+            fn dequeue(&self) -> Option<u64> {
+                self.register().expect("slot").dequeue()
+            }
+            fn recycles(o: Options) -> bool {
+                $recycles(o)
+            }
+            fn len(&self) -> Option<usize> {
+                $len(self)
+            }
+            fn audit(&mut self) -> Result<(), TestCaseError> {
+                $t::audit(self).map_err(|e| TestCaseError::fail(e.to_string()))
+            }
+        }
+    };
+}
+
+queue_like!(PBQueue, |o: Options| o.recycling, |_: &PBQueue| None);
+// PWFQueue reuses nodes only at `open` (the paper leaves its node reuse open).
+queue_like!(PWFQueue, |_: Options| false, |q: &PWFQueue| Some(
+    q.register().expect("slot").len()
+));
+
+fn queue_matches_a_bounded_deque<Q: QueueLike>(
+    ops: Vec<Op>,
+    cap: u32,
+    recycling: bool,
+) -> Result<(), TestCaseError> {
+    let opts = Options {
+        elimination: false,
+        recycling,
+    };
+    let recycles = Q::recycles(opts);
+    let mut q = Q::create(region(), cap, opts);
+    let mut model: VecDeque<u64> = VecDeque::new();
+    // Without reuse, a node is used once per open.
+    let mut fresh = cap as usize;
+    for op in ops {
+        match op {
+            Op::Add(v) => {
+                let want = if model.len() < cap as usize && (recycles || fresh > 0) {
+                    model.push_back(v);
+                    fresh -= 1;
+                    Ok(())
+                } else {
+                    Err(Full(v))
+                };
+                prop_assert_eq!(q.enqueue(v), want);
+            }
+            Op::Remove => prop_assert_eq!(q.dequeue(), model.pop_front()),
+            Op::Reopen => {
+                q = q.reopen();
+                q.audit()?;
+                fresh = cap as usize - model.len();
+            }
+        }
+        if recycles {
+            fresh = cap as usize - model.len();
+        }
+        if let Some(len) = q.len() {
+            prop_assert_eq!(len, model.len());
+        }
+    }
+    q.audit()?;
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -126,36 +217,12 @@ proptest! {
 
     #[test]
     fn pbqueue_matches_a_bounded_deque(ops in ops(), cap in 0u32..8, recycling: bool) {
-        let opts = Options { elimination: false, recycling };
-        let mut q = PBQueue::create(region(), cap, 1, opts).expect("fits");
-        let mut model: VecDeque<u64> = VecDeque::new();
-        let mut fresh = cap as usize;
-        for op in ops {
-            match op {
-                Op::Add(v) => {
-                    let want = if model.len() < cap as usize && (recycling || fresh > 0) {
-                        model.push_back(v);
-                        fresh -= 1;
-                        Ok(())
-                    } else {
-                        Err(Full(v))
-                    };
-                    prop_assert_eq!(q.register().expect("slot").enqueue(v), want);
-                }
-                Op::Remove => {
-                    prop_assert_eq!(q.register().expect("slot").dequeue(), model.pop_front());
-                }
-                Op::Reopen => {
-                    q = PBQueue::open(q.into_region().expect("region")).expect("reopens");
-                    q.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    fresh = cap as usize - model.len();
-                }
-            }
-            if recycling {
-                fresh = cap as usize - model.len();
-            }
-        }
-        q.audit().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        queue_matches_a_bounded_deque::<PBQueue>(ops, cap, recycling)?;
+    }
+
+    #[test]
+    fn pwfqueue_matches_a_bounded_deque(ops in ops(), cap in 0u32..8, recycling: bool) {
+        queue_matches_a_bounded_deque::<PWFQueue>(ops, cap, recycling)?;
     }
 
     #[test]

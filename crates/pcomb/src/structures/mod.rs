@@ -1,5 +1,5 @@
 //! Recoverable structures built on combining (paper §5 and appendix): [`PBStack`], [`PWFStack`]
-//! (wait-free), [`PBQueue`] and [`PBHeap`].
+//! (wait-free), [`PBQueue`], [`PWFQueue`] (wait-free) and [`PBHeap`].
 //!
 //! Each one has a volatile mode (`new`: heap memory, no persistence instruction) and a
 //! persistent mode (`create` in a [`Region`](pmem::Region), `open` after a crash), a
@@ -14,13 +14,17 @@
 //! | [`PBStack`] | `top` and the length; nodes in a pool in the same region | §5 PBstack |
 //! | [`PWFStack`] | `top` and the length (PWFcomb records); a node chunk per thread | §5 PWFstack |
 //! | [`PBQueue`] | enqueuers' `Tail`, dequeuers' `Head` (two instances); nodes in a pool | Algorithms 5-7 |
+//! | [`PWFQueue`] | enqueuers' `{link_a, link_b, tail}` (the two-part list), dequeuers' `Head` (two PWFcomb instances); a node chunk per thread, reused only after `open` | §5 PWFqueue |
 //! | [`PBHeap`] | the whole bounded array and its length (a [`PBComb`](crate::PBComb)) | §5 PBheap |
 //!
 //! Values and keys are `u64`. Stacks and queues hold at most `capacity` values (fixed at
 //! creation: the node pool is allocated with the structure); a push or enqueue beyond it, and an
-//! insert into a full heap, return [`Full`] with the rejected value.
+//! insert into a full heap, return [`Full`] with the rejected value. The wait-free structures
+//! give each thread a chunk of `capacity` nodes, so a combining thread out of nodes also
+//! answers [`Full`] (see [`PWFStackHandle::push`], [`PWFQueueHandle::enqueue`]); `PWFQueue`
+//! reuses dequeued nodes only after `open`, as the paper leaves its node reuse open.
 //!
-//! Not here (yet): the wait-free PWFqueue and a wait-free heap.
+//! Not here (yet): a wait-free heap.
 //!
 //! # Examples
 //!
@@ -47,6 +51,7 @@
 
 mod combine;
 mod heap;
+mod pwfqueue;
 mod pwfstack;
 mod queue;
 mod stack;
@@ -56,6 +61,7 @@ mod wfcombine;
 use core::fmt;
 
 pub use heap::{HeapOp, HeapRead, HeapState, PBHeap, PBHeapHandle};
+pub use pwfqueue::{PWFQueue, PWFQueueHandle};
 pub use pwfstack::{PWFStack, PWFStackHandle};
 pub use queue::{PBQueue, PBQueueHandle};
 pub use stack::{PBStack, PBStackHandle};

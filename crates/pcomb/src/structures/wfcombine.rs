@@ -177,6 +177,18 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         self.current(words).1.state()
     }
 
+    /// Rewrites the current record's state to `st` and persists it (single-threaded use:
+    /// `open` normalizing a recovered state). Deactivate bits and responses are kept, so
+    /// recovery of every thread's last operation is unaffected.
+    pub(crate) fn rewrite_state<P: Persist>(&self, words: &[AtomicU64], persist: &P, st: &S) {
+        let (_, rec) = self.current(words);
+        rec.set_state(st);
+        let (addr, len) = rec.span();
+        persist.pwb(addr, len);
+        persist.pfence();
+        persist.psync();
+    }
+
     /// The `S` word and the record it points to.
     #[inline]
     fn current<'w>(&'w self, words: &'w [AtomicU64]) -> (u64, Record<'w, S, R>) {

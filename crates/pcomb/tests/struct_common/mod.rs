@@ -1,10 +1,10 @@
-//! What the structure tests share: one interface over `PBStack`, `PWFStack`, `PBQueue` and `PBHeap` that
+//! What the structure tests share: one interface over `PBStack`, `PWFStack`, `PBQueue`, `PWFQueue` and `PBHeap` that
 //! maps each onto its `testkit` model (`Stack`, `Queue`, `MinPq`), and deterministic scripts.
 #![allow(dead_code)] // each test file uses part of it
 
 use pcomb::pmem::{Persist, Region};
 use pcomb::structures::{Options, PBHeap, PBHeapHandle, PBQueue, PBQueueHandle, PBStack};
-use pcomb::structures::{PBStackHandle, PWFStack, PWFStackHandle};
+use pcomb::structures::{PBStackHandle, PWFQueue, PWFQueueHandle, PWFStack, PWFStackHandle};
 use pcomb::{BuildError, Recovered};
 use testkit::lin::Model;
 use testkit::models::{MinPq, PqOp, PqRet, Queue, QueueOp, QueueRet, Stack, StackOp, StackRet};
@@ -133,78 +133,86 @@ macro_rules! stack_subject {
 stack_subject!(PBStack, PBStackHandle);
 stack_subject!(PWFStack, PWFStackHandle);
 
-impl<P: Persist> Subject for PBQueue<P> {
-    type P = P;
-    type M = Queue;
-    type H<'a> = PBQueueHandle<'a, P>;
-    const NAME: &'static str = "PBQueue";
+/// `Subject` for a queue type (`PBQueue`, `PWFQueue`: same API).
+macro_rules! queue_subject {
+    ($queue:ident, $handle:ident) => {
+        impl<P: Persist> Subject for $queue<P> {
+            type P = P;
+            type M = Queue;
+            type H<'a> = $handle<'a, P>;
+            const NAME: &'static str = stringify!($queue);
 
-    fn model() -> Queue {
-        Queue::new()
-    }
-    fn create(region: Region<P>, capacity: u32, threads: usize, o: Options) -> Self {
-        PBQueue::create(region, capacity, threads, o).expect("fits")
-    }
-    fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
-        PBQueue::with_persist(capacity, threads, o, persist).expect("valid")
-    }
-    fn open(region: Region<P>) -> Result<Self, BuildError> {
-        PBQueue::open(region)
-    }
-    fn into_region(self) -> Region<P> {
-        PBQueue::into_region(self).expect("in a region")
-    }
-    fn handle(&self, t: usize) -> PBQueueHandle<'_, P> {
-        self.register_as(t).expect("free slot")
-    }
-    fn next_seq(h: &PBQueueHandle<'_, P>, op: &QueueOp) -> u64 {
-        match op {
-            QueueOp::Enqueue(_) => h.enqueue_seq() + 1,
-            QueueOp::Dequeue => h.dequeue_seq() + 1,
-        }
-    }
-    fn run(h: &mut PBQueueHandle<'_, P>, op: &QueueOp) -> QueueRet {
-        match *op {
-            QueueOp::Enqueue(v) => {
-                h.enqueue(v).expect("tests never fill the queue");
-                QueueRet::Enqueued
+            fn model() -> Queue {
+                Queue::new()
             }
-            QueueOp::Dequeue => QueueRet::Dequeued(h.dequeue()),
-        }
-    }
-    fn is_read(_op: &QueueOp) -> bool {
-        false
-    }
-    fn recover(h: &mut PBQueueHandle<'_, P>, op: &QueueOp, seq: u64) -> (bool, QueueRet) {
-        match *op {
-            QueueOp::Enqueue(v) => {
-                let (a, r) = split(h.recover_enqueue(v, seq));
-                r.expect("tests never fill the queue");
-                (a, QueueRet::Enqueued)
+            fn create(region: Region<P>, capacity: u32, threads: usize, o: Options) -> Self {
+                $queue::create(region, capacity, threads, o).expect("fits")
             }
-            QueueOp::Dequeue => {
-                let (a, r) = split(h.recover_dequeue(seq));
-                (a, QueueRet::Dequeued(r))
+            fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
+                $queue::with_persist(capacity, threads, o, persist).expect("valid")
+            }
+            fn open(region: Region<P>) -> Result<Self, BuildError> {
+                $queue::open(region)
+            }
+            fn into_region(self) -> Region<P> {
+                $queue::into_region(self).expect("in a region")
+            }
+            fn handle(&self, t: usize) -> $handle<'_, P> {
+                self.register_as(t).expect("free slot")
+            }
+            fn next_seq(h: &$handle<'_, P>, op: &QueueOp) -> u64 {
+                match op {
+                    QueueOp::Enqueue(_) => h.enqueue_seq() + 1,
+                    QueueOp::Dequeue => h.dequeue_seq() + 1,
+                }
+            }
+            fn run(h: &mut $handle<'_, P>, op: &QueueOp) -> QueueRet {
+                match *op {
+                    QueueOp::Enqueue(v) => {
+                        h.enqueue(v).expect("tests never fill the queue");
+                        QueueRet::Enqueued
+                    }
+                    QueueOp::Dequeue => QueueRet::Dequeued(h.dequeue()),
+                }
+            }
+            fn is_read(_op: &QueueOp) -> bool {
+                false
+            }
+            fn recover(h: &mut $handle<'_, P>, op: &QueueOp, seq: u64) -> (bool, QueueRet) {
+                match *op {
+                    QueueOp::Enqueue(v) => {
+                        let (a, r) = split(h.recover_enqueue(v, seq));
+                        r.expect("tests never fill the queue");
+                        (a, QueueRet::Enqueued)
+                    }
+                    QueueOp::Dequeue => {
+                        let (a, r) = split(h.recover_dequeue(seq));
+                        (a, QueueRet::Dequeued(r))
+                    }
+                }
+            }
+            fn drain_op() -> QueueOp {
+                QueueOp::Dequeue
+            }
+            fn drained(ret: &QueueRet) -> bool {
+                *ret == QueueRet::Dequeued(None)
+            }
+            fn audit(&mut self) -> Result<(), String> {
+                $queue::audit(self).map_err(|e| e.to_string())
+            }
+            fn op(t: usize, i: usize, r: u64) -> QueueOp {
+                if r % 5 < 3 {
+                    QueueOp::Enqueue(unique(t, i))
+                } else {
+                    QueueOp::Dequeue
+                }
             }
         }
-    }
-    fn drain_op() -> QueueOp {
-        QueueOp::Dequeue
-    }
-    fn drained(ret: &QueueRet) -> bool {
-        *ret == QueueRet::Dequeued(None)
-    }
-    fn audit(&mut self) -> Result<(), String> {
-        PBQueue::audit(self).map_err(|e| e.to_string())
-    }
-    fn op(t: usize, i: usize, r: u64) -> QueueOp {
-        if r % 5 < 3 {
-            QueueOp::Enqueue(unique(t, i))
-        } else {
-            QueueOp::Dequeue
-        }
-    }
+    };
 }
+
+queue_subject!(PBQueue, PBQueueHandle);
+queue_subject!(PWFQueue, PWFQueueHandle);
 
 impl<P: Persist> Subject for PBHeap<HEAP_CAP, P> {
     type P = P;

@@ -1,0 +1,1052 @@
+//! PWFqueue (paper §5): the linked queue with a dummy head of [`PBQueue`](super::PBQueue) on
+//! two instances of the wait-free combining of PWFcomb ([`WfInstance`]), one for enqueuers and
+//! one for dequeuers, as SimQueue does on PSim.
+//!
+//! - **Two-part list.** An enqueue attempt cannot append to the shared list: its attempt may
+//!   be discarded, and other attempts run at once on copies of the same state. It builds a
+//!   *local* list of new nodes (from its own thread's chunk) and installs the enqueuers' state
+//!   `{link_a, link_b, tail, count}`: `link_a` is the tail it started from, `link_b` the first
+//!   node of its local list, `tail` the last one. The queue is then the shared list up to
+//!   `link_a`, then `link_b ..= tail`; the pointer `link_a.next = link_b` is not written yet.
+//! - **Linking.** Every enqueue attempt first performs the pending link (`link_a.next :=
+//!   link_b`; every writer writes the same value, and a node is linked once: nodes are not
+//!   reused while the queue runs) and writes it back (pwb) together with its new nodes, before
+//!   its record, so line 29's `pfence` orders them before the install. The two linking
+//!   pointers themselves are in the installed record, hence persisted before the new `tail`:
+//!   a crash finds either the old record (whose pending link recovery performs) or the new one
+//!   (whose predecessor's link is durable).
+//! - **Dequeuers** take a validated, persisted snapshot of the enqueuers' state
+//!   ([`WfInstance::read`]) and move `Head` at most to its `tail`, reading `link_b` as the
+//!   successor of `link_a` (they help by not needing the link). So `Head` never passes a
+//!   durable `tail`: every link after the durable `Head` is durable or is the pending link of
+//!   the durable enqueuers' record, which [`open`](PWFQueue::open) performs. Dequeuers write
+//!   no node; they persist only their record (the paper: "it is enough to persist only the
+//!   head").
+//! - **Nodes.** As in [`PWFStack`](super::PWFStack), the pool is split into one chunk of
+//!   `capacity` nodes per thread (plus the first dummy) and an attempt of thread `p` takes
+//!   nodes only from `p`'s free list. Node reuse while the queue runs is left out, as in the
+//!   paper ("we have left this for future work"): a dequeued node stays unused until the next
+//!   [`open`](PWFQueue::open), which gives every node off the durable list back to the thread
+//!   whose chunk holds it. [`Options`] have no effect on a `PWFQueue`.
+//!
+//! Progress: enqueues are wait-free (at most two attempts). A dequeue makes at most two
+//! attempts; each takes a snapshot of the enqueuers' state, which retries (lock-free) only
+//! while enqueue installs keep landing between its two reads of `S`.
+
+use core::fmt;
+
+use super::store::{Header, Link, Pool, Store};
+use super::wfcombine::{WfBatch, WfInstance};
+use super::{
+    check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
+    Ret,
+};
+use crate::error::{BuildError, RegisterError};
+use crate::layout::LINE_WORDS;
+use crate::slots::Slots;
+use crate::sync::UnsafeCell;
+use crate::Recovered;
+use pmem::{NoPersist, Persist, Pod, Region};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"PWFQUEU1");
+const KIND: &str = "PWFQueue";
+
+/// `st` of the enqueuers' records: the two linking pointers, the tail, and the number of
+/// values ever enqueued (for `len`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+struct EnqState {
+    /// The node whose `next` must become `link_b` (0: no pending link).
+    link_a: Link,
+    /// The first node of the last installed local list (0: no pending link).
+    link_b: Link,
+    tail: Link,
+    count: u64,
+}
+
+// SAFETY:
+// - `repr(C)` with four `u64` fields: no padding, every bit pattern valid;
+// - it holds no pointers (links are node indices).
+unsafe impl Pod for EnqState {}
+
+/// `st` of the dequeuers' records: the dummy node and the number of values ever dequeued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+struct DeqState {
+    head: Link,
+    count: u64,
+}
+
+// SAFETY: as for `EnqState` (two `u64` fields).
+unsafe impl Pod for DeqState {}
+
+impl EnqState {
+    /// The pending link, if any.
+    fn pending(&self) -> Option<(Link, Link)> {
+        (self.link_a != 0 && self.link_b != 0).then_some((self.link_a, self.link_b))
+    }
+}
+
+type EnqInstance = WfInstance<EnqState, u64, Ret>;
+/// The dequeuers' instance; a request carries no argument (always 0).
+type DeqInstance = WfInstance<DeqState, u64, Ret>;
+
+/// One thread's free nodes; only that thread touches them.
+#[derive(Debug, Default)]
+struct Local {
+    /// Free nodes of this thread, next to hand out last.
+    free: Vec<u32>,
+    /// Nodes the current enqueue attempt took from `free` (back to `free` if it is discarded).
+    taken: Vec<u32>,
+    /// Lines to write back (the attempt's nodes and the linked node).
+    flush: Vec<u32>,
+}
+
+/// What both instances share.
+struct Shared<P: Persist> {
+    store: Store<P>,
+    pool: Pool,
+    capacity: u32,
+    locals: Box<[crossbeam_utils::CachePadded<UnsafeCell<Local>>]>,
+}
+
+impl<P: Persist> Shared<P> {
+    /// Thread `me`'s nodes.
+    ///
+    /// # Safety
+    ///
+    /// - the caller is the thread holding slot `me` (or has `&mut` of the queue), and drops
+    ///   the reference before the operation returns.
+    #[allow(clippy::mut_from_ref)] // exclusive by slot ownership, as the contract says
+    unsafe fn local(&self, me: usize) -> &mut Local {
+        // SAFETY:
+        // - exclusive access: only the owner of slot `me` calls this, one operation at a time.
+        self.locals[me].with_mut(|l| unsafe { &mut *l })
+    }
+
+    /// The successor of `node` in the list described by the enqueuers' state `enq` (the
+    /// pending link counts as written).
+    fn next(&self, enq: &EnqState, node: Link) -> Link {
+        if let Some((a, b)) = enq.pending() {
+            if node == a {
+                return b;
+            }
+        }
+        self.pool
+            .node_of(node)
+            .map_or(0, |n| self.pool.next(self.store.words(), n))
+    }
+}
+
+struct Enq<'a, P: Persist>(&'a Shared<P>);
+
+struct Deq<'a, P: Persist> {
+    s: &'a Shared<P>,
+    enq: &'a EnqInstance,
+}
+
+impl<P: Persist> WfBatch for Enq<'_, P> {
+    type State = EnqState;
+    type Op = u64;
+    type Ret = Ret;
+
+    fn apply(&self, me: usize, st: &mut EnqState, reqs: &[(usize, u64)], rets: &mut [Ret]) {
+        let s = self.0;
+        let w = s.store.words();
+        // SAFETY:
+        // - `apply` runs on the thread holding slot `me`; dropped before returning.
+        let l = unsafe { s.local(me) };
+        // A discarded attempt's nodes are free again (in the order they were taken).
+        while let Some(n) = l.taken.pop() {
+            l.free.push(n);
+        }
+        l.flush.clear();
+        let mut first: Link = 0;
+        let mut last: Link = 0;
+        for (i, &(_, value)) in reqs.iter().enumerate() {
+            let Some(node) = l.free.pop() else {
+                rets[i] = ret_unit(Err(Full(value)));
+                continue;
+            };
+            l.taken.push(node);
+            // Relaxed: published by the SC (Release) that installs the state naming it; a
+            // discarded attempt's writes are overwritten by this thread before any install.
+            s.pool.set(w, node, value, 0);
+            if let Some(prev) = s.pool.node_of(last) {
+                s.pool.set_next(w, prev, u64::from(node) + 1);
+            } else {
+                first = u64::from(node) + 1;
+            }
+            last = u64::from(node) + 1;
+            rets[i] = ret_unit(Ok(()));
+        }
+        if first == 0 {
+            // Nothing appended: the state (and its pending link) stays as it is.
+            return;
+        }
+        // The pending link leaves the state now: perform it and write it back. A stale
+        // attempt (its SC fails) writes the same value: `link_a` is linked once.
+        if let Some((a, b)) = st.pending() {
+            if let Some(a) = s.pool.node_of(a) {
+                s.pool.set_next(w, a, b);
+                l.flush.push(a);
+            }
+        }
+        l.flush.extend_from_slice(&l.taken);
+        s.pool.persist_nodes(w, s.store.persist(), &mut l.flush);
+        *st = EnqState {
+            link_a: st.tail,
+            link_b: first,
+            tail: last,
+            count: st.count + l.taken.len() as u64,
+        };
+    }
+
+    fn installed(&self, me: usize, _st: &EnqState) {
+        // SAFETY:
+        // - runs on the thread holding slot `me`; dropped before returning.
+        let l = unsafe { self.0.local(me) };
+        // The installed attempt's nodes are in the queue.
+        l.taken.clear();
+    }
+}
+
+impl<P: Persist> WfBatch for Deq<'_, P> {
+    type State = DeqState;
+    type Op = u64;
+    type Ret = Ret;
+
+    fn apply(&self, _me: usize, st: &mut DeqState, reqs: &[(usize, u64)], rets: &mut [Ret]) {
+        let s = self.s;
+        // A validated snapshot of the enqueuers' state, persisted before we use it: `Head`
+        // never passes a durable `tail`. Its Acquire LL pairs with the enqueuers' SC, so the
+        // nodes up to its `tail` (and the links before `link_a`) are visible.
+        let enq = self.enq.read(s.store.words(), s.store.persist());
+        for ret in rets.iter_mut().take(reqs.len()) {
+            *ret = ret_value(None);
+            if st.head == enq.tail {
+                continue;
+            }
+            // A stale attempt may hold an older `Head`: still on the list (nodes are not
+            // reused while the queue runs). Never panic on what it reads: its SC fails.
+            let next = s.next(&enq, st.head);
+            let Some(first) = s.pool.node_of(next) else {
+                continue;
+            };
+            st.head = next;
+            st.count += 1;
+            *ret = ret_value(Some(s.pool.value(s.store.words(), first)));
+        }
+    }
+
+    fn installed(&self, _me: usize, _st: &DeqState) {}
+}
+
+/// A recoverable, **wait-free**, linked FIFO queue of `u64` values (paper §5 PWFqueue),
+/// persisted through `P`.
+///
+/// Same use as [`PBQueue`](super::PBQueue): threads [`register`](Self::register) for a
+/// [`PWFQueueHandle`]; enqueues and dequeues are combined by separate wait-free instances and
+/// run in parallel. Each thread owns a chunk of `capacity` nodes; dequeued nodes are reused
+/// only after [`open`](Self::open) (see [`enqueue`](PWFQueueHandle::enqueue) for when that
+/// returns [`Full`]). See the [module docs](crate::structures) for modes and recovery.
+///
+/// # Examples
+///
+/// ```
+/// use pcomb::structures::PWFQueue;
+///
+/// let queue = PWFQueue::new(100, 2)?;
+/// std::thread::scope(|s| {
+///     let q = &queue;
+///     s.spawn(move || {
+///         let mut h = q.register().expect("slot");
+///         for i in 0..50 {
+///             h.enqueue(i).expect("room");
+///         }
+///     });
+///     s.spawn(move || {
+///         let mut h = q.register().expect("slot");
+///         let mut last = None;
+///         let mut got = 0;
+///         while got < 50 {
+///             if let Some(v) = h.dequeue() {
+///                 assert!(last.map_or(true, |l| l < v), "FIFO order");
+///                 last = Some(v);
+///                 got += 1;
+///             }
+///         }
+///     });
+/// });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PWFQueue<P: Persist = NoPersist> {
+    shared: Shared<P>,
+    enq: EnqInstance,
+    deq: DeqInstance,
+    slots: Slots,
+    options: Options,
+}
+
+// SAFETY:
+// - `shared.locals[p]` is only accessed by the holder of slot `p` (one operation at a time,
+//   the handle is `&mut`), or through `&mut self`;
+// - everything else is `Send + Sync` (atomics, `Store`, `WfInstance`, `Slots`).
+unsafe impl<P: Persist> Send for PWFQueue<P> {}
+// SAFETY: as for `Send`.
+unsafe impl<P: Persist> Sync for PWFQueue<P> {}
+
+impl<P: Persist> fmt::Debug for PWFQueue<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PWFQueue")
+            .field("capacity", &self.shared.capacity)
+            .field("enq", &self.enq)
+            .field("deq", &self.deq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PWFQueue<NoPersist> {
+    /// A volatile queue with a chunk of `capacity` nodes for each of `max_threads` registered
+    /// threads.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+    /// [`MAX_THREADS`](crate::MAX_THREADS); [`BuildError::RegionTooSmall`] if
+    /// `capacity * max_threads + 1` nodes do not fit a `u32` index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFQueue::new(8, 2)?.capacity(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
+        Self::with_options(capacity, max_threads, Options::default())
+    }
+
+    /// [`new`](Self::new) with explicit [`Options`] (kept in the header; they have no effect
+    /// on a `PWFQueue`).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::structures::{Options, PWFQueue};
+    /// let q = PWFQueue::with_options(1, 1, Options { elimination: false, recycling: false })?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(1)?;
+    /// h.dequeue();
+    /// assert!(h.enqueue(2).is_err()); // the only node is reused only after `open`
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_options(
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
+        Self::with_persist(capacity, max_threads, options, NoPersist)
+    }
+}
+
+impl<P: Persist> PWFQueue<P> {
+    /// Nodes of the pool: a chunk per thread and the first dummy (the last node).
+    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
+        u32::try_from(capacity as usize * max_threads + 1)
+            .ok()
+            .filter(|&n| n < u32::MAX)
+            // More nodes than a `u32` link can name: no region can hold this pool.
+            .ok_or(BuildError::RegionTooSmall {
+                needed: (capacity as usize).saturating_mul(max_threads * 16),
+            })
+    }
+
+    fn total_words(capacity: u32, max_threads: usize) -> usize {
+        LINE_WORDS
+            + EnqInstance::words(max_threads)
+            + DeqInstance::words(max_threads)
+            + Pool::words((capacity as usize * max_threads + 1) as u32)
+    }
+
+    /// Bytes a queue of `capacity` nodes per thread for `max_threads` threads takes in a
+    /// region (add the region's own header, 4 KiB, when sizing a region).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::structures::PWFQueue;
+    /// assert!(PWFQueue::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 4 * 16_000);
+    /// ```
+    pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
+        Self::total_words(capacity, max_threads) * 8
+    }
+
+    /// A heap-backed queue whose persistence instructions go to `persist` (not durable; the
+    /// exact pwb/pfence/psync sequence of the persistent queue, to count or cost it).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](PWFQueue::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem, structures::{Options, PWFQueue}};
+    /// let q = PWFQueue::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;
+    /// pmem::reset_stats();
+    /// q.register()?.enqueue(1)?;
+    /// assert!(pmem::stats().psyncs >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_persist(
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+        persist: P,
+    ) -> Result<Self, BuildError> {
+        check_threads(max_threads)?;
+        Self::nodes(capacity, max_threads)?;
+        let store = Store::heap(Self::total_words(capacity, max_threads), persist);
+        Ok(Self::create_in(store, capacity, max_threads, options))
+    }
+
+    /// A persistent queue allocated in `region` (its owner from now on) and recorded as the
+    /// region's root; everything is persisted before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`], [`BuildError::RegionTooSmall`] (see
+    /// [`bytes_needed`](Self::bytes_needed)), [`BuildError::Region`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem::Region, structures::{Options, PWFQueue}};
+    ///
+    /// let q = PWFQueue::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;
+    /// q.register()?.enqueue(5)?;
+    /// let q = PWFQueue::open(q.into_region().expect("in a region"))?;
+    /// assert_eq!(q.register()?.dequeue(), Some(5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(
+        region: Region<P>,
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
+        check_threads(max_threads)?;
+        Self::nodes(capacity, max_threads)?;
+        let (store, off) = Store::allocate(region, Self::total_words(capacity, max_threads))?;
+        let q = Self::create_in(store, capacity, max_threads, options);
+        q.shared.store.publish(off)?;
+        Ok(q)
+    }
+
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
+        let q = Self::assemble(store, capacity, max_threads, options);
+        let w = q.shared.store.words();
+        // The last node is the first dummy: Tail = Head = &DUMMY.
+        let dummy = u64::from(q.shared.pool.nodes);
+        q.enq.init(
+            w,
+            &EnqState {
+                tail: dummy,
+                ..EnqState::default()
+            },
+        );
+        q.deq.init(
+            w,
+            &DeqState {
+                head: dummy,
+                count: 0,
+            },
+        );
+        q.shared.store.init(&Header {
+            magic: MAGIC,
+            threads: max_threads as u64,
+            capacity: u64::from(capacity),
+            total_words: Self::total_words(capacity, max_threads) as u64,
+            options: options.bits(),
+        });
+        let mut on_list = vec![false; q.shared.pool.nodes as usize];
+        on_list[dummy as usize - 1] = true;
+        q.give_back_free(&on_list);
+        q
+    }
+
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
+        let enq_at = LINE_WORDS;
+        let deq_at = enq_at + EnqInstance::words(max_threads);
+        let pool_at = deq_at + DeqInstance::words(max_threads);
+        Self {
+            shared: Shared {
+                store,
+                pool: Pool {
+                    at: pool_at,
+                    nodes: (capacity as usize * max_threads + 1) as u32,
+                },
+                capacity,
+                locals: (0..max_threads)
+                    .map(|_| crossbeam_utils::CachePadded::new(UnsafeCell::new(Local::default())))
+                    .collect(),
+            },
+            enq: EnqInstance::new(enq_at, max_threads),
+            deq: DeqInstance::new(deq_at, max_threads),
+            slots: Slots::new(max_threads),
+            options,
+        }
+    }
+
+    /// Every node not `on_list` goes to the free list of the thread whose chunk holds it (the
+    /// extra node to the last thread), highest first. Single-threaded use.
+    fn give_back_free(&self, on_list: &[bool]) {
+        let chunk = self.shared.capacity as usize;
+        let threads = self.enq.threads();
+        for t in 0..threads {
+            // SAFETY:
+            // - not shared (creating or opening), so no thread holds a slot.
+            let l = unsafe { self.shared.local(t) };
+            let end = if t + 1 == threads {
+                on_list.len()
+            } else {
+                (t + 1) * chunk
+            };
+            l.free = (t * chunk..end)
+                .rev()
+                .filter(|&n| !on_list[n])
+                .map(|n| n as u32)
+                .collect();
+            l.taken.clear();
+        }
+    }
+
+    /// Reopens the queue at `region`'s root after a restart or crash: performs the durable
+    /// pending link (the enqueuers' `link_a.next := link_b`) and drops it from the state, so
+    /// the values are the durable list from `Head` to `tail`; every other node is free again,
+    /// and each thread's interrupted operation can then be recovered.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PWFQueue`, its header
+    /// is corrupt, or its persisted list does not lead from `Head` to `tail`;
+    /// [`BuildError::Region`] if the region refuses an access.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{pmem::Region, structures::PWFQueue, BuildError};
+    /// let err = PWFQueue::open(Region::anonymous(1, 1 << 16)?).unwrap_err();
+    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        let (store, head) = Store::open(region, MAGIC, KIND)?;
+        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let threads = usize::try_from(head.threads)
+            .ok()
+            .filter(|&t| check_threads(t).is_ok())
+            .ok_or(mismatch("bad max_threads in the header"))?;
+        let capacity = u32::try_from(head.capacity).map_err(|_| mismatch("bad capacity"))?;
+        Self::nodes(capacity, threads).map_err(|_| mismatch("bad capacity"))?;
+        if head.total_words != Self::total_words(capacity, threads) as u64 {
+            return Err(mismatch("the header's sizes do not match"));
+        }
+        let q = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        let w = q.shared.store.words();
+        if !q.enq.valid(w) || !q.deq.valid(w) {
+            return Err(mismatch("S names no record (corrupt)"));
+        }
+        let enq = q.enq.state_now(w);
+        if let Some((a, b)) = enq.pending() {
+            let node = q
+                .shared
+                .pool
+                .node_of(a)
+                .ok_or(mismatch("the pending link names no node"))?;
+            let persist = q.shared.store.persist();
+            // The link first, durably; then the state without it (a torn rewrite leaves one
+            // of the two pointers 0: no pending link, and the link is durable).
+            q.shared.pool.set_next(w, node, b);
+            q.shared.pool.persist_nodes(w, persist, &mut [node]);
+            persist.pfence();
+            persist.psync();
+            q.enq.rewrite_state(
+                w,
+                persist,
+                &EnqState {
+                    link_a: 0,
+                    link_b: 0,
+                    ..enq
+                },
+            );
+        }
+        let on_list = q
+            .on_list()
+            .map_err(|_| mismatch("the persisted list does not lead from Head to tail"))?;
+        q.give_back_free(&on_list);
+        Ok(q)
+    }
+
+    /// Walks the list from `Head` to `tail` (the pending link counts as written): which nodes
+    /// are on it, or why it is malformed.
+    fn on_list(&self) -> Result<Vec<bool>, String> {
+        let w = self.shared.store.words();
+        let pool = &self.shared.pool;
+        let enq = self.enq.state_now(w);
+        let deq = self.deq.state_now(w);
+        let mut on_list = vec![false; pool.nodes as usize];
+        let mut link = deq.head;
+        let mut values = 0u64;
+        loop {
+            let node = pool
+                .node_of(link)
+                .ok_or_else(|| format!("link {link} out of the pool"))?;
+            if std::mem::replace(&mut on_list[node as usize], true) {
+                return Err(format!("node {node} is on the list twice (a cycle)"));
+            }
+            if link == enq.tail {
+                break;
+            }
+            values += 1;
+            link = self.shared.next(&enq, link);
+        }
+        if enq.count.checked_sub(deq.count) != Some(values) {
+            return Err(format!(
+                "{values} values on the list, {} enqueued and {} dequeued",
+                enq.count, deq.count
+            ));
+        }
+        Ok(on_list)
+    }
+
+    /// Checks the structure (no handle may be alive): the list leads from `Head` to `tail`
+    /// and holds as many values as were enqueued and not dequeued, and the nodes the threads
+    /// hold free are distinct and off the list. (Dequeued nodes are neither on the list nor
+    /// free until the next `open`, so there is no leak check.) For tests and for checking a
+    /// recovered queue.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError`] describing the first violation found.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut q = pcomb::structures::PWFQueue::new(4, 1)?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(1)?;
+    /// h.dequeue();
+    /// drop(h);
+    /// q.audit()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn audit(&mut self) -> Result<(), AuditError> {
+        let on_list = self.on_list().map_err(AuditError)?;
+        let mut free = vec![false; on_list.len()];
+        for t in 0..self.enq.threads() {
+            // SAFETY:
+            // - `&mut self`: no handle, hence no operation, is alive.
+            let l = unsafe { self.shared.local(t) };
+            // Nodes taken by a discarded last attempt are free too.
+            for &n in l.free.iter().chain(&l.taken) {
+                let slot = free
+                    .get_mut(n as usize)
+                    .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
+                if std::mem::replace(slot, true) {
+                    return Err(AuditError(format!("node {n} is free twice")));
+                }
+                if on_list[n as usize] {
+                    return Err(AuditError(format!("node {n} is both on the list and free")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives back the region of a persistent queue (`None` for a volatile one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(pcomb::structures::PWFQueue::new(1, 1)?.into_region().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_region(self) -> Option<Region<P>> {
+        self.shared.store.into_region()
+    }
+
+    /// The per-thread capacity fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFQueue::new(3, 1)?.capacity(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(&self) -> u32 {
+        self.shared.capacity
+    }
+
+    /// The options fixed at creation (no effect on a `PWFQueue`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(3, 1)?;
+    /// assert_eq!(q.options(), pcomb::structures::Options::default());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    /// The `max_threads` fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFQueue::new(3, 2)?.max_threads(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_threads(&self) -> usize {
+        self.enq.threads()
+    }
+
+    /// Registers the calling thread under the lowest free thread id.
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(3, 1)?;
+    /// let _h = q.register()?;
+    /// assert!(q.register().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register(&self) -> Result<PWFQueueHandle<'_, P>, RegisterError> {
+        let id = self.slots.claim_any()?;
+        Ok(self.handle(id))
+    }
+
+    /// Registers as thread `id` (after a crash, to recover that thread's operation).
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
+    /// has a live handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(3, 2)?;
+    /// assert_eq!(q.register_as(1)?.id(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_as(&self, id: usize) -> Result<PWFQueueHandle<'_, P>, RegisterError> {
+        self.slots.claim(id)?;
+        Ok(self.handle(id))
+    }
+
+    fn handle(&self, id: usize) -> PWFQueueHandle<'_, P> {
+        let w = self.shared.store.words();
+        PWFQueueHandle {
+            queue: self,
+            id,
+            enq_seq: self.enq.seed(w, id),
+            deq_seq: self.deq.seed(w, id),
+        }
+    }
+
+    fn deq_batch(&self) -> Deq<'_, P> {
+        Deq {
+            s: &self.shared,
+            enq: &self.enq,
+        }
+    }
+}
+
+/// A registered thread's access to a [`PWFQueue`]; dropping it frees the thread id.
+///
+/// Enqueues and dequeues are numbered separately, as for
+/// [`PBQueueHandle`](super::PBQueueHandle).
+///
+/// # Examples
+///
+/// ```
+/// let q = pcomb::structures::PWFQueue::new(4, 1)?;
+/// let mut h = q.register()?;
+/// h.enqueue(1)?;
+/// h.enqueue(2)?;
+/// assert_eq!(h.dequeue(), Some(1));
+/// assert_eq!((h.enqueue_seq(), h.dequeue_seq()), (2, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PWFQueueHandle<'a, P: Persist = NoPersist> {
+    queue: &'a PWFQueue<P>,
+    id: usize,
+    enq_seq: u64,
+    deq_seq: u64,
+}
+
+impl<P: Persist> fmt::Debug for PWFQueueHandle<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PWFQueueHandle")
+            .field("id", &self.id)
+            .field("enq_seq", &self.enq_seq)
+            .field("deq_seq", &self.deq_seq)
+            .finish()
+    }
+}
+
+impl<P: Persist> Drop for PWFQueueHandle<'_, P> {
+    fn drop(&mut self) {
+        self.queue.slots.release(self.id);
+    }
+}
+
+impl<P: Persist> PWFQueueHandle<'_, P> {
+    /// This thread's id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pcomb::structures::PWFQueue::new(1, 1)?.register()?.id(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The number of this thread id's last enqueue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(1, 1)?;
+    /// let mut h = q.register()?;
+    /// let before = h.enqueue_seq();
+    /// h.enqueue(1)?;
+    /// assert_eq!(h.enqueue_seq(), before + 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn enqueue_seq(&self) -> u64 {
+        self.enq_seq
+    }
+
+    /// The number of this thread id's last dequeue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(1, 1)?;
+    /// let mut h = q.register()?;
+    /// let before = h.dequeue_seq();
+    /// h.dequeue();
+    /// assert_eq!(h.dequeue_seq(), before + 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dequeue_seq(&self) -> u64 {
+        self.deq_seq
+    }
+
+    /// Enqueues `value` (wait-free); returns once the enqueue is durable.
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] with `value` if the thread whose attempt served this enqueue had no free
+    /// node: each thread owns a chunk of `capacity` nodes, and nodes are reused only after
+    /// [`open`](PWFQueue::open). A thread that only enqueues for itself can enqueue
+    /// `capacity` values per `open`; an attempt serving other threads' enqueues spends its own
+    /// nodes on them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(1, 1)?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(1)?;
+    /// assert!(h.enqueue(2).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn enqueue(&mut self, value: u64) -> Result<(), Full> {
+        self.enq_seq += 1;
+        let q = self.queue;
+        let s = &q.shared;
+        unit_of(q.enq.execute(
+            s.store.words(),
+            s.store.persist(),
+            &Enq(s),
+            self.id,
+            value,
+            self.enq_seq,
+        ))
+    }
+
+    /// Dequeues the oldest value (`None` if the queue is empty); returns once durable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(2, 1)?;
+    /// let mut h = q.register()?;
+    /// assert_eq!(h.dequeue(), None);
+    /// h.enqueue(4)?;
+    /// assert_eq!(h.dequeue(), Some(4));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dequeue(&mut self) -> Option<u64> {
+        self.deq_seq += 1;
+        let q = self.queue;
+        let s = &q.shared;
+        value_of(q.deq.execute(
+            s.store.words(),
+            s.store.persist(),
+            &q.deq_batch(),
+            self.id,
+            0,
+            self.deq_seq,
+        ))
+    }
+
+    /// The number of values: enqueued minus dequeued, from two persisted snapshots (dequeuers'
+    /// first); exact when no operation runs concurrently.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(2, 1)?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(4)?;
+    /// assert_eq!(h.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len(&mut self) -> usize {
+        let q = self.queue;
+        let (w, p) = (q.shared.store.words(), q.shared.store.persist());
+        let d = q.deq.read(w, p).count;
+        let e = q.enq.read(w, p).count;
+        e.saturating_sub(d) as usize
+    }
+
+    /// Whether the queue is empty (a snapshot, see [`len`](Self::len)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(2, 1)?;
+    /// assert!(q.register()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Recovers this thread's enqueue of `value` numbered `seq`, interrupted by a crash
+    /// (Algorithm 3 `Recover`): whether it had taken effect, and its response.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PWFQueue, Recovered};
+    /// let q = PWFQueue::new(2, 1)?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(1)?; // enqueue 1
+    /// assert_eq!(h.recover_enqueue(1, 1), Recovered::Applied(Ok(())));
+    /// assert_eq!(h.recover_enqueue(2, 2), Recovered::Reexecuted(Ok(())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recover_enqueue(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
+        self.enq_seq = seq;
+        let q = self.queue;
+        let s = &q.shared;
+        let r = q.enq.recover(
+            s.store.words(),
+            s.store.persist(),
+            &Enq(s),
+            self.id,
+            value,
+            seq,
+        );
+        recovered(r, unit_of)
+    }
+
+    /// Recovers this thread's dequeue numbered `seq` (see
+    /// [`recover_enqueue`](Self::recover_enqueue)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PWFQueue, Recovered};
+    /// let q = PWFQueue::new(2, 1)?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(7)?;
+    /// assert_eq!(h.recover_dequeue(1), Recovered::Reexecuted(Some(7)));
+    /// assert_eq!(h.recover_dequeue(1), Recovered::Applied(Some(7)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recover_dequeue(&mut self, seq: u64) -> Recovered<Option<u64>> {
+        self.deq_seq = seq;
+        let q = self.queue;
+        let s = &q.shared;
+        let r = q.deq.recover(
+            s.store.words(),
+            s.store.persist(),
+            &q.deq_batch(),
+            self.id,
+            0,
+            seq,
+        );
+        recovered(r, value_of)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pending link of an install is written by the next enqueue attempt that changes the
+    /// state, and dequeuers read through it before it is written.
+    #[test]
+    fn dequeuers_read_through_the_pending_link() {
+        let q = PWFQueue::new(4, 1).expect("valid");
+        let s = &q.shared;
+        let w = s.store.words();
+        let mut st = q.enq.state_now(w);
+        let mut rets = [Ret::default(); 2];
+        Enq(s).apply(0, &mut st, &[(0, 5)], &mut rets[..1]);
+        Enq(s).installed(0, &st);
+        let first = st;
+        assert_eq!(first.pending(), Some((u64::from(s.pool.nodes), 1)));
+        assert_eq!(s.pool.next(w, s.pool.nodes - 1), 0, "linked too early");
+        assert_eq!(s.next(&first, first.link_a), 1);
+        Enq(s).apply(0, &mut st, &[(0, 6)], &mut rets[..1]);
+        assert_eq!(
+            s.pool.next(w, s.pool.nodes - 1),
+            1,
+            "pending link not performed"
+        );
+        assert_eq!(st.link_a, first.tail);
+        assert_eq!(st.count, 2);
+    }
+
+    /// A discarded attempt's nodes go back to the thread's free list.
+    #[test]
+    fn discarded_attempts_return_their_nodes() {
+        let q = PWFQueue::new(1, 1).expect("valid");
+        let s = &q.shared;
+        let mut st = q.enq.state_now(s.store.words());
+        let mut r = [Ret::default(); 1];
+        Enq(s).apply(0, &mut st.clone(), &[(0, 5)], &mut r);
+        assert_eq!(unit_of(r[0]), Ok(()));
+        Enq(s).apply(0, &mut st, &[(0, 6)], &mut r);
+        assert_eq!(unit_of(r[0]), Ok(()), "the discarded attempt kept the node");
+    }
+}
