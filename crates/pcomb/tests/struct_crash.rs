@@ -18,7 +18,7 @@
 //! - for a thread whose last operation had returned, `recover` of that operation answers
 //!   `Applied` with the same response.
 //!
-//! `PCOMB_CRASH_POINTS` (default 300) sets the random crash points per structure; options
+//! `PCOMB_CRASH_POINTS` (default 1000) sets the random crash points per structure; options
 //! (elimination, recycling) rotate across runs. A systematic sweep crashes a single-threaded
 //! run at every one of its events.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
@@ -169,7 +169,7 @@ where
     Op<S>: Send + Sync,
     Ret<S>: Send,
 {
-    let points = env_or("PCOMB_CRASH_POINTS", 300);
+    let points = env_or("PCOMB_CRASH_POINTS", 1000);
     let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
     let recorder = Recorder::new();
     let (_, sim) = run::<S>(
