@@ -5,8 +5,8 @@
 //! - Each thread runs `pairs / threads` pairs, with the AtomicFloat benchmark's local work (a
 //!   random 1..=512 volatile increments, seeded per thread) after every operation; timed from a
 //!   start barrier to the last join. Median of `--reps` runs, with the min-max spread.
-//! - Methods, side by side in one run: the PB structures (and PWFStack, PWFQueue) persistent (a mapped file in the temp
-//!   dir, `Hardware` flushes), with and without elimination / recycling, and volatile; a
+//! - Methods, side by side in one run: the PB structures, PWFStack and PWFQueue persistent (a
+//!   mapped file in the temp dir, `Hardware` flushes), with and without elimination / recycling, and volatile; a
 //!   `Mutex`-and-persist baseline (the same sequential structure as an array in the region
 //!   under a `Mutex`, pwb of what changed and psync per operation); volatile references
 //!   (`crossbeam_queue::SegQueue`, `Mutex<Vec>` / `Mutex<VecDeque>` / `Mutex<BinaryHeap>`).
@@ -14,7 +14,7 @@
 //!   psyncs (`pmem::stats`, summed over threads).
 //!
 //! ```text
-//! cargo run --release -p pcomb --example structures_bench -- [--pairs N] [--threads 1,2,4]
+//! cargo run --release -p benches --bin pcomb_structures -- [--pairs N] [--threads 1,2,4]
 //!     [--reps R] [--only stack|queue|heap] [--quick]
 //! ```
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
