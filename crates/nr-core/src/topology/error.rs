@@ -107,7 +107,9 @@ pub enum TopologyError {
     /// [`Topology::with_virtual_nodes`] was asked for more nodes than there are CPUs, which
     /// would leave a node without CPUs.
     ///
-    /// Remedy: ask for at most [`Topology::num_cpus`] nodes.
+    /// Remedy: ask for at most [`Topology::num_cpus`] nodes, or use
+    /// [`Topology::with_shared_virtual_nodes`] (or the `NR_VIRTUAL_NODES` override), which
+    /// lets several virtual nodes share a CPU.
     TooManyVirtualNodes {
         /// The number of nodes asked for.
         requested: usize,
@@ -209,7 +211,8 @@ impl fmt::Display for TopologyError {
             Self::ZeroVirtualNodes => write!(f, "cannot split the CPUs into 0 virtual nodes"),
             Self::TooManyVirtualNodes { requested, cpus } => write!(
                 f,
-                "cannot split {cpus} CPUs into {requested} virtual nodes: at most one node per CPU"
+                "cannot split {cpus} CPUs into {requested} virtual nodes: at most one node per CPU \
+                 (with_shared_virtual_nodes lets nodes share CPUs)"
             ),
             Self::TooFewVirtualNodes {
                 requested,

@@ -80,6 +80,17 @@ pub enum TopologySource {
         /// The number of virtual nodes.
         nodes: usize,
     },
+    /// Split by [`Topology::with_shared_virtual_nodes`] into more virtual nodes than there
+    /// are CPUs, so that several virtual nodes share a CPU (their threads time-share it).
+    /// Displayed as `virtual 4 over sysfs, sharing 2 CPUs`.
+    VirtualShared {
+        /// The source of the real topology that was split (never itself virtual).
+        base: Box<TopologySource>,
+        /// The number of virtual nodes.
+        nodes: usize,
+        /// The number of distinct CPUs they share (fewer than `nodes`).
+        cpus: usize,
+    },
 }
 
 impl fmt::Display for TopologySource {
@@ -90,6 +101,9 @@ impl fmt::Display for TopologySource {
             Self::Fallback => f.write_str("fallback"),
             Self::Explicit => f.write_str("explicit"),
             Self::Virtual { base, nodes } => write!(f, "virtual {nodes} over {base}"),
+            Self::VirtualShared { base, nodes, cpus } => {
+                write!(f, "virtual {nodes} over {base}, sharing {cpus} CPUs")
+            }
         }
     }
 }
@@ -166,8 +180,10 @@ impl NumaNode {
 
 /// The NUMA nodes this process can run on, each with its CPUs and memory node.
 ///
-/// Invariants: at least one node; every node has at least one CPU; no CPU is in two nodes;
-/// node `i` is `nodes()[i]` and has [`NumaNode::index`] `i`.
+/// Invariants: at least one node; every node has at least one CPU; no CPU is in two nodes
+/// (except after [`Topology::with_shared_virtual_nodes`] split more nodes than CPUs, whose
+/// source is [`TopologySource::VirtualShared`]); node `i` is `nodes()[i]` and has
+/// [`NumaNode::index`] `i`.
 ///
 /// # Examples
 ///
@@ -201,7 +217,7 @@ impl Topology {
     /// the CPUs of [`allowed_cpus`] ([`TopologySource::Fallback`]).
     ///
     /// If `NR_VIRTUAL_NODES` is set, the result is split with
-    /// [`Topology::with_virtual_nodes`]; use [`Topology::detect_hardware`] to ignore it.
+    /// [`Topology::with_shared_virtual_nodes`] (more nodes than CPUs share CPUs); use [`Topology::detect_hardware`] to ignore it.
     ///
     /// Call it before pinning the calling thread: the nodes are restricted to the calling
     /// thread's affinity mask.
@@ -209,7 +225,7 @@ impl Topology {
     /// # Errors
     ///
     /// [`TopologyError::InvalidVirtualNodesEnv`] if `NR_VIRTUAL_NODES` is set but is not a
-    /// positive integer; the errors of [`Topology::with_virtual_nodes`] if it cannot split
+    /// positive integer; the errors of [`Topology::with_shared_virtual_nodes`] if it cannot split
     /// the CPUs that way; otherwise those of [`Topology::detect_hardware`].
     ///
     /// # Examples
@@ -223,7 +239,7 @@ impl Topology {
     pub fn detect() -> Result<Topology, TopologyError> {
         let hardware = Self::detect_hardware()?;
         match virtual_nodes::virtual_nodes_from_env()? {
-            Some(nodes) => hardware.with_virtual_nodes(nodes),
+            Some(nodes) => hardware.with_shared_virtual_nodes(nodes),
             None => Ok(hardware),
         }
     }
@@ -338,7 +354,8 @@ impl Topology {
         Self::from_parts(source, nodes)
     }
 
-    /// Checks the invariants and numbers the nodes in the given order.
+    /// Checks the invariants and numbers the nodes in the given order. A CPU may be in
+    /// several nodes only when `source` is [`TopologySource::VirtualShared`].
     fn from_parts(
         source: TopologySource,
         nodes: Vec<(usize, Vec<usize>)>,
@@ -365,8 +382,11 @@ impl Topology {
             });
         }
         seen.sort_unstable();
+        let shared = matches!(source, TopologySource::VirtualShared { .. });
         if let Some(pair) = seen.windows(2).find(|pair| pair[0] == pair[1]) {
-            return Err(TopologyError::DuplicateCpu { cpu: pair[0] });
+            if !shared {
+                return Err(TopologyError::DuplicateCpu { cpu: pair[0] });
+            }
         }
         Ok(Topology {
             nodes: built,
@@ -403,7 +423,8 @@ impl Topology {
         self.nodes.len()
     }
 
-    /// The number of CPUs over all nodes (at least [`Topology::num_nodes`]).
+    /// The number of distinct CPUs over all nodes (at least [`Topology::num_nodes`], except
+    /// when virtual nodes share CPUs: [`TopologySource::VirtualShared`]).
     ///
     /// # Examples
     ///
@@ -413,7 +434,18 @@ impl Topology {
     /// # Ok::<(), nr_core::TopologyError>(())
     /// ```
     pub fn num_cpus(&self) -> usize {
-        self.nodes.iter().map(|node| node.cpus.len()).sum()
+        if matches!(self.source, TopologySource::VirtualShared { .. }) {
+            let mut all: Vec<usize> = self
+                .nodes
+                .iter()
+                .flat_map(|node| node.cpus.clone())
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            all.len()
+        } else {
+            self.nodes.iter().map(|node| node.cpus.len()).sum()
+        }
     }
 
     /// Where this topology came from.
@@ -433,7 +465,8 @@ impl Topology {
     }
 
     /// The index (into [`Topology::nodes`]) of the node holding OS CPU `cpu`, or `None` if no
-    /// node holds it (e.g. a CPU outside the affinity mask).
+    /// node holds it (e.g. a CPU outside the affinity mask). When virtual nodes share CPUs
+    /// ([`TopologySource::VirtualShared`]), the first node holding it.
     ///
     /// Costs a binary search per node.
     ///

@@ -10,13 +10,16 @@ use super::{Topology, TopologyError, TopologySource};
 
 /// The environment variable read by [`Topology::detect`]: when set, the detected topology is
 /// split into that many virtual nodes with [`Topology::with_virtual_nodes`]. Its value must be
-/// a positive decimal integer (see [`parse_virtual_nodes`]).
+/// a positive decimal integer (see [`parse_virtual_nodes`]). It may exceed the number of CPUs:
+/// the split is then made by [`Topology::with_shared_virtual_nodes`], several virtual nodes
+/// share a CPU, and the topology's source says so (`virtual 4 over sysfs, sharing 2 CPUs`).
 ///
 /// # Examples
 ///
 /// ```
 /// assert_eq!(nr_core::VIRTUAL_NODES_ENV, "NR_VIRTUAL_NODES");
-/// // e.g. `NR_VIRTUAL_NODES=4 cargo bench` runs with 4 replicas on any machine with 4 CPUs.
+/// // e.g. `NR_VIRTUAL_NODES=4 cargo bench` runs with 4 replicas on any machine (on fewer than
+/// // 4 CPUs, several virtual nodes share a CPU).
 /// ```
 pub const VIRTUAL_NODES_ENV: &str = "NR_VIRTUAL_NODES";
 
@@ -24,7 +27,7 @@ pub const VIRTUAL_NODES_ENV: &str = "NR_VIRTUAL_NODES";
 /// whitespace allowed.
 ///
 /// Whether the number fits the machine is checked later, by
-/// [`Topology::with_virtual_nodes`].
+/// [`Topology::with_shared_virtual_nodes`].
 ///
 /// # Errors
 ///
@@ -57,6 +60,8 @@ pub fn parse_virtual_nodes(value: &str) -> Result<usize, TopologyError> {
 }
 
 /// The node count asked for by [`VIRTUAL_NODES_ENV`], or `None` if it is unset.
+/// [`Topology::detect`] splits with [`Topology::with_shared_virtual_nodes`], so any positive
+/// count at least the number of real nodes is accepted.
 pub(super) fn virtual_nodes_from_env() -> Result<Option<usize>, TopologyError> {
     let Some(value) = env::var_os(VIRTUAL_NODES_ENV) else {
         return Ok(None);
@@ -110,13 +115,52 @@ impl Topology {
     ///
     /// [`NumaNode::memory_node`]: super::NumaNode::memory_node
     pub fn with_virtual_nodes(&self, n: usize) -> Result<Topology, TopologyError> {
+        let cpus = self.num_cpus();
+        if n > cpus {
+            return Err(TopologyError::TooManyVirtualNodes { requested: n, cpus });
+        }
+        self.split(n)
+    }
+
+    /// Like [`Topology::with_virtual_nodes`], but `n` may exceed the number of CPUs: several
+    /// virtual nodes then share a CPU, as Node Replication's `Builder::replicas` already lets
+    /// several replicas share the calling thread's CPUs.
+    ///
+    /// With `n <= self.num_cpus()` the result is exactly that of
+    /// [`Topology::with_virtual_nodes`]. Beyond, each real node of `c` CPUs that gets `g > c`
+    /// virtual nodes gives virtual node `j` (of its `g`) the single CPU `cpus[j * c / g]`, so
+    /// the sharing is spread evenly and still never crosses a real node; the source becomes
+    /// [`TopologySource::VirtualShared`], displayed as `virtual 4 over sysfs, sharing 2 CPUs`,
+    /// so every printed setting says that the nodes time-share CPUs.
+    ///
+    /// # Errors
+    ///
+    /// - [`TopologyError::ZeroVirtualNodes`] if `n == 0`;
+    /// - [`TopologyError::TooFewVirtualNodes`] if `n` is less than the number of real nodes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nr_core::Topology;
+    ///
+    /// let topology = Topology::single_node(vec![0, 1])?.with_shared_virtual_nodes(4)?;
+    /// assert_eq!(topology.num_nodes(), 4);
+    /// assert_eq!(topology.num_cpus(), 2);
+    /// let cpus: Vec<&[usize]> = topology.nodes().iter().map(|node| node.cpus()).collect();
+    /// assert_eq!(cpus, [&[0][..], &[0], &[1], &[1]]);
+    /// assert_eq!(topology.source().to_string(), "virtual 4 over explicit, sharing 2 CPUs");
+    /// # Ok::<(), nr_core::TopologyError>(())
+    /// ```
+    pub fn with_shared_virtual_nodes(&self, n: usize) -> Result<Topology, TopologyError> {
+        self.split(n)
+    }
+
+    /// The split behind both public methods; shares CPUs only when `n > self.num_cpus()`.
+    fn split(&self, n: usize) -> Result<Topology, TopologyError> {
         let real = self.real_nodes();
         let cpus = self.num_cpus();
         if n == 0 {
             return Err(TopologyError::ZeroVirtualNodes);
-        }
-        if n > cpus {
-            return Err(TopologyError::TooManyVirtualNodes { requested: n, cpus });
         }
         if n < real.len() {
             return Err(TopologyError::TooFewVirtualNodes {
@@ -128,15 +172,32 @@ impl Topology {
         let groups = plan_groups(&sizes, n);
         let mut nodes = Vec::with_capacity(n);
         for ((memory_node, cpus), groups) in real.iter().zip(groups) {
-            for group in split_evenly(cpus, groups) {
-                nodes.push((*memory_node, group.to_vec()));
+            if groups <= cpus.len() {
+                for group in split_evenly(cpus, groups) {
+                    nodes.push((*memory_node, group.to_vec()));
+                }
+            } else {
+                for j in 0..groups {
+                    nodes.push((*memory_node, vec![cpus[j * cpus.len() / groups]]));
+                }
             }
         }
         let base = match &self.source {
-            TopologySource::Virtual { base, .. } => base.clone(),
+            TopologySource::Virtual { base, .. } | TopologySource::VirtualShared { base, .. } => {
+                base.clone()
+            }
             other => Box::new(other.clone()),
         };
-        Self::from_parts(TopologySource::Virtual { base, nodes: n }, nodes)
+        let source = if n > cpus {
+            TopologySource::VirtualShared {
+                base,
+                nodes: n,
+                cpus,
+            }
+        } else {
+            TopologySource::Virtual { base, nodes: n }
+        };
+        Self::from_parts(source, nodes)
     }
 
     /// The real nodes: `(memory node, sorted CPUs)` for each distinct memory node, in order of
@@ -161,15 +222,17 @@ impl Topology {
 
 /// How many virtual nodes each real node of `sizes[i]` CPUs gets, `n` in total.
 ///
-/// Requires `sizes.len() <= n <= sizes.iter().sum()` and no zero size. Every real node gets
-/// one; each further one goes to the real node with the largest average group size
-/// `sizes[i] / groups[i]` among those with CPUs to spare (ties: lowest index).
+/// Requires `sizes.len() <= n` and no zero size. Every real node gets one; each further one
+/// goes to the real node with the largest average group size `sizes[i] / groups[i]` among
+/// those with CPUs to spare (ties: lowest index). When `n` exceeds the total CPU count (the
+/// shared split), every real node may take more groups than CPUs, by the same rule.
 fn plan_groups(sizes: &[usize], n: usize) -> Vec<usize> {
     let mut groups = vec![1; sizes.len()];
+    let oversubscribe = n > sizes.iter().sum();
     for _ in sizes.len()..n {
         let mut best: Option<usize> = None;
         for (i, (&size, &count)) in sizes.iter().zip(&groups).enumerate() {
-            if count >= size {
+            if count >= size && !oversubscribe {
                 continue;
             }
             // size / count > best_size / best_count, compared exactly.
@@ -180,7 +243,7 @@ fn plan_groups(sizes: &[usize], n: usize) -> Vec<usize> {
         }
         match best {
             Some(i) => groups[i] += 1,
-            // Unreachable while n <= the number of CPUs; stop rather than loop forever.
+            // Unreachable (n <= the number of CPUs, or oversubscribing); stop rather than loop.
             None => break,
         }
     }
@@ -255,6 +318,13 @@ mod tests {
         assert_eq!(groups, [&[10, 11, 12][..], &[13, 14], &[15, 16]]);
         let groups: Vec<&[usize]> = split_evenly(&cpus, 7).collect();
         assert!(groups.iter().all(|group| group.len() == 1));
+    }
+
+    #[test]
+    fn plan_oversubscribes_only_past_the_cpu_count() {
+        assert_eq!(plan_groups(&[2], 4), [4]);
+        assert_eq!(plan_groups(&[2, 2], 6), [3, 3]);
+        assert_eq!(plan_groups(&[3, 1], 8), [6, 2]);
     }
 
     #[test]
