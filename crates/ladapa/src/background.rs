@@ -1,0 +1,349 @@
+//! The control plane (paper §III-C, Fig. 5-6): the propagator, and per node a replicator and
+//! an adapter; their notifications, steps, threads and the adaptive rule.
+//!
+//! Every step works the same with background threads or under the manual pump, so tests that
+//! pump by hand exercise the very code the threads run.
+//!
+//! - **Propagator** (Fig. 6 steps 5a, 5, 6): pops a [`MetaNote`], and if its version is still
+//!   the key's current one (checked under the key's set lock), installs the metadata into every
+//!   node's L2 and queues a [`DataNote`] for every other node's replicator. A note whose version
+//!   is no longer current is skipped: a newer write queued its own note (coalescing).
+//! - **Replicator** of node `m` (steps 7-9): pops a [`DataNote`]; pinned, it checks under the
+//!   set lock that the version is still current (so the source block cannot be reclaimed while
+//!   it copies), copies the value into node `m`'s pool, and installs the copy as the local
+//!   replica of L2 entry, tagged with the version it copied. Stale notes are skipped; a full
+//!   pool or queue drops the replication (best effort: reads never depend on it).
+//! - **Adapter** of node `m` (steps 10-12): samples the global read/write counters every
+//!   [`Builder::adapter_period_us`](crate::Builder::adapter_period_us) while there is activity
+//!   (naps 100 periods otherwise); when the last window was read-intensive (at least 90% reads) it helps
+//!   its replicator drain the queue; adapter 0 also applies the [`AdaptiveRule`].
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use crate::error::{BackgroundPanic, BackgroundThread};
+use crate::meta::{read, write, Loc, Meta};
+use crate::store::Shared;
+use crate::sync::Ordering;
+
+/// A metadata replication notification (to the propagator).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MetaNote {
+    pub(crate) key: u64,
+    pub(crate) meta: Meta,
+}
+
+/// A value replication notification (to one node's replicator).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DataNote {
+    pub(crate) key: u64,
+    pub(crate) version: u64,
+    pub(crate) src: Loc,
+}
+
+/// The rule [`MetadataMode::Adaptive`](crate::MetadataMode::Adaptive) follows (ours; the paper
+/// leaves it open). Adapter 0 evaluates it once per sampling period over the operations of
+/// that period, all nodes together:
+///
+/// - **synchronous** when the propagator's queue is more than 3/4 full (back-pressure: writers
+///   do the work themselves rather than let the backlog grow), or when the period saw at least
+///   [`AdaptiveRule::MIN_OPS`] operations of which fewer than 1 in
+///   [`AdaptiveRule::SYNC_BELOW_ONE_WRITE_IN`] were writes (writes are rare, so doing their
+///   metadata replication inline costs little and makes every node's L2 and replicas fresh
+///   soonest, which is what read-mostly loads want);
+/// - **asynchronous** otherwise (write-heavy loads keep replication off the critical path).
+///
+/// A period with fewer operations leaves the mode unchanged. [`Stats::mode_switches`] counts
+/// the changes and [`Stats::sync_writes`] / [`Stats::async_writes`] what writes did.
+///
+/// [`Stats::mode_switches`]: crate::Stats::mode_switches
+/// [`Stats::sync_writes`]: crate::Stats::sync_writes
+/// [`Stats::async_writes`]: crate::Stats::async_writes
+///
+/// # Examples
+///
+/// ```
+/// use ladapa::AdaptiveRule;
+///
+/// assert!(AdaptiveRule::wants_sync(1000, 10, false)); // 1% writes
+/// assert!(!AdaptiveRule::wants_sync(500, 500, false)); // 50% writes
+/// assert!(AdaptiveRule::wants_sync(0, 1000, true)); // backlog
+/// assert!(!AdaptiveRule::wants_sync(10, 0, false)); // too few operations to judge
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct AdaptiveRule;
+
+impl AdaptiveRule {
+    /// Operations a period needs before the rate rule applies.
+    pub const MIN_OPS: u64 = 64;
+    /// Synchronous while writes are fewer than one in this many operations (5%).
+    pub const SYNC_BELOW_ONE_WRITE_IN: u64 = 20;
+
+    /// Whether a period of `reads` and `writes` (and a propagator backlog above 3/4 of its
+    /// bound, `backlog`) calls for synchronous metadata replication; `false` also when the
+    /// period is too short to judge (the caller then keeps the current mode).
+    pub fn wants_sync(reads: u64, writes: u64, backlog: bool) -> bool {
+        let ops = reads + writes;
+        backlog || (ops >= Self::MIN_OPS && writes * Self::SYNC_BELOW_ONE_WRITE_IN < ops)
+    }
+
+    /// Whether the period is long enough for the rate rule.
+    fn judges(reads: u64, writes: u64, backlog: bool) -> bool {
+        backlog || reads + writes >= Self::MIN_OPS
+    }
+}
+
+/// An adapter's memory between samples.
+#[derive(Debug, Default)]
+pub(crate) struct AdapterState {
+    reads: u64,
+    writes: u64,
+}
+
+impl Shared {
+    /// The current metadata of `key` as seen under its set's read lock from node `node`'s
+    /// point of view (L1, else that node's L2, which is current when L1 misses).
+    fn current_version(&self, key: u64, node: usize) -> Option<u64> {
+        let set = self.l1.set(key);
+        let data = read(&set.data);
+        match data.find(key) {
+            Some(way) => Some(data.meta(way).version),
+            None => self.l2[node].get(key).map(|entry| entry.meta.version),
+        }
+    }
+
+    /// Processes up to `max` propagator notes; returns how many it popped.
+    pub(crate) fn propagate_step(&self, max: usize) -> usize {
+        let mut done = 0;
+        while done < max {
+            let Some(note) = self.propagator_queue.pop() else {
+                break;
+            };
+            done += 1;
+            let source = note.meta.loc.node as usize;
+            {
+                let set = self.l1.set(note.key);
+                let data = read(&set.data);
+                let current = match data.find(note.key) {
+                    Some(way) => Some(data.meta(way).version),
+                    None => self.l2[source].get(note.key).map(|e| e.meta.version),
+                };
+                if current != Some(note.meta.version) {
+                    self.counters[source]
+                        .meta_skipped
+                        .fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                // Under the set's read lock, so no delete of the key can run in between and
+                // no install can resurrect a deleted key.
+                for l2 in &self.l2 {
+                    l2.install(note.key, note.meta);
+                }
+            }
+            self.counters[source]
+                .propagated
+                .fetch_add(1, Ordering::Relaxed);
+            self.notify_replicators(note.key, note.meta);
+        }
+        done
+    }
+
+    /// Queues the value of `meta` for every node but its own, and rings their threads.
+    pub(crate) fn notify_replicators(&self, key: u64, meta: Meta) {
+        let note = DataNote {
+            key,
+            version: meta.version,
+            src: meta.loc,
+        };
+        for node in 0..self.nodes {
+            if node == meta.loc.node as usize {
+                continue;
+            }
+            if self.replicator_queues[node].push(note).is_err() {
+                // Relaxed: statistics.
+                self.counters[node].dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if let Some(bells) = &self.bells {
+                bells.replicators[node].ring();
+                bells.adapters[node].ring();
+            }
+        }
+    }
+
+    /// Processes up to `max` notes of node `node`'s replicator queue; returns how many it
+    /// popped.
+    pub(crate) fn replicate_step(&self, node: usize, max: usize) -> usize {
+        let mut done = 0;
+        while done < max {
+            let Some(note) = self.replicator_queues[node].pop() else {
+                break;
+            };
+            done += 1;
+            self.replicate_one(node, note);
+        }
+        done
+    }
+
+    fn replicate_one(&self, node: usize, note: DataNote) {
+        let counters = &self.counters[node];
+        // Pin before the version check: if the source block is current at the check, it is
+        // retired only after this guard unpins (the retiring writer needs the set's write
+        // lock, which it gets after our read lock is released).
+        let guard = crossbeam_epoch::pin();
+        if self.current_version(note.key, node) != Some(note.version) {
+            // Relaxed: statistics.
+            counters.stale_skipped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let Some(block) = self.pools[node].alloc() else {
+            counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let src = &self.pools[note.src.node as usize];
+        // SAFETY:
+        // - `note.src` named the current version at the check above, made while pinned by
+        //   `guard`, so it is published and not reclaimed before `guard` drops;
+        // - `block` is fresh from this node's pool and unpublished; sizes match (one pool
+        //   block size for the whole store).
+        unsafe { self.pools[node].write(block, src.bytes(note.src.block)) };
+        let replaced = {
+            let mut shard = write(self.l2[node].shard(note.key));
+            match shard.get_mut(&note.key) {
+                Some(entry) if entry.replica.map_or(true, |(_, v)| v < note.version) => {
+                    Ok(entry.replica.replace((block, note.version)))
+                }
+                _ => Err(()),
+            }
+        };
+        match replaced {
+            Ok(old) => {
+                if let Some((old, _)) = old {
+                    self.pools[node].retire(old, &guard);
+                }
+                counters.replicated.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(()) => {
+                // Deleted meanwhile, or a newer replica is already there: never published.
+                self.pools[node].free_now(block);
+                counters.stale_skipped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// One adapter sample for node `node`; returns whether there was activity.
+    pub(crate) fn adapter_step(&self, node: usize, state: &mut AdapterState) -> bool {
+        let (reads, writes) = self.counters.iter().fold((0, 0), |(r, w), c| {
+            // Relaxed: statistics.
+            (
+                r + c.reads.load(Ordering::Relaxed),
+                w + c.writes.load(Ordering::Relaxed),
+            )
+        });
+        let (dr, dw) = (reads - state.reads, writes - state.writes);
+        state.reads = reads;
+        state.writes = writes;
+        if node == 0 && self.mode == crate::MetadataMode::Adaptive {
+            let backlog = self.propagator_queue.len() * 4 > self.propagator_queue.capacity() * 3;
+            if AdaptiveRule::judges(dr, dw, backlog) {
+                let sync = AdaptiveRule::wants_sync(dr, dw, backlog);
+                // Relaxed: a mode hint; either mode is correct for every write.
+                if self.sync_now.swap(sync, Ordering::Relaxed) != sync {
+                    self.mode_switches.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let mut helped = 0;
+        if dr + dw > 0 && dr * 10 >= (dr + dw) * 9 {
+            helped = self.replicate_step(node, 64);
+            self.counters[node]
+                .adapter_helped
+                .fetch_add(helped as u64, Ordering::Relaxed);
+        }
+        dr + dw > 0 || helped > 0 || !self.replicator_queues[node].is_empty()
+    }
+
+    /// Panics if a fault was injected for `thread` (see `Store::inject_panic`).
+    pub(crate) fn take_fault(&self, thread: BackgroundThread) {
+        let code = fault_code(thread);
+        // Relaxed: the injection is a request, not a synchronization.
+        if self.fault.load(Ordering::Relaxed) == code
+            && self
+                .fault
+                .compare_exchange(code, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            panic!("fault injected into the {thread}");
+        }
+    }
+
+    /// Records a background panic: writes are refused from now on.
+    pub(crate) fn report_panic(
+        &self,
+        thread: BackgroundThread,
+        payload: Box<dyn std::any::Any + Send>,
+    ) {
+        let message = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_owned()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_owned()
+        };
+        let mut slot = crate::sync::lock(&self.panic);
+        if slot.is_none() {
+            *slot = Some(BackgroundPanic { thread, message });
+        }
+        // Release: pairs with the Acquire in `Store::check_poison`, which then reads `panic`.
+        self.poisoned.store(true, Ordering::Release);
+    }
+
+    /// Runs `f` for `thread`, reporting a panic instead of unwinding further.
+    pub(crate) fn guarded<R>(&self, thread: BackgroundThread, f: impl FnOnce() -> R) -> Option<R> {
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(r) => Some(r),
+            Err(payload) => {
+                self.report_panic(thread, payload);
+                None
+            }
+        }
+    }
+
+    /// The body of a background thread: steps until shutdown, parking when idle.
+    pub(crate) fn run(&self, thread: BackgroundThread) {
+        let Some(bells) = &self.bells else { return };
+        let period = Duration::from_micros(self.adapter_period_us);
+        let mut state = AdapterState::default();
+        // Acquire: pairs with the Release in `Store::stop`.
+        while !self.shutdown.load(Ordering::Acquire) {
+            self.take_fault(thread);
+            match thread {
+                BackgroundThread::Propagator => {
+                    if self.propagate_step(256) == 0 {
+                        bells.propagator.wait(None);
+                    }
+                }
+                BackgroundThread::Replicator(node) => {
+                    if self.replicate_step(node, 256) == 0 {
+                        bells.replicators[node].wait(None);
+                    }
+                }
+                BackgroundThread::Adapter(node) => {
+                    let active = self.adapter_step(node, &mut state);
+                    // Idle: a long nap (100 periods) rather than none, so a read-only load that
+                    // never rings still gets sampled; shutdown rings it awake.
+                    bells.adapters[node].wait(Some(if active { period } else { period * 100 }));
+                }
+            }
+        }
+    }
+}
+
+/// The fault-injection code of a thread (0 = none).
+pub(crate) fn fault_code(thread: BackgroundThread) -> usize {
+    match thread {
+        BackgroundThread::Propagator => 1,
+        BackgroundThread::Replicator(node) => 2 + 2 * node,
+        BackgroundThread::Adapter(node) => 3 + 2 * node,
+    }
+}

@@ -1,0 +1,331 @@
+//! The [`Builder`] and the limits it checks.
+
+use std::fmt;
+
+use nr_core::Topology;
+
+use crate::error::ConfigError;
+use crate::store::Store;
+
+/// The largest value size in bytes (1 MiB).
+///
+/// # Examples
+///
+/// ```
+/// assert!(ladapa::Store::builder().value_size(ladapa::MAX_VALUE_SIZE + 8).build().is_err());
+/// ```
+pub const MAX_VALUE_SIZE: usize = 1 << 20;
+
+/// The largest capacity in keys (block numbers are 32 bits and each pool may hold about twice
+/// the capacity).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(ladapa::MAX_CAPACITY, 1 << 30);
+/// ```
+pub const MAX_CAPACITY: usize = 1 << 30;
+
+/// The most nodes a store spans (node numbers are 16 bits).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(ladapa::MAX_NODES, 1024);
+/// ```
+pub const MAX_NODES: usize = 1024;
+
+/// How metadata reaches the second-level tables (paper §III-C).
+///
+/// # Examples
+///
+/// ```
+/// use ladapa::{MetadataMode, Store};
+///
+/// let store = Store::builder().metadata_mode(MetadataMode::Sync).manual_pump().build()?;
+/// assert_eq!(store.metadata_mode(), MetadataMode::Sync);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MetadataMode {
+    /// The writer installs the new metadata in every node's L2 itself, under the key's lock,
+    /// and hands the value straight to the other nodes' replicators (paper Fig. 6 step 5).
+    Sync,
+    /// The writer queues a notification for the propagator, which installs the metadata in
+    /// every L2 and then notifies the replicators (paper Fig. 6 steps 5a, 6). A full
+    /// propagator queue makes that one write synchronous instead of blocking or dropping it.
+    Async,
+    /// Chosen at run time by the adapters, per the rule of [`AdaptiveRule`](crate::AdaptiveRule):
+    /// synchronous while writes are rare or the propagator is backed up, asynchronous
+    /// otherwise.
+    Adaptive,
+}
+
+impl fmt::Display for MetadataMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Sync => "sync",
+            Self::Async => "async",
+            Self::Adaptive => "adaptive",
+        })
+    }
+}
+
+/// The settings a [`Store`] is built with; see [`Store::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use ladapa::{MetadataMode, Store};
+/// use nr_core::Topology;
+///
+/// let store = Store::builder()
+///     .topology(Topology::detect_hardware()?.with_shared_virtual_nodes(4)?)
+///     .value_size(256)
+///     .capacity(10_000)
+///     .l1_entries(1024)
+///     .metadata_mode(MetadataMode::Async)
+///     .queue_bounds(1024, 1024)
+///     .build()?;
+/// assert_eq!(store.num_nodes(), 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    pub(crate) topology: Option<Topology>,
+    pub(crate) value_size: usize,
+    pub(crate) capacity: usize,
+    pub(crate) l1_entries: Option<usize>,
+    pub(crate) mode: MetadataMode,
+    pub(crate) propagator_queue: usize,
+    pub(crate) replicator_queue: usize,
+    pub(crate) manual_pump: bool,
+    pub(crate) adapter_period_us: u64,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            topology: None,
+            value_size: 4096,
+            capacity: 1 << 16,
+            l1_entries: None,
+            mode: MetadataMode::Adaptive,
+            propagator_queue: 1 << 14,
+            replicator_queue: 1 << 14,
+            manual_pump: false,
+            adapter_period_us: 1000,
+        }
+    }
+}
+
+impl Builder {
+    /// The defaults: topology from [`Topology::detect`] (which honours `NR_VIRTUAL_NODES`),
+    /// 4 KiB values, 65,536 keys, L1 of `min(capacity, 8192)` entries, adaptive metadata mode,
+    /// queues of 16,384 notifications, background threads running.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Builder::new().build()?;
+    /// assert_eq!(store.value_size(), 4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The nodes: one data pool, one L2, one replicator and one adapter per node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let topology = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+    /// let store = ladapa::Store::builder().topology(topology).manual_pump().build()?;
+    /// assert_eq!(store.num_nodes(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// The size of every value in bytes: positive, a multiple of 8, at most
+    /// [`MAX_VALUE_SIZE`]. Default 4096.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(ladapa::Store::builder().value_size(12).build().is_err());
+    /// ```
+    pub fn value_size(mut self, bytes: usize) -> Self {
+        self.value_size = bytes;
+        self
+    }
+
+    /// The most keys the store holds (at least 1, at most [`MAX_CAPACITY`]). Default 65,536.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().capacity(10).manual_pump().build()?;
+    /// assert_eq!(store.capacity(), 10);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(mut self, keys: usize) -> Self {
+        self.capacity = keys;
+        self
+    }
+
+    /// Entries of the shared first-level metadata table (at least 1, at most the capacity;
+    /// rounded up to whole sets of [`WAYS`](crate::WAYS)). Default `min(capacity, 8192)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = ladapa::Store::builder().capacity(10).l1_entries(11).build().unwrap_err();
+    /// assert!(matches!(err, ladapa::ConfigError::L1LargerThanCapacity { .. }));
+    /// ```
+    pub fn l1_entries(mut self, entries: usize) -> Self {
+        self.l1_entries = Some(entries);
+        self
+    }
+
+    /// How metadata is replicated. Default [`MetadataMode::Adaptive`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = ladapa::Store::builder().metadata_mode(ladapa::MetadataMode::Async);
+    /// # let _ = b;
+    /// ```
+    pub fn metadata_mode(mut self, mode: MetadataMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Bounds of the propagator's queue and of each replicator's queue, in notifications
+    /// (positive). A full propagator queue makes a write synchronous; a full replicator queue
+    /// drops the value notification (value replication is best effort).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(ladapa::Store::builder().queue_bounds(0, 8).build().is_err());
+    /// ```
+    pub fn queue_bounds(mut self, propagator: usize, replicator: usize) -> Self {
+        self.propagator_queue = propagator;
+        self.replicator_queue = replicator;
+        self
+    }
+
+    /// Starts no background thread: replication happens only when the caller pumps it
+    /// ([`Store::pump`], [`Store::pump_propagator`], [`Store::pump_replicator`],
+    /// [`Store::pump_adapters`]), deterministically. For tests and for forcing replication lag.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+    /// store.put(1, &[7; 8])?;
+    /// assert_eq!(store.stats().propagator_queued, 1);
+    /// store.pump();
+    /// assert_eq!(store.stats().propagator_queued, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn manual_pump(mut self) -> Self {
+        self.manual_pump = true;
+        self
+    }
+
+    /// How often an active adapter samples the read/write counters, in microseconds
+    /// (default 1000). Idle adapters park until work arrives.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = ladapa::Store::builder().adapter_period_us(500);
+    /// # let _ = b;
+    /// ```
+    pub fn adapter_period_us(mut self, micros: u64) -> Self {
+        self.adapter_period_us = micros.max(1);
+        self
+    }
+
+    /// Checks the settings and builds the store (starting its background threads unless
+    /// [`manual_pump`](Self::manual_pump)).
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first bad setting: [`ConfigError::ZeroCapacity`],
+    /// [`ConfigError::ZeroValueSize`], [`ConfigError::ValueSizeNotMultipleOf8`],
+    /// [`ConfigError::L1LargerThanCapacity`], ...; a topology or thread-spawn failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ladapa::{ConfigError, Store};
+    ///
+    /// assert!(matches!(Store::builder().value_size(0).build(), Err(ConfigError::ZeroValueSize)));
+    /// assert!(matches!(
+    ///     Store::builder().value_size(20).build(),
+    ///     Err(ConfigError::ValueSizeNotMultipleOf8 { size: 20 })
+    /// ));
+    /// ```
+    pub fn build(self) -> Result<Store, ConfigError> {
+        self.validate()?;
+        let topology = match &self.topology {
+            Some(topology) => topology.clone(),
+            None => Topology::detect()?,
+        };
+        if topology.num_nodes() > MAX_NODES {
+            return Err(ConfigError::TooManyNodes {
+                nodes: topology.num_nodes(),
+            });
+        }
+        Store::from_builder(self, topology)
+    }
+
+    /// The first-level table size this builder will use.
+    pub(crate) fn l1(&self) -> usize {
+        self.l1_entries.unwrap_or(self.capacity.min(8192))
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.capacity == 0 {
+            return Err(ConfigError::ZeroCapacity);
+        }
+        if self.capacity > MAX_CAPACITY {
+            return Err(ConfigError::CapacityTooLarge {
+                capacity: self.capacity,
+            });
+        }
+        if self.value_size == 0 {
+            return Err(ConfigError::ZeroValueSize);
+        }
+        if self.value_size % 8 != 0 {
+            return Err(ConfigError::ValueSizeNotMultipleOf8 {
+                size: self.value_size,
+            });
+        }
+        if self.value_size > MAX_VALUE_SIZE {
+            return Err(ConfigError::ValueSizeTooLarge {
+                size: self.value_size,
+            });
+        }
+        let l1 = self.l1();
+        if l1 == 0 {
+            return Err(ConfigError::ZeroL1);
+        }
+        if l1 > self.capacity {
+            return Err(ConfigError::L1LargerThanCapacity {
+                l1_entries: l1,
+                capacity: self.capacity,
+            });
+        }
+        if self.propagator_queue == 0 || self.replicator_queue == 0 {
+            return Err(ConfigError::ZeroQueueBound);
+        }
+        Ok(())
+    }
+}

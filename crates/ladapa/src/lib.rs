@@ -1,0 +1,22 @@
+#![doc = include_str!("../README.md")]
+
+mod background;
+mod baselines;
+mod config;
+mod doorbell;
+mod error;
+mod meta;
+mod pool;
+mod store;
+mod sync;
+
+pub use background::AdaptiveRule;
+pub use baselines::{
+    Cr, CrMap, CrRead, CrSession, CrWrite, DashMapKv, DashMapSession, KvBase, KvBaseSession,
+    KvSession, KvStore,
+};
+pub use config::{Builder, MetadataMode, MAX_CAPACITY, MAX_NODES, MAX_VALUE_SIZE};
+pub use error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
+pub use meta::WAYS;
+pub use pool::Binding;
+pub use store::{MemoryUsage, NodeHandle, Stats, Store, ValueGuard};

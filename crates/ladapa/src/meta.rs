@@ -1,0 +1,362 @@
+//! Metadata: the shared first-level table (L1) and one second-level table (L2) per node.
+//!
+//! Metadata is small ([`Meta`]: a version and the authoritative block's location); values live
+//! in the data pools. This is the paper's data decoupling (§III-B, Fig. 5).
+//!
+//! # First-level table
+//!
+//! Set-associative: `sets` sets of up to [`WAYS`] entries, a key's set chosen by a
+//! multiplicative hash. Each set has a readers-writer lock, a per-set version counter and a
+//! CLOCK hand:
+//!
+//! - **Replacement: CLOCK within the set.** A hit sets the entry's reference bit; an insertion
+//!   into a full set sweeps from the hand, clearing set bits, and evicts the first entry whose
+//!   bit is clear (at most two sweeps).
+//! - **Read promotion: into free ways only.** A read that misses L1 and finds the key in its
+//!   node's L2 inserts it into L1 if the set has a free way and its lock is free at that moment
+//!   (`try_write`); reads never evict and never wait for promotion.
+//! - **Writes always insert** (evicting by CLOCK when the set is full): the newest metadata of a
+//!   key is always in L1 or, if not there, in *every* L2 (the invariant below).
+//!
+//! # The findability invariant
+//!
+//! For every key, under its set's lock: either L1 holds the key's current [`Meta`], or L1 does
+//! not hold the key and every node's L2 holds its current [`Meta`] (or no L2 holds it and the
+//! key is absent). It holds because every write and delete of a key runs under its set's write
+//! lock; a write puts the new metadata into L1; eviction installs the victim's metadata into
+//! every L2 *before* removing it from L1 (the issue's rule, paper §III-C "actively and
+//! synchronously replicated across all nodes"); a delete removes the key from L1 and every L2;
+//! and L2 installs are monotone in the version, so a late asynchronous propagation never
+//! regresses an L2.
+//!
+//! Versions come from the set's counter, so they are unique per set (hence per key, across
+//! deletes and re-inserts) and increase with every write of a key.
+
+use std::collections::HashMap;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicUsize, Ordering, RwLock};
+
+/// Entries per first-level set (the associativity).
+pub const WAYS: usize = 8;
+
+/// Shards per second-level table.
+const L2_SHARDS: usize = 64;
+
+/// Where a value block is: its node's pool and its block number there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Loc {
+    pub(crate) node: u16,
+    pub(crate) block: u32,
+}
+
+/// A key's metadata: the version of its current value and where the authoritative copy is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub(crate) version: u64,
+    pub(crate) loc: Loc,
+}
+
+/// A second-level entry: the node's copy of the metadata and, maybe, a local replica of the
+/// value with the version it was copied from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct L2Entry {
+    pub(crate) meta: Meta,
+    /// `(block in this node's pool, version copied)`.
+    pub(crate) replica: Option<(u32, u64)>,
+}
+
+/// The contents of one first-level set (under its lock).
+#[derive(Debug)]
+pub(crate) struct SetData {
+    keys: [u64; WAYS],
+    metas: [Meta; WAYS],
+    /// Bit `i` set: way `i` holds an entry.
+    used: u32,
+    /// CLOCK hand: the next way the sweep looks at.
+    hand: u32,
+    /// Ways this set has (`WAYS` except for a tiny table).
+    ways: u32,
+    /// The last version handed out in this set.
+    last_version: u64,
+}
+
+/// One first-level set: its lock and its CLOCK reference bits (set by readers under the read
+/// lock, hence atomic).
+#[derive(Debug)]
+pub(crate) struct Set {
+    pub(crate) data: RwLock<SetData>,
+    /// Bit `i`: way `i` was hit since the hand last passed it.
+    referenced: AtomicUsize,
+}
+
+const NO_META: Meta = Meta {
+    version: 0,
+    loc: Loc { node: 0, block: 0 },
+};
+
+impl SetData {
+    /// The way holding `key`.
+    #[inline]
+    pub(crate) fn find(&self, key: u64) -> Option<usize> {
+        (0..self.ways as usize).find(|&i| self.used & (1 << i) != 0 && self.keys[i] == key)
+    }
+
+    /// The metadata in way `way`.
+    #[inline]
+    pub(crate) fn meta(&self, way: usize) -> Meta {
+        self.metas[way]
+    }
+
+    /// Overwrites the metadata in way `way`.
+    pub(crate) fn set_meta(&mut self, way: usize, meta: Meta) {
+        self.metas[way] = meta;
+    }
+
+    /// The next version of this set (unique within it, increasing).
+    pub(crate) fn next_version(&mut self) -> u64 {
+        self.last_version += 1;
+        self.last_version
+    }
+
+    /// A free way, if any.
+    pub(crate) fn free_way(&self) -> Option<usize> {
+        (0..self.ways as usize).find(|&i| self.used & (1 << i) == 0)
+    }
+
+    /// Puts `key` into the free way `way`.
+    pub(crate) fn fill(&mut self, way: usize, key: u64, meta: Meta) {
+        debug_assert!(self.used & (1 << way) == 0);
+        self.keys[way] = key;
+        self.metas[way] = meta;
+        self.used |= 1 << way;
+    }
+
+    /// Removes the entry in way `way`.
+    pub(crate) fn remove(&mut self, way: usize) {
+        self.used &= !(1 << way);
+    }
+
+    /// The `(key, meta)` in way `way`.
+    pub(crate) fn entry(&self, way: usize) -> (u64, Meta) {
+        (self.keys[way], self.metas[way])
+    }
+
+    /// The number of entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.used.count_ones() as usize
+    }
+}
+
+impl Set {
+    fn new(ways: usize) -> Self {
+        Self {
+            data: RwLock::new(SetData {
+                keys: [0; WAYS],
+                metas: [NO_META; WAYS],
+                used: 0,
+                hand: 0,
+                ways: ways as u32,
+                last_version: 0,
+            }),
+            referenced: AtomicUsize::new(0),
+        }
+    }
+
+    /// Marks way `way` as recently used (CLOCK reference bit).
+    #[inline]
+    pub(crate) fn touch(&self, way: usize) {
+        let bit = 1 << way;
+        // Relaxed: a replacement hint; a lost or late bit changes only which entry is evicted,
+        // never correctness (eviction runs under the write lock and installs in every L2).
+        if self.referenced.load(Ordering::Relaxed) & bit == 0 {
+            self.referenced.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    /// The CLOCK victim of a full set: sweeps from the hand, clearing reference bits, and
+    /// returns the first way whose bit was clear. Call under the write lock.
+    pub(crate) fn victim(&self, data: &mut SetData) -> usize {
+        let ways = data.ways as usize;
+        for _ in 0..2 * ways {
+            let way = data.hand as usize % ways;
+            data.hand = ((way + 1) % ways) as u32;
+            let bit = 1 << way;
+            // Relaxed: a replacement hint (see `touch`).
+            if self.referenced.fetch_and(!bit, Ordering::Relaxed) & bit == 0 {
+                return way;
+            }
+        }
+        // Every bit was set again between sweeps: take the hand's way.
+        data.hand as usize % ways
+    }
+
+    /// Clears way `way`'s reference bit (a new entry starts unreferenced).
+    pub(crate) fn untouch(&self, way: usize) {
+        // Relaxed: a replacement hint (see `touch`).
+        self.referenced.fetch_and(!(1 << way), Ordering::Relaxed);
+    }
+}
+
+/// The shared first-level metadata table.
+#[derive(Debug)]
+pub(crate) struct L1Table {
+    sets: Box<[CachePadded<Set>]>,
+}
+
+impl L1Table {
+    /// A table of at least `entries` entries (rounded up to whole sets).
+    pub(crate) fn new(entries: usize) -> Self {
+        let ways = entries.clamp(1, WAYS);
+        let sets = entries.div_ceil(ways);
+        Self {
+            sets: (0..sets)
+                .map(|_| CachePadded::new(Set::new(ways)))
+                .collect(),
+        }
+    }
+
+    /// The set of `key`.
+    #[inline]
+    pub(crate) fn set(&self, key: u64) -> &Set {
+        let hash = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let index = ((u128::from(hash) * self.sets.len() as u128) >> 64) as usize;
+        &self.sets[index]
+    }
+
+    /// Entries in all sets (slots, used or not).
+    pub(crate) fn slots(&self) -> usize {
+        self.sets.len() * self.sets.first().map_or(0, |s| ways_of(s))
+    }
+
+    /// Entries held (takes every set's read lock).
+    pub(crate) fn len(&self) -> usize {
+        self.sets.iter().map(|set| read(&set.data).len()).sum()
+    }
+}
+
+fn ways_of(set: &Set) -> usize {
+    read(&set.data).ways as usize
+}
+
+/// One shard of an [`L2Table`].
+pub(crate) type L2Shard = RwLock<HashMap<u64, L2Entry>>;
+
+/// A node's second-level metadata table: a sharded hash map.
+#[derive(Debug)]
+pub(crate) struct L2Table {
+    shards: Box<[CachePadded<L2Shard>]>,
+}
+
+impl L2Table {
+    pub(crate) fn new() -> Self {
+        Self {
+            shards: (0..L2_SHARDS)
+                .map(|_| CachePadded::new(RwLock::new(HashMap::new())))
+                .collect(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn shard(&self, key: u64) -> &L2Shard {
+        let hash = key.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        &self.shards[(hash >> 58) as usize % L2_SHARDS]
+    }
+
+    /// The entry of `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: u64) -> Option<L2Entry> {
+        read(self.shard(key)).get(&key).copied()
+    }
+
+    /// Installs `meta` unless the entry already has this version or a newer one (monotone).
+    pub(crate) fn install(&self, key: u64, meta: Meta) {
+        let mut shard = write(self.shard(key));
+        match shard.get_mut(&key) {
+            Some(entry) if entry.meta.version >= meta.version => {}
+            Some(entry) => entry.meta = meta,
+            None => {
+                shard.insert(
+                    key,
+                    L2Entry {
+                        meta,
+                        replica: None,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Removes `key`, returning its entry.
+    pub(crate) fn remove(&self, key: u64) -> Option<L2Entry> {
+        write(self.shard(key)).remove(&key)
+    }
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|shard| read(shard).len()).sum()
+    }
+}
+
+/// Read-locks, ignoring poison (nothing panics under these locks).
+#[inline]
+pub(crate) fn read<T>(lock: &RwLock<T>) -> crate::sync::RwLockReadGuard<'_, T> {
+    match lock.read() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Write-locks, ignoring poison (nothing panics under these locks).
+#[inline]
+pub(crate) fn write<T>(lock: &RwLock<T>) -> crate::sync::RwLockWriteGuard<'_, T> {
+    match lock.write() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn meta(version: u64) -> Meta {
+        Meta {
+            version,
+            loc: Loc { node: 0, block: 0 },
+        }
+    }
+
+    #[test]
+    fn clock_evicts_an_unreferenced_way() {
+        let set = Set::new(4);
+        let mut data = write(&set.data);
+        for way in 0..4 {
+            data.fill(way, way as u64, meta(1));
+        }
+        set.touch(0);
+        set.touch(1);
+        assert_eq!(set.victim(&mut data), 2, "ways 0 and 1 were referenced");
+        // Their bits were cleared by the sweep: next time the hand goes on to 3, then 0.
+        assert_eq!(set.victim(&mut data), 3);
+        assert_eq!(set.victim(&mut data), 0);
+    }
+
+    #[test]
+    fn l2_install_is_monotone() {
+        let l2 = L2Table::new();
+        l2.install(7, meta(5));
+        l2.install(7, meta(3));
+        assert_eq!(l2.get(7).unwrap().meta.version, 5);
+        l2.install(7, meta(6));
+        assert_eq!(l2.get(7).unwrap().meta.version, 6);
+    }
+
+    #[test]
+    fn l1_rounds_up_to_whole_sets() {
+        assert_eq!(L1Table::new(1).slots(), 1);
+        assert_eq!(L1Table::new(9).slots(), 16);
+        assert_eq!(L1Table::new(64).sets.len(), 8);
+    }
+}

@@ -1,0 +1,345 @@
+//! Per-node data pools: slab allocation of fixed-size value blocks, in memory bound to the
+//! node's *physical* memory node with `mbind(2)`.
+//!
+//! A pool maps slabs of [`SLAB_BYTES`] (rounded to whole blocks) on demand with an anonymous
+//! `mmap`, binds each to the node with `mbind(MPOL_PREFERRED)` (preferred, not strict, so an
+//! exhausted node spills instead of killing the process), and hands out block numbers from a
+//! free list. A virtual node's pool binds to the real node its CPUs belong to
+//! ([`nr_core::NumaNode::memory_node`]): only physical node ids ever reach the kernel.
+//!
+//! # Block life cycle
+//!
+//! A block is written once, by the thread that allocated it, *before* its number is published
+//! (under a metadata lock, whose release/acquire orders the bytes before any reader). From then
+//! on it is immutable until it is retired: [`NodePool::retire`] defers the return to the free
+//! list with `crossbeam-epoch` until every thread that was pinned when it was retired has
+//! unpinned. Every reader pins *before* it reads the metadata that names a block, so a block a
+//! reader may still copy from is never reused under it.
+
+use std::ptr::NonNull;
+
+use crossbeam_epoch::Guard;
+
+use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
+
+/// Bytes per slab (2 MiB, one huge page's worth), rounded down to whole blocks (at least one).
+pub(crate) const SLAB_BYTES: usize = 2 << 20;
+
+/// The free list and the high-water mark of a pool: what deferred frees need.
+#[derive(Debug, Default)]
+pub(crate) struct FreeBlocks {
+    /// Returned blocks, reused first.
+    free: Vec<u32>,
+    /// Blocks `0..fresh` have been handed out at least once.
+    fresh: u32,
+}
+
+/// How binding the pool's memory went (for reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// No slab mapped yet.
+    Unbound,
+    /// Every slab was bound with `mbind` to the physical node.
+    Bound {
+        /// The physical (OS) memory node.
+        memory_node: usize,
+    },
+    /// `mbind` failed (for instance seccomp in a container, or no NUMA support); the memory is
+    /// the kernel's default placement. Holds the last `errno`.
+    Failed {
+        /// The physical (OS) memory node asked for.
+        memory_node: usize,
+        /// The `errno` of the last failure.
+        errno: i32,
+    },
+}
+
+/// One node's pool of value blocks.
+#[derive(Debug)]
+pub(crate) struct NodePool {
+    memory_node: usize,
+    block_size: usize,
+    blocks_per_slab: usize,
+    max_blocks: usize,
+    /// Slab base addresses (0 = not mapped yet), published with Release under `blocks`' lock.
+    slabs: Box<[AtomicUsize]>,
+    blocks: Arc<Mutex<FreeBlocks>>,
+    /// Blocks handed out and not yet returned (for memory reports).
+    in_use: Arc<AtomicUsize>,
+    /// 0 unbound, 1 bound, otherwise `errno + 2` of the last failure.
+    binding: AtomicUsize,
+}
+
+impl NodePool {
+    /// A pool of at most `max_blocks` blocks of `block_size` bytes on physical node
+    /// `memory_node`. Maps nothing yet.
+    pub(crate) fn new(memory_node: usize, block_size: usize, max_blocks: usize) -> Self {
+        let blocks_per_slab = (SLAB_BYTES / block_size).max(1);
+        let slabs = max_blocks.div_ceil(blocks_per_slab);
+        Self {
+            memory_node,
+            block_size,
+            blocks_per_slab,
+            max_blocks,
+            slabs: (0..slabs).map(|_| AtomicUsize::new(0)).collect(),
+            blocks: Arc::new(Mutex::new(FreeBlocks::default())),
+            in_use: Arc::new(AtomicUsize::new(0)),
+            binding: AtomicUsize::new(0),
+        }
+    }
+
+    /// A free block, mapping (and binding) a new slab if needed; `None` when `max_blocks` are
+    /// all in use or a slab cannot be mapped.
+    pub(crate) fn alloc(&self) -> Option<u32> {
+        let mut blocks = lock(&self.blocks);
+        let block = match blocks.free.pop() {
+            Some(block) => block,
+            None => {
+                let block = blocks.fresh as usize;
+                if block >= self.max_blocks {
+                    return None;
+                }
+                let slab = block / self.blocks_per_slab;
+                if block % self.blocks_per_slab == 0 {
+                    let base = self.map_slab()?;
+                    // Release: pairs with the Acquire in `block_ptr`; the mapping happens
+                    // before any use of an address computed from it.
+                    self.slabs[slab].store(base.as_ptr() as usize, Ordering::Release);
+                }
+                blocks.fresh += 1;
+                block as u32
+            }
+        };
+        // Relaxed: a statistic.
+        self.in_use.fetch_add(1, Ordering::Relaxed);
+        Some(block)
+    }
+
+    /// Returns a block that was never published (no reader can hold it) at once.
+    pub(crate) fn free_now(&self, block: u32) {
+        lock(&self.blocks).free.push(block);
+        // Relaxed: a statistic.
+        self.in_use.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Returns a published block once every thread pinned now has unpinned (epoch-based
+    /// reclamation). The caller has unpublished it (no metadata names it any more).
+    pub(crate) fn retire(&self, block: u32, guard: &Guard) {
+        let blocks = Arc::clone(&self.blocks);
+        let in_use = Arc::clone(&self.in_use);
+        guard.defer(move || {
+            lock(&blocks).free.push(block);
+            // Relaxed: a statistic.
+            in_use.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+
+    /// The address of `block`.
+    ///
+    /// # Safety
+    ///
+    /// - `block` was returned by [`NodePool::alloc`] of this pool (so its slab is mapped) and
+    ///   the caller's knowledge of it happens after that allocation.
+    #[inline]
+    unsafe fn block_ptr(&self, block: u32) -> *mut u8 {
+        let block = block as usize;
+        // Acquire: pairs with the Release in `alloc` that published the slab.
+        let base = self.slabs[block / self.blocks_per_slab].load(Ordering::Acquire);
+        debug_assert_ne!(base, 0, "invariant: an allocated block's slab is mapped");
+        (base + (block % self.blocks_per_slab) * self.block_size) as *mut u8
+    }
+
+    /// Fills a freshly allocated block.
+    ///
+    /// # Safety
+    ///
+    /// - `block` was allocated from this pool and is not published yet (no other thread reads
+    ///   or writes it);
+    /// - `value.len()` is the pool's block size.
+    pub(crate) unsafe fn write(&self, block: u32, value: &[u8]) {
+        debug_assert_eq!(value.len(), self.block_size);
+        // SAFETY:
+        // - the block lies inside a mapped slab (`block_ptr`'s contract, from ours) and is
+        //   `block_size == value.len()` bytes long;
+        // - nobody else accesses it while unpublished, and `value` is a distinct allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), self.block_ptr(block), value.len())
+        };
+    }
+
+    /// The contents of a published block.
+    ///
+    /// # Safety
+    ///
+    /// - `block` is published (its bytes are never written again) and not yet reclaimed, and
+    ///   stays so for `'g`: the caller learned it from metadata read while pinned by an epoch
+    ///   guard that outlives `'g`.
+    pub(crate) unsafe fn bytes<'g>(&self, block: u32) -> &'g [u8] {
+        // SAFETY:
+        // - the block is mapped and `block_size` bytes long (allocated from this pool);
+        // - it is immutable while published, and not reclaimed before the caller's guard
+        //   unpins, which is after `'g` (the caller's contract).
+        unsafe { std::slice::from_raw_parts(self.block_ptr(block), self.block_size) }
+    }
+
+    /// Maps and binds one slab.
+    fn map_slab(&self) -> Option<NonNull<u8>> {
+        let len = self.blocks_per_slab * self.block_size;
+        // SAFETY:
+        // - an anonymous private mapping with a null hint has no precondition on memory the
+        //   program owns; the result is checked against MAP_FAILED below.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return None;
+        }
+        let result = bind(addr, len, self.memory_node);
+        let code = match result {
+            Ok(()) => 1,
+            Err(errno) => errno.max(0) as usize + 2,
+        };
+        // Relaxed: a report, read only by `binding`.
+        self.binding.store(code, Ordering::Relaxed);
+        NonNull::new(addr.cast::<u8>())
+    }
+
+    /// How binding went.
+    pub(crate) fn binding(&self) -> Binding {
+        // Relaxed: a report.
+        match self.binding.load(Ordering::Relaxed) {
+            0 => Binding::Unbound,
+            1 => Binding::Bound {
+                memory_node: self.memory_node,
+            },
+            code => Binding::Failed {
+                memory_node: self.memory_node,
+                errno: (code - 2) as i32,
+            },
+        }
+    }
+
+    /// Bytes of value blocks in use (allocated and not yet reclaimed).
+    pub(crate) fn bytes_in_use(&self) -> usize {
+        // Relaxed: a statistic.
+        self.in_use.load(Ordering::Relaxed) * self.block_size
+    }
+
+    /// Bytes mapped (touched or not).
+    pub(crate) fn bytes_mapped(&self) -> usize {
+        let slabs = self
+            .slabs
+            .iter()
+            // Relaxed: a statistic.
+            .filter(|slab| slab.load(Ordering::Relaxed) != 0)
+            .count();
+        slabs * self.blocks_per_slab * self.block_size
+    }
+}
+
+impl Drop for NodePool {
+    fn drop(&mut self) {
+        let len = self.blocks_per_slab * self.block_size;
+        for slab in self.slabs.iter() {
+            // Relaxed: `&mut self`, no other thread can touch the pool.
+            let base = slab.load(Ordering::Relaxed);
+            if base != 0 {
+                // SAFETY:
+                // - `base` is a mapping of `len` bytes made by `map_slab` and unmapped only
+                //   here, once;
+                // - no reference into it outlives the pool: guards borrow the store, background
+                //   threads are joined before the pools drop, and deferred frees touch only the
+                //   free list, never the slabs.
+                unsafe { libc::munmap(base as *mut libc::c_void, len) };
+            }
+        }
+    }
+}
+
+/// Binds `len` bytes at `addr` to physical memory node `memory_node` (preferred policy).
+#[cfg(target_os = "linux")]
+fn bind(addr: *mut libc::c_void, len: usize, memory_node: usize) -> Result<(), i32> {
+    let bits = libc::c_ulong::BITS as usize;
+    let mut mask: Vec<libc::c_ulong> = vec![0; memory_node / bits + 1];
+    mask[memory_node / bits] |= 1 << (memory_node % bits);
+    let max_node = mask.len() * bits;
+    // SAFETY:
+    // - `addr..addr + len` is a mapping this pool just made (page-aligned, as mbind needs);
+    // - `mask` is a valid array of `max_node` bits that outlives the call;
+    // - mbind changes only the placement policy of that range, no memory the program reads.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr,
+            len,
+            libc::MPOL_PREFERRED,
+            mask.as_ptr(),
+            max_node,
+            0u32,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+}
+
+/// Not Linux: no binding (the kernel's default placement).
+#[cfg(not(target_os = "linux"))]
+fn bind(_addr: *mut libc::c_void, _len: usize, _memory_node: usize) -> Result<(), i32> {
+    Err(0)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_round_trip_and_are_bounded() {
+        let pool = NodePool::new(0, 64, 3);
+        let blocks: Vec<u32> = (0..3).map(|_| pool.alloc().unwrap()).collect();
+        assert_eq!(blocks, [0, 1, 2]);
+        assert!(pool.alloc().is_none(), "max_blocks is a bound");
+        for &b in &blocks {
+            // SAFETY: freshly allocated, unpublished, 64 bytes.
+            unsafe { pool.write(b, &[b as u8 + 1; 64]) };
+        }
+        let guard = crossbeam_epoch::pin();
+        for &b in &blocks {
+            // SAFETY: written above, never written again, not freed.
+            assert_eq!(unsafe { pool.bytes(b) }, &[b as u8 + 1; 64]);
+        }
+        drop(guard);
+        assert_eq!(pool.bytes_in_use(), 3 * 64);
+        pool.free_now(1);
+        assert_eq!(pool.alloc(), Some(1), "freed blocks are reused");
+        assert!(matches!(
+            pool.binding(),
+            Binding::Bound { memory_node: 0 } | Binding::Failed { memory_node: 0, .. }
+        ));
+    }
+
+    #[test]
+    fn retired_blocks_come_back_after_the_epoch() {
+        let pool = NodePool::new(0, 8, 1);
+        let b = pool.alloc().unwrap();
+        pool.retire(b, &crossbeam_epoch::pin());
+        let mut back = None;
+        for _ in 0..10_000 {
+            crossbeam_epoch::pin().flush();
+            back = pool.alloc();
+            if back.is_some() {
+                break;
+            }
+        }
+        assert_eq!(back, Some(b));
+    }
+}

@@ -1,0 +1,1305 @@
+//! The [`Store`]: its shared state, the data path (get, put, delete) and its life cycle.
+//!
+//! # Never-stale reads
+//!
+//! Every write takes a new version from its key's first-level set (unique and increasing per
+//! key). A read, pinned by an epoch guard, reads the key's current [`Meta`] under the set's read
+//! lock (L1, else its node's L2, which is current whenever L1 misses: see [`crate::meta`]); that
+//! is its linearization point. It then uses the node-local replica **only if the replica's
+//! version equals that current version**, and otherwise the authoritative block the metadata
+//! names. Both blocks hold exactly the value of that version (blocks are immutable while
+//! published) and neither is reclaimed while the guard is pinned. So a read returns the value
+//! of the last write linearized before it, however far replication lags.
+
+use std::cell::Cell;
+use std::fmt;
+use std::ops::Deref;
+
+use crossbeam_epoch::Guard;
+use crossbeam_queue::ArrayQueue;
+use crossbeam_utils::CachePadded;
+use nr_core::Topology;
+
+use crate::background::{fault_code, AdapterState, DataNote, MetaNote};
+use crate::config::{Builder, MetadataMode};
+use crate::doorbell::Doorbell;
+use crate::error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
+use crate::meta::{read, write, L1Table, L2Table, Loc, Meta, Set};
+use crate::pool::{Binding, NodePool};
+use crate::sync::{
+    lock, spawn_named, yield_now, Arc, AtomicBool, AtomicU64, AtomicUsize, JoinHandle, Mutex,
+    Ordering,
+};
+
+/// Per-node operation and replication counters (all Relaxed statistics).
+#[derive(Debug, Default)]
+pub(crate) struct NodeCounters {
+    pub(crate) reads: AtomicU64,
+    pub(crate) writes: AtomicU64,
+    pub(crate) local_reads: AtomicU64,
+    pub(crate) replica_reads: AtomicU64,
+    pub(crate) sync_writes: AtomicU64,
+    pub(crate) async_writes: AtomicU64,
+    pub(crate) propagated: AtomicU64,
+    pub(crate) meta_skipped: AtomicU64,
+    pub(crate) replicated: AtomicU64,
+    pub(crate) stale_skipped: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    pub(crate) adapter_helped: AtomicU64,
+}
+
+/// The doorbells of the background threads (absent under the manual pump).
+#[derive(Debug)]
+pub(crate) struct Bells {
+    pub(crate) propagator: Doorbell,
+    pub(crate) replicators: Vec<Doorbell>,
+    pub(crate) adapters: Vec<Doorbell>,
+}
+
+/// Everything the user threads and the background threads share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) nodes: usize,
+    pub(crate) value_size: usize,
+    pub(crate) capacity: usize,
+    pub(crate) mode: MetadataMode,
+    pub(crate) adapter_period_us: u64,
+    pub(crate) topology: Topology,
+    pub(crate) pools: Vec<NodePool>,
+    pub(crate) l1: L1Table,
+    pub(crate) l2: Vec<L2Table>,
+    pub(crate) live_keys: AtomicUsize,
+    /// Adaptive mode's current choice (true: synchronous).
+    pub(crate) sync_now: AtomicBool,
+    pub(crate) mode_switches: AtomicU64,
+    pub(crate) propagator_queue: ArrayQueue<MetaNote>,
+    pub(crate) replicator_queues: Vec<ArrayQueue<DataNote>>,
+    pub(crate) bells: Option<Bells>,
+    pub(crate) counters: Vec<CachePadded<NodeCounters>>,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) poisoned: AtomicBool,
+    pub(crate) panic: Mutex<Option<BackgroundPanic>>,
+    pub(crate) fault: AtomicUsize,
+}
+
+/// A locality-aware key-value store: `u64` keys, values of one fixed size, metadata decoupled
+/// from values, values replicated to every node lazily, reads never stale.
+///
+/// Build one with [`Store::builder`]. Operations on the `Store` itself run as the calling
+/// thread's node (threads are spread round-robin over the nodes in the order they first touch
+/// any store); [`Store::node`] gives a handle bound to a chosen node.
+///
+/// # Examples
+///
+/// ```
+/// use ladapa::Store;
+///
+/// let store = Store::builder().value_size(16).capacity(100).build()?;
+/// store.put(7, &[1; 16])?;
+/// let mut buf = [0; 16];
+/// assert!(store.get(7, &mut buf)?);
+/// assert_eq!(buf, [1; 16]);
+/// assert_eq!(&*store.get_guard(7).expect("present"), &[1; 16]);
+/// assert!(store.delete(7)?);
+/// assert!(!store.contains(7));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A store is `Send` and `Sync`; a [`ValueGuard`] is neither (it holds an epoch pin):
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// let store = ladapa::Store::builder().value_size(8).manual_pump().build().unwrap();
+/// store.put(1, &[0; 8]).unwrap();
+/// send(store.get_guard(1).unwrap());
+/// ```
+#[derive(Debug)]
+pub struct Store {
+    shared: Arc<Shared>,
+    threads: Vec<(BackgroundThread, JoinHandle<()>)>,
+    /// The adapters' memory under the manual pump.
+    adapter_states: Mutex<Vec<AdapterState>>,
+    stopped: bool,
+}
+
+/// A handle that runs operations as one node's thread (its L2, its pool, its replicas).
+///
+/// # Examples
+///
+/// ```
+/// let topology = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+/// let store = ladapa::Store::builder().topology(topology).value_size(8).build()?;
+/// store.node(0)?.put(1, &[5; 8])?;
+/// let mut buf = [0; 8];
+/// assert!(store.node(1)?.get(1, &mut buf)?);
+/// assert_eq!(buf, [5; 8]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct NodeHandle<'a> {
+    store: &'a Store,
+    node: usize,
+}
+
+/// A borrowed view of a value, valid while the guard lives (it pins an epoch, so the block
+/// is not reclaimed under it). Holding guards for long delays the reuse of retired blocks.
+///
+/// # Examples
+///
+/// ```
+/// let store = ladapa::Store::builder().value_size(8).build()?;
+/// store.put(3, &[9; 8])?;
+/// let value = store.get_guard(3).expect("present");
+/// store.put(3, &[1; 8])?; // the guard still sees the version it read
+/// assert_eq!(&*value, &[9; 8]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ValueGuard<'a> {
+    bytes: &'a [u8],
+    _guard: Guard,
+}
+
+impl fmt::Debug for ValueGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ValueGuard")
+            .field("len", &self.bytes.len())
+            .finish()
+    }
+}
+
+impl Deref for ValueGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+/// Memory a store (or a baseline) uses, in bytes.
+///
+/// # Examples
+///
+/// ```
+/// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+/// store.put(1, &[0; 8])?;
+/// assert_eq!(store.stats().memory.values, 8);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Value blocks in use: authoritative copies, replicas, blocks awaiting reclamation.
+    pub values: usize,
+    /// Bytes mapped for value blocks (slabs, touched or not).
+    pub mapped: usize,
+    /// Metadata: L1 slots plus L2 entries (an estimate of their footprint).
+    pub metadata: usize,
+}
+
+impl MemoryUsage {
+    /// Values plus metadata.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let m = ladapa::MemoryUsage { values: 10, mapped: 100, metadata: 5 };
+    /// assert_eq!(m.total(), 15);
+    /// ```
+    pub fn total(&self) -> usize {
+        self.values + self.metadata
+    }
+}
+
+/// A snapshot of a store's counters and queues; replication lag shows as queued notes and as
+/// the share of reads served from a local block.
+///
+/// # Examples
+///
+/// ```
+/// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+/// store.put(1, &[0; 8])?;
+/// let stats = store.stats();
+/// assert_eq!(stats.writes, 1);
+/// println!("{stats}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Reads done.
+    pub reads: u64,
+    /// Writes (puts and deletes) done.
+    pub writes: u64,
+    /// Reads served from the reader's node: its replica or a local authoritative copy.
+    pub local_reads: u64,
+    /// Of those, reads served from a replica.
+    pub replica_reads: u64,
+    /// Writes whose metadata went to every L2 inline.
+    pub sync_writes: u64,
+    /// Writes whose metadata was queued for the propagator.
+    pub async_writes: u64,
+    /// Metadata notes the propagator installed.
+    pub propagated: u64,
+    /// Metadata notes skipped as superseded.
+    pub meta_skipped: u64,
+    /// Values copied into a replica.
+    pub replicated: u64,
+    /// Value notes skipped as superseded (coalesced) or for a deleted key.
+    pub stale_skipped: u64,
+    /// Value replications dropped (queue or pool full).
+    pub dropped: u64,
+    /// Notes the adapters drained for their replicators.
+    pub adapter_helped: u64,
+    /// Adaptive-mode switches.
+    pub mode_switches: u64,
+    /// Whether adaptive mode currently replicates metadata synchronously.
+    pub sync_now: bool,
+    /// Notes waiting for the propagator.
+    pub propagator_queued: usize,
+    /// Notes waiting for each node's replicator.
+    pub replicator_queued: Vec<usize>,
+    /// Keys stored.
+    pub keys: usize,
+    /// Memory used.
+    pub memory: MemoryUsage,
+}
+
+impl Stats {
+    /// Notes not yet processed, all queues together: the replication lag in notifications.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+    /// store.put(1, &[0; 8])?;
+    /// assert_eq!(store.stats().lag(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lag(&self) -> usize {
+        self.propagator_queued + self.replicator_queued.iter().sum::<usize>()
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let local = if self.reads == 0 {
+            0.0
+        } else {
+            100.0 * self.local_reads as f64 / self.reads as f64
+        };
+        write!(
+            f,
+            "reads {} ({local:.1}% local, {} from replicas), writes {} (sync {}, async {}), \
+             lag {} notes (propagator {}, replicators {:?}), replicated {}, coalesced {}, \
+             dropped {}, mode switches {}, keys {}, values {} KiB, metadata {} KiB",
+            self.reads,
+            self.replica_reads,
+            self.writes,
+            self.sync_writes,
+            self.async_writes,
+            self.lag(),
+            self.propagator_queued,
+            self.replicator_queued,
+            self.replicated,
+            self.stale_skipped + self.meta_skipped,
+            self.dropped,
+            self.mode_switches,
+            self.keys,
+            self.memory.values / 1024,
+            self.memory.metadata / 1024,
+        )
+    }
+}
+
+thread_local! {
+    /// This thread's round-robin index, assigned on first use.
+    static THREAD_INDEX: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Next round-robin thread index (process-wide). A plain std atomic on purpose: a ticket
+/// counter that orders nothing, and loom atomics cannot be statics.
+#[allow(clippy::disallowed_types)] // reason: see above
+static NEXT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// This thread's round-robin index.
+fn thread_index() -> usize {
+    THREAD_INDEX.with(|index| match index.get() {
+        Some(i) => i,
+        None => {
+            // Relaxed: a unique ticket, ordered with nothing.
+            let i = NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            index.set(Some(i));
+            i
+        }
+    })
+}
+
+/// Approximate bytes of one L2 entry in its hash map (key, entry, control byte, load factor).
+const L2_ENTRY_BYTES: usize = 64;
+/// Bytes of one L1 slot (key + metadata).
+const L1_SLOT_BYTES: usize = 8 + 16;
+
+impl Store {
+    /// A [`Builder`] with the defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(64).build()?;
+    /// assert_eq!(store.value_size(), 64);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    pub(crate) fn from_builder(builder: Builder, topology: Topology) -> Result<Store, ConfigError> {
+        let nodes = topology.num_nodes();
+        let capacity = builder.capacity;
+        // Each pool may hold every key's authoritative block (all written from this node)
+        // plus a replica of every key, plus blocks waiting for reclamation.
+        let max_blocks = (2 * capacity + (capacity / 2).max(1024)).min(u32::MAX as usize);
+        let pools = topology
+            .nodes()
+            .iter()
+            .map(|node| NodePool::new(node.memory_node(), builder.value_size, max_blocks))
+            .collect();
+        let bells = (!builder.manual_pump).then(|| Bells {
+            propagator: Doorbell::new(),
+            replicators: (0..nodes).map(|_| Doorbell::new()).collect(),
+            adapters: (0..nodes).map(|_| Doorbell::new()).collect(),
+        });
+        let shared = Arc::new(Shared {
+            nodes,
+            value_size: builder.value_size,
+            capacity,
+            mode: builder.mode,
+            adapter_period_us: builder.adapter_period_us,
+            pools,
+            l1: L1Table::new(builder.l1()),
+            l2: (0..nodes).map(|_| L2Table::new()).collect(),
+            live_keys: AtomicUsize::new(0),
+            sync_now: AtomicBool::new(false),
+            mode_switches: AtomicU64::new(0),
+            propagator_queue: ArrayQueue::new(builder.propagator_queue),
+            replicator_queues: (0..nodes)
+                .map(|_| ArrayQueue::new(builder.replicator_queue))
+                .collect(),
+            bells,
+            counters: (0..nodes).map(|_| CachePadded::default()).collect(),
+            shutdown: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
+            panic: Mutex::new(None),
+            fault: AtomicUsize::new(0),
+            topology,
+        });
+        let mut store = Store {
+            shared,
+            threads: Vec::new(),
+            adapter_states: Mutex::new((0..nodes).map(|_| AdapterState::default()).collect()),
+            stopped: false,
+        };
+        if !builder.manual_pump {
+            let mut roles = vec![BackgroundThread::Propagator];
+            for node in 0..nodes {
+                roles.push(BackgroundThread::Replicator(node));
+                roles.push(BackgroundThread::Adapter(node));
+            }
+            for role in roles {
+                let shared = Arc::clone(&store.shared);
+                let name = format!("ladapa-{role}");
+                let handle = spawn_named(name, move || {
+                    shared.guarded(role, || shared.run(role));
+                })
+                .map_err(ConfigError::Spawn)?;
+                store.threads.push((role, handle));
+            }
+        }
+        Ok(store)
+    }
+
+    /// The size of every value, in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(ladapa::Store::builder().build()?.value_size(), 4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn value_size(&self) -> usize {
+        self.shared.value_size
+    }
+
+    /// The most keys the store holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(ladapa::Store::builder().capacity(5).l1_entries(5).build()?.capacity(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.shared.capacity
+    }
+
+    /// The number of nodes (pools, L2 tables, replicators).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(ladapa::Store::builder().build()?.num_nodes() >= 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_nodes(&self) -> usize {
+        self.shared.nodes
+    }
+
+    /// The topology the store spans.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// println!("{}", store.topology().source());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn topology(&self) -> &Topology {
+        &self.shared.topology
+    }
+
+    /// The metadata mode it was built with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert_eq!(store.metadata_mode(), ladapa::MetadataMode::Adaptive);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn metadata_mode(&self) -> MetadataMode {
+        self.shared.mode
+    }
+
+    /// How each node's pool memory was bound (`mbind` to the physical node, or why not).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(1, &[0; 8])?;
+    /// println!("{:?}", store.pool_bindings());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pool_bindings(&self) -> Vec<Binding> {
+        self.shared.pools.iter().map(NodePool::binding).collect()
+    }
+
+    /// The number of keys stored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(1, &[0; 8])?;
+    /// assert_eq!(store.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        // Relaxed: a statistic.
+        self.shared.live_keys.load(Ordering::Relaxed)
+    }
+
+    /// Whether the store holds no key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(ladapa::Store::builder().build()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A handle running operations as node `node`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NoSuchNode`] if `node >= self.num_nodes()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert!(store.node(0).is_ok());
+    /// assert!(store.node(store.num_nodes()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn node(&self, node: usize) -> Result<NodeHandle<'_>, StoreError> {
+        if node >= self.shared.nodes {
+            return Err(StoreError::NoSuchNode {
+                node,
+                nodes: self.shared.nodes,
+            });
+        }
+        Ok(NodeHandle { store: self, node })
+    }
+
+    /// The calling thread's node: threads are numbered in the order they first use any store
+    /// and spread round-robin over the nodes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert!(store.current_node() < store.num_nodes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn current_node(&self) -> usize {
+        thread_index() % self.shared.nodes
+    }
+
+    fn here(&self) -> NodeHandle<'_> {
+        NodeHandle {
+            store: self,
+            node: self.current_node(),
+        }
+    }
+
+    /// Copies the value of `key` into `buf`; `Ok(false)` if the key is absent. Never stale:
+    /// see the module docs.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::WrongValueSize`] if `buf.len()` is not the value size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// let mut buf = [0; 8];
+    /// assert!(!store.get(1, &mut buf)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get(&self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
+        self.here().get(key, buf)
+    }
+
+    /// A guard borrowing the current value of `key`, or `None` if absent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(2, &[4; 8])?;
+    /// assert_eq!(store.get_guard(2).as_deref(), Some(&[4u8; 8][..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_guard(&self, key: u64) -> Option<ValueGuard<'_>> {
+        self.here().get_guard(key)
+    }
+
+    /// Whether `key` is present.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(2, &[4; 8])?;
+    /// assert!(store.contains(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn contains(&self, key: u64) -> bool {
+        self.here().contains(key)
+    }
+
+    /// Stores `value` under `key` (insert or overwrite).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::WrongValueSize`], [`StoreError::Full`] (a new key beyond the capacity),
+    /// [`StoreError::OutOfBlocks`], [`StoreError::BackgroundPanicked`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(2, &[4; 8])?;
+    /// store.put(2, &[5; 8])?;
+    /// assert_eq!(store.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put(&self, key: u64, value: &[u8]) -> Result<(), StoreError> {
+        self.here().put(key, value)
+    }
+
+    /// Removes `key`; `Ok(true)` if it was present.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BackgroundPanicked`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(2, &[4; 8])?;
+    /// assert!(store.delete(2)?);
+    /// assert!(!store.delete(2)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete(&self, key: u64) -> Result<bool, StoreError> {
+        self.here().delete(key)
+    }
+
+    /// Whether a background thread panicked.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BackgroundPanicked`] with the first panic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert!(store.check_health().is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_health(&self) -> Result<(), StoreError> {
+        self.check_poison()
+    }
+
+    #[inline]
+    fn check_poison(&self) -> Result<(), StoreError> {
+        // Acquire: pairs with the Release in `Shared::report_panic`.
+        if self.shared.poisoned.load(Ordering::Acquire) {
+            return Err(self.poison_error());
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn poison_error(&self) -> StoreError {
+        let panic = lock(&self.shared.panic).clone();
+        StoreError::BackgroundPanicked(panic.unwrap_or(BackgroundPanic {
+            thread: BackgroundThread::Propagator,
+            message: "unknown".to_owned(),
+        }))
+    }
+
+    /// Runs the propagator until its queue is empty (manual pump; with background threads it
+    /// helps them). Returns the notes processed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+    /// store.put(1, &[0; 8])?;
+    /// assert_eq!(store.pump_propagator(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pump_propagator(&self) -> usize {
+        let shared = &self.shared;
+        let thread = BackgroundThread::Propagator;
+        shared
+            .guarded(thread, || {
+                shared.take_fault(thread);
+                let mut total = 0;
+                loop {
+                    let done = shared.propagate_step(usize::MAX);
+                    total += done;
+                    if done == 0 {
+                        return total;
+                    }
+                }
+            })
+            .unwrap_or(0)
+    }
+
+    /// Runs node `node`'s replicator until its queue is empty; returns the notes processed
+    /// (0 for a node that does not exist).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let topology = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+    /// let store = ladapa::Store::builder().topology(topology).value_size(8).manual_pump().build()?;
+    /// store.node(0)?.put(1, &[0; 8])?;
+    /// store.pump_propagator();
+    /// assert_eq!(store.pump_replicator(1), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pump_replicator(&self, node: usize) -> usize {
+        if node >= self.shared.nodes {
+            return 0;
+        }
+        let shared = &self.shared;
+        let thread = BackgroundThread::Replicator(node);
+        shared
+            .guarded(thread, || {
+                shared.take_fault(thread);
+                shared.replicate_step(node, usize::MAX)
+            })
+            .unwrap_or(0)
+    }
+
+    /// Runs one sample of every adapter (the adaptive rule, and help for read-heavy nodes).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().manual_pump().build()?;
+    /// store.pump_adapters();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pump_adapters(&self) {
+        let shared = &self.shared;
+        let mut states = lock(&self.adapter_states);
+        for (node, state) in states.iter_mut().enumerate() {
+            let thread = BackgroundThread::Adapter(node);
+            shared.guarded(thread, || {
+                shared.take_fault(thread);
+                shared.adapter_step(node, state);
+            });
+        }
+    }
+
+    /// Propagator, then every replicator, until all queues are empty; returns the notes
+    /// processed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+    /// store.put(1, &[0; 8])?;
+    /// store.pump();
+    /// assert_eq!(store.stats().lag(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pump(&self) -> usize {
+        let mut total = 0;
+        loop {
+            let mut done = self.pump_propagator();
+            for node in 0..self.shared.nodes {
+                done += self.pump_replicator(node);
+            }
+            total += done;
+            if done == 0 {
+                return total;
+            }
+        }
+    }
+
+    /// Makes a background thread panic at its next step (or the next pump of that role), to
+    /// test how a store reports a panic. Not for production use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ladapa::{BackgroundThread, Store, StoreError};
+    ///
+    /// let store = Store::builder().value_size(8).manual_pump().build()?;
+    /// store.inject_panic(BackgroundThread::Propagator);
+    /// store.pump();
+    /// assert!(matches!(store.put(1, &[0; 8]), Err(StoreError::BackgroundPanicked(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn inject_panic(&self, thread: BackgroundThread) {
+        // Relaxed: a request; the thread is rung below.
+        self.shared
+            .fault
+            .store(fault_code(thread), Ordering::Relaxed);
+        if let Some(bells) = &self.shared.bells {
+            match thread {
+                BackgroundThread::Propagator => bells.propagator.ring(),
+                BackgroundThread::Replicator(n) => {
+                    if let Some(bell) = bells.replicators.get(n) {
+                        bell.ring();
+                    }
+                }
+                BackgroundThread::Adapter(n) => {
+                    if let Some(bell) = bells.adapters.get(n) {
+                        bell.ring();
+                    }
+                }
+            }
+        }
+    }
+
+    /// A snapshot of the counters, queues and memory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert_eq!(store.stats().reads, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let shared = &self.shared;
+        let mut stats = Stats {
+            // Relaxed: statistics.
+            mode_switches: shared.mode_switches.load(Ordering::Relaxed),
+            sync_now: shared.sync_now.load(Ordering::Relaxed),
+            propagator_queued: shared.propagator_queue.len(),
+            replicator_queued: shared
+                .replicator_queues
+                .iter()
+                .map(ArrayQueue::len)
+                .collect(),
+            keys: self.len(),
+            memory: self.memory(),
+            ..Stats::default()
+        };
+        for c in &shared.counters {
+            let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            stats.reads += get(&c.reads);
+            stats.writes += get(&c.writes);
+            stats.local_reads += get(&c.local_reads);
+            stats.replica_reads += get(&c.replica_reads);
+            stats.sync_writes += get(&c.sync_writes);
+            stats.async_writes += get(&c.async_writes);
+            stats.propagated += get(&c.propagated);
+            stats.meta_skipped += get(&c.meta_skipped);
+            stats.replicated += get(&c.replicated);
+            stats.stale_skipped += get(&c.stale_skipped);
+            stats.dropped += get(&c.dropped);
+            stats.adapter_helped += get(&c.adapter_helped);
+        }
+        stats
+    }
+
+    /// Memory used (values, mapped slabs, metadata estimate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert_eq!(store.memory().values, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn memory(&self) -> MemoryUsage {
+        let shared = &self.shared;
+        MemoryUsage {
+            values: shared.pools.iter().map(NodePool::bytes_in_use).sum(),
+            mapped: shared.pools.iter().map(NodePool::bytes_mapped).sum(),
+            metadata: shared.l1.slots() * L1_SLOT_BYTES
+                + shared.l2.iter().map(L2Table::len).sum::<usize>() * L2_ENTRY_BYTES,
+        }
+    }
+
+    /// Keys in the first-level table, and in each second-level table.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+    /// store.put(1, &[0; 8])?;
+    /// assert_eq!(store.table_sizes().0, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn table_sizes(&self) -> (usize, Vec<usize>) {
+        (
+            self.shared.l1.len(),
+            self.shared.l2.iter().map(L2Table::len).collect(),
+        )
+    }
+
+    /// Stops the background threads (queued notifications are dropped: replication is best
+    /// effort and reads never depend on it), joins them and reports the first background
+    /// panic, if any. Dropping the store does the same and discards the report.
+    ///
+    /// # Errors
+    ///
+    /// The first [`BackgroundPanic`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(1, &[0; 8])?;
+    /// store.shutdown()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shutdown(mut self) -> Result<(), BackgroundPanic> {
+        self.stop();
+        match lock(&self.shared.panic).clone() {
+            Some(panic) => Err(panic),
+            None => Ok(()),
+        }
+    }
+
+    fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        // Release: pairs with the Acquire in `Shared::run`'s loop condition.
+        self.shared.shutdown.store(true, Ordering::Release);
+        if let Some(bells) = &self.shared.bells {
+            bells.propagator.ring();
+            bells.replicators.iter().for_each(Doorbell::ring);
+            bells.adapters.iter().for_each(Doorbell::ring);
+        }
+        for (thread, handle) in self.threads.drain(..) {
+            if let Err(payload) = handle.join() {
+                // `guarded` catches panics, so this is a panic while reporting one.
+                self.shared.report_panic(thread, payload);
+            }
+        }
+        // Queued notes own nothing; drop them now so `stats` shows an empty pipeline.
+        while self.shared.propagator_queue.pop().is_some() {}
+        for queue in &self.shared.replicator_queues {
+            while queue.pop().is_some() {}
+        }
+        // Help the epoch advance so retired blocks go back before the pools unmap (the
+        // deferred frees touch only the free lists, which they keep alive themselves).
+        for _ in 0..4 {
+            crossbeam_epoch::pin().flush();
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl<'a> NodeHandle<'a> {
+    /// The node this handle runs as.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert_eq!(store.node(0)?.index(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn index(&self) -> usize {
+        self.node
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.store.shared
+    }
+
+    /// Finds the current metadata of `key` and the block to read: the local replica when its
+    /// version is current, else the authoritative block. The caller is pinned by `guard`.
+    #[inline]
+    fn locate(&self, key: u64, _guard: &Guard) -> Option<Loc> {
+        let shared = self.shared();
+        let node = self.node;
+        let set = shared.l1.set(key);
+        let (meta, replica) = {
+            let data = read(&set.data);
+            match data.find(key) {
+                Some(way) => {
+                    set.touch(way);
+                    (data.meta(way), None)
+                }
+                None => {
+                    // L1 misses: this node's L2 is current (the findability invariant).
+                    let entry = shared.l2[node].get(key)?;
+                    drop(data);
+                    promote(shared, set, key, node);
+                    (entry.meta, Some(entry.replica))
+                }
+            }
+        };
+        let counters = &shared.counters[node];
+        // Relaxed: statistics.
+        counters.reads.fetch_add(1, Ordering::Relaxed);
+        if meta.loc.node as usize == node {
+            counters.local_reads.fetch_add(1, Ordering::Relaxed);
+            return Some(meta.loc);
+        }
+        let replica = match replica {
+            Some(replica) => replica,
+            None => shared.l2[node].get(key).and_then(|entry| entry.replica),
+        };
+        match replica {
+            // The version check: a replica is used only when it holds the current version.
+            Some((block, version)) if version == meta.version => {
+                counters.local_reads.fetch_add(1, Ordering::Relaxed);
+                counters.replica_reads.fetch_add(1, Ordering::Relaxed);
+                Some(Loc {
+                    node: node as u16,
+                    block,
+                })
+            }
+            _ => Some(meta.loc),
+        }
+    }
+
+    fn check_len(&self, len: usize) -> Result<(), StoreError> {
+        let expected = self.shared().value_size;
+        if len != expected {
+            return Err(StoreError::WrongValueSize { expected, got: len });
+        }
+        Ok(())
+    }
+
+    /// [`Store::get`] as this node.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::WrongValueSize`] if `buf.len()` is not the value size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(1, &[3; 8])?;
+    /// let mut buf = [0; 8];
+    /// assert!(store.node(0)?.get(1, &mut buf)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get(&self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
+        self.check_len(buf.len())?;
+        let guard = crossbeam_epoch::pin();
+        let Some(loc) = self.locate(key, &guard) else {
+            return Ok(false);
+        };
+        // SAFETY:
+        // - `loc` was named by the key's current metadata (or a replica of that very version)
+        //   read while pinned by `guard`, so the block is published, immutable, and not
+        //   reclaimed before `guard` drops, after this copy.
+        let bytes = unsafe { self.shared().pools[loc.node as usize].bytes(loc.block) };
+        buf.copy_from_slice(bytes);
+        Ok(true)
+    }
+
+    /// [`Store::get_guard`] as this node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(1, &[3; 8])?;
+    /// assert!(store.node(0)?.get_guard(1).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_guard(&self, key: u64) -> Option<ValueGuard<'a>> {
+        let guard = crossbeam_epoch::pin();
+        let loc = self.locate(key, &guard)?;
+        let store: &'a Store = self.store;
+        // SAFETY:
+        // - as in `get`; the bytes are returned inside a `ValueGuard` that owns `guard`, so
+        //   the pin outlives every use of the slice (the slice's lifetime is tied to the
+        //   store, and the guard field is dropped with the slice).
+        let bytes = unsafe { store.shared.pools[loc.node as usize].bytes(loc.block) };
+        Some(ValueGuard {
+            bytes,
+            _guard: guard,
+        })
+    }
+
+    /// [`Store::contains`] as this node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert!(!store.node(0)?.contains(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn contains(&self, key: u64) -> bool {
+        let guard = crossbeam_epoch::pin();
+        self.locate(key, &guard).is_some()
+    }
+
+    /// [`Store::put`] as this node: the value goes into this node's pool.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::put`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.node(0)?.put(1, &[3; 8])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put(&self, key: u64, value: &[u8]) -> Result<(), StoreError> {
+        self.store.check_poison()?;
+        self.check_len(value.len())?;
+        let shared = self.shared();
+        let node = self.node;
+        let pool = &shared.pools[node];
+        // Allocate before pinning: a pinned thread would hold back the epoch that frees blocks.
+        let block = alloc_block(pool, node)?;
+        // SAFETY:
+        // - `block` is fresh from `pool` and not yet published; `value.len()` is the block
+        //   size (checked above).
+        unsafe { pool.write(block, value) };
+        let guard = crossbeam_epoch::pin();
+        let set = shared.l1.set(key);
+        let mut data = write(&set.data);
+        let version = data.next_version();
+        let meta = Meta {
+            version,
+            loc: Loc {
+                node: node as u16,
+                block,
+            },
+        };
+        let old = match data.find(key) {
+            Some(way) => {
+                let old = data.meta(way);
+                data.set_meta(way, meta);
+                set.touch(way);
+                Some(old)
+            }
+            None => {
+                // L1 misses: this node's L2 is current.
+                let old = shared.l2[node].get(key).map(|entry| entry.meta);
+                if old.is_none() {
+                    // Relaxed: the count is only changed under set write locks of the keys
+                    // concerned; its exactness is all that matters, not its ordering.
+                    if shared.live_keys.fetch_add(1, Ordering::Relaxed) >= shared.capacity {
+                        shared.live_keys.fetch_sub(1, Ordering::Relaxed);
+                        drop(data);
+                        pool.free_now(block);
+                        return Err(StoreError::Full {
+                            capacity: shared.capacity,
+                        });
+                    }
+                }
+                let way = match data.free_way() {
+                    Some(way) => way,
+                    None => {
+                        let victim = set.victim(&mut data);
+                        let (victim_key, victim_meta) = data.entry(victim);
+                        // Install in every L2 *before* removing from L1: the key stays findable.
+                        for l2 in &shared.l2 {
+                            l2.install(victim_key, victim_meta);
+                        }
+                        data.remove(victim);
+                        victim
+                    }
+                };
+                data.fill(way, key, meta);
+                set.touch(way);
+                old
+            }
+        };
+        let sync = match shared.mode {
+            MetadataMode::Sync => true,
+            MetadataMode::Async => false,
+            // Relaxed: a mode hint; both modes are correct for every write.
+            MetadataMode::Adaptive => shared.sync_now.load(Ordering::Relaxed),
+        };
+        let queued = !sync && shared.propagator_queue.push(MetaNote { key, meta }).is_ok();
+        if !queued {
+            // Synchronous (by mode, or because the propagator is backed up): under the set
+            // lock, so no delete can slip in between and no install can resurrect a key.
+            for l2 in &shared.l2 {
+                l2.install(key, meta);
+            }
+        }
+        drop(data);
+        if let Some(old) = old {
+            shared.pools[old.loc.node as usize].retire(old.loc.block, &guard);
+        }
+        drop(guard);
+        let counters = &shared.counters[node];
+        // Relaxed: statistics.
+        counters.writes.fetch_add(1, Ordering::Relaxed);
+        if queued {
+            counters.async_writes.fetch_add(1, Ordering::Relaxed);
+            if let Some(bells) = &shared.bells {
+                bells.propagator.ring();
+            }
+        } else {
+            counters.sync_writes.fetch_add(1, Ordering::Relaxed);
+            shared.notify_replicators(key, meta);
+        }
+        Ok(())
+    }
+
+    /// [`Store::delete`] as this node.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::delete`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// assert!(!store.node(0)?.delete(1)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete(&self, key: u64) -> Result<bool, StoreError> {
+        self.store.check_poison()?;
+        let shared = self.shared();
+        let guard = crossbeam_epoch::pin();
+        let set = shared.l1.set(key);
+        let mut data = write(&set.data);
+        let mut current = data.find(key).map(|way| {
+            let meta = data.meta(way);
+            data.remove(way);
+            meta
+        });
+        for (node, l2) in shared.l2.iter().enumerate() {
+            if let Some(entry) = l2.remove(key) {
+                // Not in L1: every L2 held the current metadata.
+                current.get_or_insert(entry.meta);
+                if let Some((block, _)) = entry.replica {
+                    shared.pools[node].retire(block, &guard);
+                }
+            }
+        }
+        drop(data);
+        // Relaxed: statistics.
+        shared.counters[self.node]
+            .writes
+            .fetch_add(1, Ordering::Relaxed);
+        let Some(meta) = current else {
+            return Ok(false);
+        };
+        shared.pools[meta.loc.node as usize].retire(meta.loc.block, &guard);
+        // Relaxed: see `put`.
+        shared.live_keys.fetch_sub(1, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
+/// Read promotion: moves `key` from `node`'s L2 into a *free* way of its L1 set if the set's
+/// lock is free right now; never evicts, never waits.
+fn promote(shared: &Shared, set: &Set, key: u64, node: usize) {
+    let Ok(mut data) = set.data.try_write() else {
+        return;
+    };
+    if data.find(key).is_some() {
+        return;
+    }
+    let Some(way) = data.free_way() else {
+        return;
+    };
+    // Re-read under the write lock: L1 still misses, so this L2 is current.
+    if let Some(entry) = shared.l2[node].get(key) {
+        data.fill(way, key, entry.meta);
+        set.untouch(way);
+    }
+}
+
+/// A block from `pool`, waiting a little for retired blocks to come back if it is exhausted.
+fn alloc_block(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
+    if let Some(block) = pool.alloc() {
+        return Ok(block);
+    }
+    alloc_block_slow(pool, node)
+}
+
+#[cold]
+fn alloc_block_slow(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
+    for _ in 0..1000 {
+        crossbeam_epoch::pin().flush();
+        if let Some(block) = pool.alloc() {
+            return Ok(block);
+        }
+        yield_now();
+    }
+    Err(StoreError::OutOfBlocks { node })
+}
