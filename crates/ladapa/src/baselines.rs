@@ -16,7 +16,8 @@ use nr_core::{Dispatch, NodeReplicated, ThreadHandle, Topology};
 
 use crate::error::StoreError;
 use crate::meta::{read, write};
-use crate::store::{MemoryUsage, NodeHandle, Store};
+use crate::stats::MemoryUsage;
+use crate::store::{NodeHandle, Store};
 use crate::sync::{AtomicUsize, Ordering, RwLock};
 
 /// A key-value store the benchmarks can drive: `u64` keys, fixed-size values, per-node

@@ -6,7 +6,9 @@ mod config;
 mod doorbell;
 mod error;
 mod meta;
+mod ops;
 mod pool;
+mod stats;
 mod store;
 mod sync;
 
@@ -19,4 +21,5 @@ pub use config::{Builder, MetadataMode, MAX_CAPACITY, MAX_NODES, MAX_VALUE_SIZE}
 pub use error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
 pub use meta::WAYS;
 pub use pool::Binding;
-pub use store::{MemoryUsage, NodeHandle, Stats, Store, ValueGuard};
+pub use stats::{MemoryUsage, Stats};
+pub use store::{NodeHandle, Store, ValueGuard};

@@ -4,6 +4,9 @@
 //! register per key. The share of operations that overlap another one on the same key is
 //! reported and must be substantial, or the check proved little.
 
+// Tests run real threads, outside the loom shim.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 use std::sync::{Arc, Barrier};
 use std::thread;
 

@@ -1,6 +1,9 @@
 //! Behaviour of the store: operations, eviction, replication, never-stale reads under lag,
 //! shutdown, background panics, bad configuration.
 
+// Tests run real threads, outside the loom shim.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 use ladapa::{
     BackgroundThread, Binding, ConfigError, MetadataMode, Store, StoreError, MAX_VALUE_SIZE,
 };

@@ -1,0 +1,354 @@
+//! The data path of a [`NodeHandle`]: never-stale reads, out-of-place writes, deletes.
+//!
+//! See [`crate::store`] for the never-stale argument and [`crate::meta`] for the findability
+//! invariant these functions maintain.
+
+use crossbeam_epoch::Guard;
+
+use crate::background::MetaNote;
+use crate::config::MetadataMode;
+use crate::error::StoreError;
+use crate::meta::{read, write, Loc, Meta, Set};
+use crate::pool::NodePool;
+use crate::store::{NodeHandle, Shared, Store, ValueGuard};
+use crate::sync::{yield_now, Ordering};
+
+impl<'a> NodeHandle<'a> {
+    /// The node this handle runs as.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert_eq!(store.node(0)?.index(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn index(&self) -> usize {
+        self.node
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.store.shared
+    }
+
+    /// Finds the current metadata of `key` and the block to read: the local replica when its
+    /// version is current, else the authoritative block. The caller is pinned by `guard`.
+    #[inline]
+    fn locate(&self, key: u64, _guard: &Guard) -> Option<Loc> {
+        let shared = self.shared();
+        let node = self.node;
+        let set = shared.l1.set(key);
+        let (meta, replica) = {
+            let data = read(&set.data);
+            match data.find(key) {
+                Some(way) => {
+                    set.touch(way);
+                    (data.meta(way), None)
+                }
+                None => {
+                    // L1 misses: this node's L2 is current (the findability invariant).
+                    let entry = shared.l2[node].get(key)?;
+                    drop(data);
+                    promote(shared, set, key, node);
+                    (entry.meta, Some(entry.replica))
+                }
+            }
+        };
+        let counters = &shared.counters[node];
+        // Relaxed: statistics.
+        counters.reads.fetch_add(1, Ordering::Relaxed);
+        if meta.loc.node as usize == node {
+            counters.local_reads.fetch_add(1, Ordering::Relaxed);
+            return Some(meta.loc);
+        }
+        let replica = match replica {
+            Some(replica) => replica,
+            None => shared.l2[node].get(key).and_then(|entry| entry.replica),
+        };
+        match replica {
+            // The version check: a replica is used only when it holds the current version.
+            Some((block, version)) if version == meta.version => {
+                counters.local_reads.fetch_add(1, Ordering::Relaxed);
+                counters.replica_reads.fetch_add(1, Ordering::Relaxed);
+                Some(Loc {
+                    node: node as u16,
+                    block,
+                })
+            }
+            _ => Some(meta.loc),
+        }
+    }
+
+    fn check_len(&self, len: usize) -> Result<(), StoreError> {
+        let expected = self.shared().value_size;
+        if len != expected {
+            return Err(StoreError::WrongValueSize { expected, got: len });
+        }
+        Ok(())
+    }
+
+    /// [`Store::get`] as this node.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::WrongValueSize`] if `buf.len()` is not the value size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(1, &[3; 8])?;
+    /// let mut buf = [0; 8];
+    /// assert!(store.node(0)?.get(1, &mut buf)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get(&self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
+        self.check_len(buf.len())?;
+        let guard = crossbeam_epoch::pin();
+        let Some(loc) = self.locate(key, &guard) else {
+            return Ok(false);
+        };
+        // SAFETY:
+        // - `loc` was named by the key's current metadata (or a replica of that very version)
+        //   read while pinned by `guard`, so the block is published, immutable, and not
+        //   reclaimed before `guard` drops, after this copy.
+        let bytes = unsafe { self.shared().pools[loc.node as usize].bytes(loc.block) };
+        buf.copy_from_slice(bytes);
+        Ok(true)
+    }
+
+    /// [`Store::get_guard`] as this node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.put(1, &[3; 8])?;
+    /// assert!(store.node(0)?.get_guard(1).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_guard(&self, key: u64) -> Option<ValueGuard<'a>> {
+        let guard = crossbeam_epoch::pin();
+        let loc = self.locate(key, &guard)?;
+        let store: &'a Store = self.store;
+        // SAFETY:
+        // - as in `get`; the bytes are returned inside a `ValueGuard` that owns `guard`, so
+        //   the pin outlives every use of the slice (the slice's lifetime is tied to the
+        //   store, and the guard field is dropped with the slice).
+        let bytes = unsafe { store.shared.pools[loc.node as usize].bytes(loc.block) };
+        Some(ValueGuard {
+            bytes,
+            _guard: guard,
+        })
+    }
+
+    /// [`Store::contains`] as this node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert!(!store.node(0)?.contains(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn contains(&self, key: u64) -> bool {
+        let guard = crossbeam_epoch::pin();
+        self.locate(key, &guard).is_some()
+    }
+
+    /// [`Store::put`] as this node: the value goes into this node's pool.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::put`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// store.node(0)?.put(1, &[3; 8])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put(&self, key: u64, value: &[u8]) -> Result<(), StoreError> {
+        self.store.check_poison()?;
+        self.check_len(value.len())?;
+        let shared = self.shared();
+        let node = self.node;
+        let pool = &shared.pools[node];
+        // Allocate before pinning: a pinned thread would hold back the epoch that frees blocks.
+        let block = alloc_block(pool, node)?;
+        // SAFETY:
+        // - `block` is fresh from `pool` and not yet published; `value.len()` is the block
+        //   size (checked above).
+        unsafe { pool.write(block, value) };
+        let guard = crossbeam_epoch::pin();
+        let set = shared.l1.set(key);
+        let mut data = write(&set.data);
+        let version = data.next_version();
+        let meta = Meta {
+            version,
+            loc: Loc {
+                node: node as u16,
+                block,
+            },
+        };
+        let old = match data.find(key) {
+            Some(way) => {
+                let old = data.meta(way);
+                data.set_meta(way, meta);
+                set.touch(way);
+                Some(old)
+            }
+            None => {
+                // L1 misses: this node's L2 is current.
+                let old = shared.l2[node].get(key).map(|entry| entry.meta);
+                if old.is_none() {
+                    // Relaxed: the count is only changed under set write locks of the keys
+                    // concerned; its exactness is all that matters, not its ordering.
+                    if shared.live_keys.fetch_add(1, Ordering::Relaxed) >= shared.capacity {
+                        shared.live_keys.fetch_sub(1, Ordering::Relaxed);
+                        drop(data);
+                        pool.free_now(block);
+                        return Err(StoreError::Full {
+                            capacity: shared.capacity,
+                        });
+                    }
+                }
+                let way = match data.free_way() {
+                    Some(way) => way,
+                    None => {
+                        let victim = set.victim(&mut data);
+                        let (victim_key, victim_meta) = data.entry(victim);
+                        // Install in every L2 *before* removing from L1: the key stays findable.
+                        for l2 in &shared.l2 {
+                            l2.install(victim_key, victim_meta);
+                        }
+                        data.remove(victim);
+                        victim
+                    }
+                };
+                data.fill(way, key, meta);
+                set.touch(way);
+                old
+            }
+        };
+        let sync = match shared.mode {
+            MetadataMode::Sync => true,
+            MetadataMode::Async => false,
+            // Relaxed: a mode hint; both modes are correct for every write.
+            MetadataMode::Adaptive => shared.sync_now.load(Ordering::Relaxed),
+        };
+        let queued = !sync && shared.propagator_queue.push(MetaNote { key, meta }).is_ok();
+        if !queued {
+            // Synchronous (by mode, or because the propagator is backed up): under the set
+            // lock, so no delete can slip in between and no install can resurrect a key.
+            for l2 in &shared.l2 {
+                l2.install(key, meta);
+            }
+        }
+        drop(data);
+        if let Some(old) = old {
+            shared.pools[old.loc.node as usize].retire(old.loc.block, &guard);
+        }
+        drop(guard);
+        let counters = &shared.counters[node];
+        // Relaxed: statistics.
+        counters.writes.fetch_add(1, Ordering::Relaxed);
+        if queued {
+            counters.async_writes.fetch_add(1, Ordering::Relaxed);
+            if let Some(bells) = &shared.bells {
+                bells.propagator.ring();
+            }
+        } else {
+            counters.sync_writes.fetch_add(1, Ordering::Relaxed);
+            shared.notify_replicators(key, meta);
+        }
+        Ok(())
+    }
+
+    /// [`Store::delete`] as this node.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::delete`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().value_size(8).build()?;
+    /// assert!(!store.node(0)?.delete(1)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete(&self, key: u64) -> Result<bool, StoreError> {
+        self.store.check_poison()?;
+        let shared = self.shared();
+        let guard = crossbeam_epoch::pin();
+        let set = shared.l1.set(key);
+        let mut data = write(&set.data);
+        let mut current = data.find(key).map(|way| {
+            let meta = data.meta(way);
+            data.remove(way);
+            meta
+        });
+        for (node, l2) in shared.l2.iter().enumerate() {
+            if let Some(entry) = l2.remove(key) {
+                // Not in L1: every L2 held the current metadata.
+                current.get_or_insert(entry.meta);
+                if let Some((block, _)) = entry.replica {
+                    shared.pools[node].retire(block, &guard);
+                }
+            }
+        }
+        drop(data);
+        // Relaxed: statistics.
+        shared.counters[self.node]
+            .writes
+            .fetch_add(1, Ordering::Relaxed);
+        let Some(meta) = current else {
+            return Ok(false);
+        };
+        shared.pools[meta.loc.node as usize].retire(meta.loc.block, &guard);
+        // Relaxed: see `put`.
+        shared.live_keys.fetch_sub(1, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
+/// Read promotion: moves `key` from `node`'s L2 into a *free* way of its L1 set if the set's
+/// lock is free right now; never evicts, never waits.
+fn promote(shared: &Shared, set: &Set, key: u64, node: usize) {
+    let Ok(mut data) = set.data.try_write() else {
+        return;
+    };
+    if data.find(key).is_some() {
+        return;
+    }
+    let Some(way) = data.free_way() else {
+        return;
+    };
+    // Re-read under the write lock: L1 still misses, so this L2 is current.
+    if let Some(entry) = shared.l2[node].get(key) {
+        data.fill(way, key, entry.meta);
+        set.untouch(way);
+    }
+}
+
+/// A block from `pool`, waiting a little for retired blocks to come back if it is exhausted.
+fn alloc_block(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
+    if let Some(block) = pool.alloc() {
+        return Ok(block);
+    }
+    alloc_block_slow(pool, node)
+}
+
+#[cold]
+fn alloc_block_slow(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
+    for _ in 0..1000 {
+        crossbeam_epoch::pin().flush();
+        if let Some(block) = pool.alloc() {
+            return Ok(block);
+        }
+        yield_now();
+    }
+    Err(StoreError::OutOfBlocks { node })
+}
