@@ -1,34 +1,45 @@
 //! Parking an idle background thread and waking it without losing a wake-up.
 //!
 //! The producer publishes work (pushes a notification), then [`Doorbell::ring`]s; the worker
-//! finds no work, then [`Doorbell::wait`]s. The classic lost wake-up — the worker checks the
-//! queue, the producer pushes and rings while the worker is not yet asleep, the worker sleeps
-//! forever — is excluded by a Dekker-style pair of `SeqCst` accesses:
+//! finds no work, then [`Doorbell::wait`]s. The classic lost wake-up — the worker checks its
+//! queue, the producer pushes and rings before the worker is asleep, the worker sleeps
+//! forever — is excluded because both sides change one state word with read-modify-writes,
+//! so they are totally ordered on it:
 //!
-//! | producer                         | worker                                  |
-//! |----------------------------------|-----------------------------------------|
-//! | push work                        | `rung.swap(false)` (found nothing)      |
-//! | `rung.store(true)` (P1)          | lock; `sleeping.store(true)` (W1)       |
-//! | `if sleeping.load()` (P2): lock, notify | `if !rung.load()` (W2): wait; unlock |
+//! | state | meaning |
+//! |---|---|
+//! | `IDLE` (0) | nothing pending, worker awake |
+//! | `RUNG` (1) | work was published since the worker last consumed a ring |
+//! | `SLEEPING` (2) | the worker is (about to be) blocked on the condition variable |
 //!
-//! The worker consumes a ring only with the acquiring `swap` at the top of `wait`, so the
-//! work published before that ring is visible to the worker's next look at its queue.
+//! - `ring`: `swap(RUNG)`; if it replaced `SLEEPING`, lock the mutex and notify.
+//! - `wait`: `swap(IDLE)`; if it replaced `RUNG`, return (work is pending). Otherwise lock the
+//!   mutex, `compare_exchange(IDLE → SLEEPING)`: failure means a ring came in between, so
+//!   return; success means any later ring sees `SLEEPING` and notifies, and it can only do so
+//!   by taking the mutex, which the worker holds until it is inside `Condvar::wait`. On waking,
+//!   `compare_exchange(SLEEPING → IDLE)` (a timeout or a spurious wake-up), leaving a `RUNG`
+//!   for the next `wait` to consume.
 //!
-//! P1 and W1 are `SeqCst` stores, P2 and W2 `SeqCst` loads: in the single total order either
-//! P1 precedes W2 (the worker sees the ring and does not sleep) or W1 precedes P2 (the producer
-//! sees the sleeper; it takes the mutex, which the worker holds until it is inside `wait`, so
-//! the notification reaches it). A worker always re-checks its queue after `wait` returns.
-//! Spurious and timed-out wake-ups are harmless: the worker loops.
+//! The producer's `swap` is a release and the worker's consuming `swap` an acquire on the same
+//! word, so the work published before a ring is visible once the worker consumed that ring (or
+//! a later one: the read-modify-writes form one release sequence). Spurious and timed-out
+//! returns are harmless: the worker re-checks its queue and loops. (A two-flag Dekker version
+//! with SeqCst stores and loads is correct in C++ but cannot be checked by loom, which models
+//! SeqCst accesses as acquire/release; this one is checked in `tests/loom_doorbell.rs`.)
 
 use std::time::Duration;
 
-use crate::sync::{lock, wait_timeout, AtomicBool, Condvar, Mutex, Ordering};
+use crate::sync::{lock, wait_timeout, AtomicUsize, Condvar, Mutex, Ordering};
+
+const IDLE: usize = 0;
+const RUNG: usize = 1;
+const SLEEPING: usize = 2;
 
 /// One background thread's doorbell.
 #[derive(Debug, Default)]
 pub(crate) struct Doorbell {
-    rung: AtomicBool,
-    sleeping: AtomicBool,
+    /// `IDLE`, `RUNG` or `SLEEPING` (module table).
+    state: AtomicUsize,
     mutex: Mutex<()>,
     condvar: Condvar,
 }
@@ -42,16 +53,18 @@ impl Doorbell {
     /// the work.
     #[inline]
     pub(crate) fn ring(&self) {
-        // SeqCst (P1): pairs with the SeqCst load W2 in `wait` (see the module table).
-        self.rung.store(true, Ordering::SeqCst);
-        // SeqCst (P2): pairs with the SeqCst store W1 in `wait`.
-        if self.sleeping.load(Ordering::SeqCst) {
+        // AcqRel: the release publishes the work pushed before this ring to the worker's
+        // acquiring swap in `wait`; the acquire pairs with the worker's release CAS to
+        // SLEEPING, so we see it asleep.
+        if self.state.swap(RUNG, Ordering::AcqRel) == SLEEPING {
             self.wake();
         }
     }
 
     #[cold]
     fn wake(&self) {
+        // The worker holds the mutex from its CAS to SLEEPING until it waits: taking it here
+        // orders the notification after the worker is waiting.
         let _guard = lock(&self.mutex);
         self.condvar.notify_one();
     }
@@ -59,30 +72,37 @@ impl Doorbell {
     /// Sleeps until rung (or `timeout` passes, or spuriously). Returns at once if the bell
     /// was rung since the last wait.
     pub(crate) fn wait(&self, timeout: Option<Duration>) {
-        // SeqCst: consumes a ring; pairs with P1 in `ring`.
-        if self.rung.swap(false, Ordering::SeqCst) {
+        // AcqRel: consumes a ring; the acquire pairs with the release swap in `ring`.
+        if self.state.swap(IDLE, Ordering::AcqRel) == RUNG {
             return;
         }
         let guard = lock(&self.mutex);
-        // SeqCst (W1): pairs with the SeqCst load P2 in `ring`.
-        self.sleeping.store(true, Ordering::SeqCst);
-        // SeqCst (W2): pairs with the SeqCst store P1 in `ring`.
-        let guard = if self.rung.load(Ordering::SeqCst) {
-            guard
-        } else {
-            match timeout {
-                Some(timeout) => wait_timeout(&self.condvar, guard, timeout),
-                None => match self.condvar.wait(guard) {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                },
-            }
+        // AcqRel on success: pairs with the acquire in `ring`'s swap. Acquire on failure: the
+        // value is a RUNG whose work must be visible.
+        if self
+            .state
+            .compare_exchange(IDLE, SLEEPING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let guard = match timeout {
+            Some(timeout) => wait_timeout(&self.condvar, guard, timeout),
+            None => match self.condvar.wait(guard) {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            },
         };
-        // Relaxed: a producer that still sees `true` merely takes the mutex and notifies no
-        // one. The ring that woke us is left set on purpose: the next `wait` consumes it with
-        // its acquiring swap, which is what makes that producer's work visible (clearing it
-        // here with a plain store would not synchronize with the producer).
-        self.sleeping.store(false, Ordering::Relaxed);
+        // Timed out or woken spuriously: no longer asleep. If a ring replaced SLEEPING, this
+        // fails and leaves RUNG for the next `wait` to consume.
+        // Acquire on failure: the RUNG's work is visible to the caller's re-check.
+        let _ = self
+            .state
+            .compare_exchange(SLEEPING, IDLE, Ordering::AcqRel, Ordering::Acquire);
         drop(guard);
     }
 }
+
+#[cfg(all(test, loom))]
+#[path = "tests/loom_doorbell.rs"]
+mod loom_doorbell;

@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 
 use crossbeam_epoch::Guard;
 
-use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{defer_reclaim, lock, Arc, AtomicUsize, Mutex, Ordering};
 
 /// Bytes per slab (2 MiB, one huge page's worth), rounded down to whole blocks (at least one).
 pub(crate) const SLAB_BYTES: usize = 2 << 20;
@@ -127,7 +127,7 @@ impl NodePool {
     pub(crate) fn retire(&self, block: u32, guard: &Guard) {
         let blocks = Arc::clone(&self.blocks);
         let in_use = Arc::clone(&self.in_use);
-        guard.defer(move || {
+        defer_reclaim(guard, move || {
             lock(&blocks).free.push(block);
             // Relaxed: a statistic.
             in_use.fetch_sub(1, Ordering::Relaxed);

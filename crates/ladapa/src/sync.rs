@@ -139,6 +139,14 @@ mod imp {
         }
     }
 
+    /// Runs `free` once every thread pinned now has unpinned (`crossbeam-epoch`).
+    pub(crate) fn defer_reclaim<F: FnOnce() + Send + 'static>(
+        guard: &crossbeam_epoch::Guard,
+        free: F,
+    ) {
+        guard.defer(free);
+    }
+
     /// Spawns a named OS thread.
     pub(crate) fn spawn_named<F>(name: String, f: F) -> std::io::Result<JoinHandle<()>>
     where
@@ -174,6 +182,17 @@ mod imp {
     pub(crate) use loom::sync::{
         Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
     };
+
+    /// `crossbeam-epoch` is not loom-aware (its deferred functions could run in a later model
+    /// execution, on objects of an earlier one): under loom a retired block is simply never
+    /// reused. The models then check the metadata protocol; reclamation's safety is the
+    /// epoch argument in `pool.rs`.
+    pub(crate) fn defer_reclaim<F: FnOnce() + Send + 'static>(
+        _guard: &crossbeam_epoch::Guard,
+        free: F,
+    ) {
+        drop(free);
+    }
 
     /// Spawns a model thread (loom threads have no names).
     pub(crate) fn spawn_named<F>(_name: String, f: F) -> std::io::Result<JoinHandle<()>>

@@ -3,6 +3,8 @@
 //! against `BTreeMap`. Every read must return the model's value, whatever has or has not been
 //! replicated.
 
+#![cfg(not(loom))]
+
 use std::collections::BTreeMap;
 
 use ladapa::{MetadataMode, Store, StoreError};

@@ -1,6 +1,7 @@
 //! Behaviour of the store: operations, eviction, replication, never-stale reads under lag,
 //! shutdown, background panics, bad configuration.
 
+#![cfg(not(loom))]
 // Tests run real threads, outside the loom shim.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
