@@ -24,7 +24,7 @@ use std::time::Duration;
 use crate::error::{BackgroundPanic, BackgroundThread};
 use crate::meta::{read, write, Loc, Meta};
 use crate::store::Shared;
-use crate::sync::Ordering;
+use crate::sync::{yield_now, Ordering};
 
 /// A metadata replication notification (to the propagator).
 #[derive(Clone, Copy, Debug)]
@@ -120,6 +120,7 @@ impl Shared {
                 break;
             };
             done += 1;
+            let _done = self.propagator_pending.consumed_on_drop();
             let source = note.meta.loc.node as usize;
             {
                 let set = self.l1.set(note.key);
@@ -136,9 +137,7 @@ impl Shared {
                 }
                 // Under the set's read lock, so no delete of the key can run in between and
                 // no install can resurrect a deleted key.
-                for l2 in &self.l2 {
-                    l2.install(note.key, note.meta);
-                }
+                self.install_everywhere(note.key, note.meta, &crossbeam_epoch::pin());
             }
             self.counters[source]
                 .propagated
@@ -146,6 +145,16 @@ impl Shared {
             self.notify_replicators(note.key, note.meta);
         }
         done
+    }
+
+    /// Installs `meta` into every node's L2 (monotone) and retires the local replicas it made
+    /// useless. Call under the key's set lock.
+    pub(crate) fn install_everywhere(&self, key: u64, meta: Meta, guard: &crossbeam_epoch::Guard) {
+        for (node, l2) in self.l2.iter().enumerate() {
+            if let Some(stale) = l2.install(key, meta) {
+                self.pools[node].retire(stale, guard);
+            }
+        }
     }
 
     /// Queues the value of `meta` for every node but its own, and rings their threads.
@@ -159,14 +168,18 @@ impl Shared {
             if node == meta.loc.node as usize {
                 continue;
             }
+            let pending = &self.replicator_pending[node];
+            let first = pending.publish();
             if self.replicator_queues[node].push(note).is_err() {
+                pending.unpublish();
                 // Relaxed: statistics.
                 self.counters[node].dropped.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            if let Some(bells) = &self.bells {
-                bells.replicators[node].ring();
-                bells.adapters[node].ring();
+            if first {
+                if let Some(bells) = &self.bells {
+                    bells.replicators[node].ring();
+                }
             }
         }
     }
@@ -180,6 +193,7 @@ impl Shared {
                 break;
             };
             done += 1;
+            let _done = self.replicator_pending[node].consumed_on_drop();
             self.replicate_one(node, note);
         }
         done
@@ -320,12 +334,20 @@ impl Shared {
             match thread {
                 BackgroundThread::Propagator => {
                     if self.propagate_step(256) == 0 {
-                        bells.propagator.wait(None);
+                        if self.propagator_pending.is_idle() {
+                            bells.propagator.wait(None);
+                        } else {
+                            yield_now(); // a producer is between counting and pushing
+                        }
                     }
                 }
                 BackgroundThread::Replicator(node) => {
                     if self.replicate_step(node, 256) == 0 {
-                        bells.replicators[node].wait(None);
+                        if self.replicator_pending[node].is_idle() {
+                            bells.replicators[node].wait(None);
+                        } else {
+                            yield_now(); // a producer is between counting and pushing
+                        }
                     }
                 }
                 BackgroundThread::Adapter(node) => {

@@ -103,6 +103,63 @@ impl Doorbell {
     }
 }
 
+/// Counts the notes published to a queue and not yet processed, so that a producer rings the
+/// doorbell only when the count leaves 0 (one wake-up per burst instead of one per note: on a
+/// 2-core machine a wake-up per write costs more than the write).
+///
+/// Protocol: a producer counts its note *before* pushing it ([`Pending::publish`]) and rings
+/// if the count was 0; if the push fails it uncounts. The consumer uncounts a note after
+/// processing it, and parks only when its queue is empty **and** the count is 0
+/// ([`Pending::is_idle`]); an empty queue with a non-zero count means a producer is between
+/// counting and pushing, so the consumer yields and looks again. No wake-up is lost: a
+/// producer that did not ring saw a count above 0, and the count returns to 0 only after its
+/// own note has been processed. Counting before pushing also keeps the count from going
+/// below 0 (a note is popped only after it was counted).
+#[derive(Debug, Default)]
+pub(crate) struct Pending(AtomicUsize);
+
+impl Pending {
+    /// Counts a note about to be pushed; `true` when the consumer must be rung after the push
+    /// (the count was 0).
+    #[inline]
+    pub(crate) fn publish(&self) -> bool {
+        // AcqRel: pairs with the consumer's fetch_sub in `Consumed::drop` and its load in
+        // `is_idle` (one modification order of read-modify-writes on the count).
+        self.0.fetch_add(1, Ordering::AcqRel) == 0
+    }
+
+    /// Uncounts a note whose push failed.
+    #[inline]
+    pub(crate) fn unpublish(&self) {
+        // AcqRel: as in `publish`.
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether no note is counted: the consumer may park.
+    #[inline]
+    pub(crate) fn is_idle(&self) -> bool {
+        // Acquire: pairs with the release in `publish`.
+        self.0.load(Ordering::Acquire) == 0
+    }
+
+    /// Uncounts one note when the returned guard drops (after the note is processed).
+    #[inline]
+    pub(crate) fn consumed_on_drop(&self) -> Consumed<'_> {
+        Consumed(self)
+    }
+}
+
+/// Uncounts a processed note on drop (see [`Pending`]).
+#[derive(Debug)]
+pub(crate) struct Consumed<'a>(&'a Pending);
+
+impl Drop for Consumed<'_> {
+    fn drop(&mut self) {
+        // AcqRel: pairs with the AcqRel fetch_add in `Pending::published`.
+        self.0 .0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 #[cfg(all(test, loom))]
 #[path = "tests/loom_doorbell.rs"]
 mod loom_doorbell;

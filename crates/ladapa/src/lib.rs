@@ -11,6 +11,7 @@ mod pool;
 mod stats;
 mod store;
 mod sync;
+pub mod ycsb;
 
 pub use background::AdaptiveRule;
 pub use baselines::{

@@ -271,11 +271,22 @@ impl L2Table {
     }
 
     /// Installs `meta` unless the entry already has this version or a newer one (monotone).
-    pub(crate) fn install(&self, key: u64, meta: Meta) {
+    /// Returns the block of a local replica that the newer metadata made useless (its version
+    /// is older than `meta`'s, and versions only grow): the caller retires it.
+    pub(crate) fn install(&self, key: u64, meta: Meta) -> Option<u32> {
         let mut shard = write(self.shard(key));
         match shard.get_mut(&key) {
-            Some(entry) if entry.meta.version >= meta.version => {}
-            Some(entry) => entry.meta = meta,
+            Some(entry) if entry.meta.version >= meta.version => None,
+            Some(entry) => {
+                entry.meta = meta;
+                match entry.replica {
+                    Some((block, version)) if version < meta.version => {
+                        entry.replica = None;
+                        Some(block)
+                    }
+                    _ => None,
+                }
+            }
             None => {
                 shard.insert(
                     key,
@@ -284,6 +295,7 @@ impl L2Table {
                         replica: None,
                     },
                 );
+                None
             }
         }
     }
@@ -346,10 +358,10 @@ mod tests {
     #[test]
     fn l2_install_is_monotone() {
         let l2 = L2Table::new();
-        l2.install(7, meta(5));
-        l2.install(7, meta(3));
+        assert_eq!(l2.install(7, meta(5)), None);
+        assert_eq!(l2.install(7, meta(3)), None);
         assert_eq!(l2.get(7).unwrap().meta.version, 5);
-        l2.install(7, meta(6));
+        assert_eq!(l2.install(7, meta(6)), None);
         assert_eq!(l2.get(7).unwrap().meta.version, 6);
     }
 

@@ -220,9 +220,7 @@ impl<'a> NodeHandle<'a> {
                         let victim = set.victim(&mut data);
                         let (victim_key, victim_meta) = data.entry(victim);
                         // Install in every L2 *before* removing from L1: the key stays findable.
-                        for l2 in &shared.l2 {
-                            l2.install(victim_key, victim_meta);
-                        }
+                        shared.install_everywhere(victim_key, victim_meta, &guard);
                         data.remove(victim);
                         victim
                     }
@@ -238,13 +236,20 @@ impl<'a> NodeHandle<'a> {
             // Relaxed: a mode hint; both modes are correct for every write.
             MetadataMode::Adaptive => shared.sync_now.load(Ordering::Relaxed),
         };
-        let queued = !sync && shared.propagator_queue.push(MetaNote { key, meta }).is_ok();
+        let mut ring = false;
+        let queued = !sync && {
+            ring = shared.propagator_pending.publish();
+            let pushed = shared.propagator_queue.push(MetaNote { key, meta }).is_ok();
+            if !pushed {
+                shared.propagator_pending.unpublish();
+                ring = false;
+            }
+            pushed
+        };
         if !queued {
             // Synchronous (by mode, or because the propagator is backed up): under the set
             // lock, so no delete can slip in between and no install can resurrect a key.
-            for l2 in &shared.l2 {
-                l2.install(key, meta);
-            }
+            shared.install_everywhere(key, meta, &guard);
         }
         drop(data);
         if let Some(old) = old {
@@ -256,8 +261,10 @@ impl<'a> NodeHandle<'a> {
         counters.writes.fetch_add(1, Ordering::Relaxed);
         if queued {
             counters.async_writes.fetch_add(1, Ordering::Relaxed);
-            if let Some(bells) = &shared.bells {
-                bells.propagator.ring();
+            if ring {
+                if let Some(bells) = &shared.bells {
+                    bells.propagator.ring();
+                }
             }
         } else {
             counters.sync_writes.fetch_add(1, Ordering::Relaxed);
@@ -343,12 +350,18 @@ fn alloc_block(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
 
 #[cold]
 fn alloc_block_slow(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
-    for _ in 0..1000 {
+    // Retired blocks come back as the epoch advances: flush this thread's garbage and give
+    // the other threads (readers, replicators) time to unpin; about 100 ms at most.
+    for round in 0..2000 {
         crossbeam_epoch::pin().flush();
         if let Some(block) = pool.alloc() {
             return Ok(block);
         }
-        yield_now();
+        if round < 100 {
+            yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
     }
     Err(StoreError::OutOfBlocks { node })
 }

@@ -22,7 +22,7 @@ use nr_core::Topology;
 
 use crate::background::{fault_code, AdapterState, DataNote, MetaNote};
 use crate::config::{Builder, MetadataMode};
-use crate::doorbell::Doorbell;
+use crate::doorbell::{Doorbell, Pending};
 use crate::error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
 use crate::meta::{L1Table, L2Table};
 use crate::pool::{Binding, NodePool};
@@ -73,7 +73,9 @@ pub(crate) struct Shared {
     pub(crate) sync_now: AtomicBool,
     pub(crate) mode_switches: AtomicU64,
     pub(crate) propagator_queue: ArrayQueue<MetaNote>,
+    pub(crate) propagator_pending: CachePadded<Pending>,
     pub(crate) replicator_queues: Vec<ArrayQueue<DataNote>>,
+    pub(crate) replicator_pending: Vec<CachePadded<Pending>>,
     pub(crate) bells: Option<Bells>,
     pub(crate) counters: Vec<CachePadded<NodeCounters>>,
     pub(crate) shutdown: AtomicBool,
@@ -220,8 +222,9 @@ impl Store {
         let nodes = topology.num_nodes();
         let capacity = builder.capacity;
         // Each pool may hold every key's authoritative block (all written from this node)
-        // plus a replica of every key, plus blocks waiting for reclamation.
-        let max_blocks = (2 * capacity + (capacity / 2).max(1024)).min(u32::MAX as usize);
+        // plus a replica of every key, plus blocks waiting for reclamation (up to one more
+        // capacity's worth; slabs are mapped on demand, so the bound costs no memory).
+        let max_blocks = (3 * capacity + 1024).min(u32::MAX as usize);
         let pools = topology
             .nodes()
             .iter()
@@ -245,9 +248,11 @@ impl Store {
             sync_now: AtomicBool::new(false),
             mode_switches: AtomicU64::new(0),
             propagator_queue: ArrayQueue::new(builder.propagator_queue),
+            propagator_pending: CachePadded::default(),
             replicator_queues: (0..nodes)
                 .map(|_| ArrayQueue::new(builder.replicator_queue))
                 .collect(),
+            replicator_pending: (0..nodes).map(|_| CachePadded::default()).collect(),
             bells,
             counters: (0..nodes).map(|_| CachePadded::default()).collect(),
             shutdown: AtomicBool::new(false),
@@ -811,9 +816,18 @@ impl Store {
             }
         }
         // Queued notes own nothing; drop them now so `stats` shows an empty pipeline.
-        while self.shared.propagator_queue.pop().is_some() {}
-        for queue in &self.shared.replicator_queues {
-            while queue.pop().is_some() {}
+        while self.shared.propagator_queue.pop().is_some() {
+            drop(self.shared.propagator_pending.consumed_on_drop());
+        }
+        for (queue, pending) in self
+            .shared
+            .replicator_queues
+            .iter()
+            .zip(&self.shared.replicator_pending)
+        {
+            while queue.pop().is_some() {
+                drop(pending.consumed_on_drop());
+            }
         }
         // Help the epoch advance so retired blocks go back before the pools unmap (the
         // deferred frees touch only the free lists, which they keep alive themselves).
