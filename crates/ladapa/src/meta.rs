@@ -143,6 +143,14 @@ impl SetData {
         (self.keys[way], self.metas[way])
     }
 
+    /// The ways holding `key` (at most 1 while the invariants hold).
+    #[cfg(test)]
+    pub(crate) fn count(&self, key: u64) -> usize {
+        (0..self.ways as usize)
+            .filter(|&i| self.used & (1 << i) != 0 && self.keys[i] == key)
+            .count()
+    }
+
     /// The number of entries held.
     pub(crate) fn len(&self) -> usize {
         self.used.count_ones() as usize

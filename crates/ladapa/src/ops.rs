@@ -365,3 +365,33 @@ fn alloc_block_slow(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
     }
     Err(StoreError::OutOfBlocks { node })
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::config::MetadataMode;
+
+    /// Promotion must re-check L1 under the write lock: a writer may have inserted the key
+    /// between the reader's miss and its `try_write`, and a second way holding the key would
+    /// shadow (or be shadowed by) the current entry.
+    #[test]
+    fn promotion_never_duplicates_a_key_already_in_l1() {
+        let topology = nr_core::Topology::single_node(vec![0])
+            .unwrap()
+            .with_shared_virtual_nodes(2)
+            .unwrap();
+        let store = Store::builder()
+            .topology(topology)
+            .value_size(8)
+            .capacity(16)
+            .l1_entries(8)
+            .metadata_mode(MetadataMode::Sync)
+            .manual_pump()
+            .build()
+            .unwrap();
+        store.node(0).unwrap().put(5, &[1; 8]).unwrap(); // in L1 and (sync) in every L2
+        let set = store.shared.l1.set(5);
+        promote(&store.shared, set, 5, 1); // as if a read on node 1 had just missed
+        assert_eq!(read(&set.data).count(5), 1, "the key is in one way only");
+    }
+}
