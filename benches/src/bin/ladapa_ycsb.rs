@@ -28,7 +28,10 @@ use nr_core::Topology;
 
 /// YCSB sweeps of Ladapa against kvbase, CR and dashmap.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    version,
+    about = "Ladapa YCSB sweeps (paper Figures 7-10): Ladapa, kvbase, CR and dashmap side by side"
+)]
 struct Args {
     /// Thread counts (comma-separated); counts above the CPUs run oversubscribed, and say so.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
