@@ -106,8 +106,27 @@ fn loom_two_cas_race_exactly_one_wins() {
     model(|| {
         let c = Cell::new();
         let c2 = Arc::clone(&c);
-        let t = thread::spawn(move || c2.cas(0, 2));
+        // A CAS that failed on a value must see that value (or a later one) on its next load:
+        // the failing CAS helps the write that beat it (Figure 4 line 47).
+        let t = thread::spawn(move || {
+            let r = c2.cas(0, 2);
+            if r.is_err() {
+                assert_ne!(
+                    c2.load(),
+                    0,
+                    "failed CAS saw a write, then loaded the old value"
+                );
+            }
+            r
+        });
         let r1 = c.cas(0, 1);
+        if r1.is_err() {
+            assert_ne!(
+                c.load(),
+                0,
+                "failed CAS saw a write, then loaded the old value"
+            );
+        }
         let r2 = t.join().expect("no panic");
         match (r1, r2) {
             (Ok(0), Err(1)) => assert_eq!(c.load(), 1),
@@ -181,5 +200,24 @@ fn loom_concurrent_increments_both_count() {
         assert_ne!(a, b, "two increments returned the same previous value");
         assert_eq!(c.load(), 2);
         assert_eq!(c.media.durable_val(), 2);
+    });
+}
+
+#[test]
+fn loom_same_value_write_does_not_fail_a_cas() {
+    // Writing the current value again only moves the sequence number; a concurrent strong CAS
+    // expecting that value must still succeed (Figure 4 line 46 retries).
+    model(|| {
+        let c = Cell::new();
+        let c2 = Arc::clone(&c);
+        let t = thread::spawn(move || c2.cas(0, 0));
+        assert_eq!(
+            c.cas(0, 1),
+            Ok(0),
+            "CAS failed although the value was always 0 before it"
+        );
+        let r = t.join().expect("no panic");
+        assert!(matches!(r, Ok(0) | Err(1)), "same-value CAS returned {r:?}");
+        assert_eq!(c.load(), 1);
     });
 }
