@@ -95,6 +95,12 @@ pub enum HeapError {
         /// The slot.
         slot: usize,
     },
+    /// The recovered structure is not well formed (for a list: keys not strictly increasing,
+    /// which also rules out cycles). Remedy: the file is corrupt; restore it from a backup.
+    Malformed {
+        /// What is wrong.
+        what: &'static str,
+    },
     /// Allocating the structure's root object failed. Remedy: a larger region.
     Alloc(AllocError),
 }
@@ -118,6 +124,7 @@ impl fmt::Display for HeapError {
                 write!(f, "corrupt persistent pointer {offset:#x}: {reason}")
             }
             Self::MissingRoot { slot } => write!(f, "root slot {slot} is empty or out of range"),
+            Self::Malformed { what } => write!(f, "recovered structure is malformed: {what}"),
             Self::Alloc(e) => write!(f, "allocating the root: {e}"),
         }
     }

@@ -93,14 +93,21 @@ impl<F: Flavor, P: Persist, const B: usize> HashSet<F, P, B> {
     ///
     /// # Errors
     ///
-    /// Every [`HeapError`] of [`Heap::recover`].
+    /// Every [`HeapError`] of [`Heap::recover`]; [`HeapError::Malformed`] if a bucket's keys
+    /// are not strictly increasing.
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
         let heap = Heap::recover(region, |t| {
             root = t.root::<Buckets<F, B>>(HASH_ROOT_SLOT)?;
             Ok(())
         })?;
-        Ok(Self { heap, root })
+        let set = Self { heap, root };
+        // SAFETY: the root was traced by recovery (a block that holds a `Buckets`).
+        let buckets = unsafe { set.heap.get(set.root) };
+        for h in &buckets.heads {
+            list::check_recovered(&set.heap, h)?;
+        }
+        Ok(set)
     }
 
     fn bucket(&self, key: u64) -> &Head<F> {

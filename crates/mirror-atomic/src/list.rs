@@ -225,7 +225,9 @@ pub(crate) fn snapshot<F: Flavor, P: Persist>(
         let next = F::load(&node.next, space);
         let k = node.key.get();
         if last.is_some_and(|l| l >= k) {
+            // Not strictly increasing: malformed (possibly a cycle, so stop here).
             sorted = false;
+            break;
         }
         last = Some(k);
         if !next.is_marked() {
@@ -234,6 +236,22 @@ pub(crate) fn snapshot<F: Flavor, P: Persist>(
         curr = next.unmarked();
     }
     (keys, sorted)
+}
+
+/// Recovery check of one list: keys strictly increasing (so no cycle), every node in a block.
+pub(crate) fn check_recovered<F: Flavor, P: Persist>(
+    heap: &Heap<F, P>,
+    head: &Head<F>,
+) -> Result<(), HeapError> {
+    let guard = heap.pin();
+    let (_, sorted) = snapshot(heap, head, &guard);
+    if sorted {
+        Ok(())
+    } else {
+        Err(HeapError::Malformed {
+            what: "list keys not strictly increasing",
+        })
+    }
 }
 
 /// A lock-free sorted set of `u64` keys (Harris-Michael list) in flavor `F`.
@@ -297,14 +315,16 @@ impl<F: Flavor, P: Persist> List<F, P> {
     /// # Errors
     ///
     /// Every [`HeapError`] of [`Heap::recover`]; [`HeapError::MissingRoot`] if the region has no
-    /// list root.
+    /// list root; [`HeapError::Malformed`] if the keys are not strictly increasing.
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
         let heap = Heap::recover(region, |t| {
             root = t.root::<ListRoot<F>>(LIST_ROOT_SLOT)?;
             Ok(())
         })?;
-        Ok(Self { heap, root })
+        let list = Self { heap, root };
+        check_recovered(&list.heap, list.head())?;
+        Ok(list)
     }
 
     fn head(&self) -> &Head<F> {
