@@ -506,7 +506,10 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         while c < hwm {
             let (tag, block) = space.read_chunk_header(c);
             match (tag, block) {
-                (0, 0) => chunks.push(0),
+                // Blank, or a header torn by a crash while it was being written: the header is
+                // synced before any block of its chunk is used, so such a chunk holds nothing
+                // reachable (and the tracer rejects pointers into it).
+                (0, _) | (CHUNK_TAG, 0) => chunks.push(0),
                 (CHUNK_TAG, b) if b.is_power_of_two() && (16..=MAX_OBJECT as u64).contains(&b) => {
                     chunks.push(b)
                 }
