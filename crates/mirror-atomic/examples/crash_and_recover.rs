@@ -61,6 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // let it run a little longer before the kill.
         let mut lines = BufReader::new(stdout).lines();
         let first: u64 = lines.next().ok_or("child exited")??.parse()?;
+        #[allow(clippy::disallowed_methods)] // a pipe reader, not code under test
         let reader = std::thread::spawn(move || {
             lines
                 .map_while(Result::ok)

@@ -63,6 +63,7 @@ fn acknowledged_inserts_survive_sigkill() {
                 break k.parse::<u64>().expect("key");
             }
         };
+        #[allow(clippy::disallowed_methods)] // a pipe reader, not code under test
         let reader = std::thread::spawn(move || {
             lines
                 .map_while(Result::ok)
