@@ -15,6 +15,9 @@
 //! mapping. Prints Mops/s (median of `--reps`, min-max), pwb/op and pfence+psync/op, pwb per
 //! successful update, and bytes per node per flavor; then the ratios of the targets.
 
+// A benchmark driver: its threads, stop flag and sleeps are the harness, not code under test.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
 use clap::Parser;
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{HashSet, Heap, List, Node, Persist, Region};
@@ -160,7 +163,7 @@ fn measure(
             .map(|t| {
                 let (stop, barrier) = (&stop, &barrier);
                 s.spawn(move || {
-                    let mut rng = Rng(seed ^ (t as u64 + 1) * 0x51);
+                    let mut rng = Rng(seed ^ ((t as u64 + 1) * 0x51));
                     let (mut ops, mut updates) = (0u64, 0u64);
                     barrier.wait();
                     let before = pmem::stats();
