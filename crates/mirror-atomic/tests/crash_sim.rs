@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{crash_point, ops, Rng, Set, BUCKETS};
+use common::{crash_point, mt_crash_point, ops, Rng, Set, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
 use mirror_atomic::{HashSet, List};
 use pmem::sim::Simulated;
@@ -65,4 +65,47 @@ fn izraelevitz_list_survives_random_crashes() {
 #[test]
 fn izraelevitz_hash_survives_random_crashes() {
     run::<HashSet<Izraelevitz, Simulated, BUCKETS>>("izraelevitz hash");
+}
+
+/// Multi-threaded crash points: `MIRROR_MT_CRASH_POINTS` (default 1,000 in release, 50 in
+/// debug) per structure and flavor, 2 threads on disjoint keys, crash at a random event.
+fn run_mt<S: Set<P = Simulated>>(name: &str) {
+    let total = std::env::var("MIRROR_MT_CRASH_POINTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) { 50 } else { 1_000 });
+    let start = Instant::now();
+    let mut rng = Rng(99);
+    for seed in 0..total {
+        let (created, events) =
+            mt_crash_point::<S>(seed, 20, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let k = created + rng.below(events - created + 1);
+        if let Err(e) = mt_crash_point::<S>(seed, 20, Some(k)) {
+            panic!("{name}, seed {seed}: {e}");
+        }
+    }
+    eprintln!(
+        "{name}: {total} two-thread crash points checked in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn mirror_list_survives_two_thread_crashes() {
+    run_mt::<List<Mirror, Simulated>>("mirror list (2 threads)");
+}
+
+#[test]
+fn mirror_hash_survives_two_thread_crashes() {
+    run_mt::<HashSet<Mirror, Simulated, BUCKETS>>("mirror hash (2 threads)");
+}
+
+#[test]
+fn izraelevitz_list_survives_two_thread_crashes() {
+    run_mt::<List<Izraelevitz, Simulated>>("izraelevitz list (2 threads)");
+}
+
+#[test]
+fn izraelevitz_hash_survives_two_thread_crashes() {
+    run_mt::<HashSet<Izraelevitz, Simulated, BUCKETS>>("izraelevitz hash (2 threads)");
 }

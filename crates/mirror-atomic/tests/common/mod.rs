@@ -252,3 +252,92 @@ pub(crate) fn count_events<S: Set<P = Simulated>>(seed: u64, ops: &[SetOp]) -> (
 fn set_persist<S: Set<P = Simulated>>(s: &S) -> &Simulated {
     s.region().persist()
 }
+
+/// A multi-threaded crash point: 2 threads on disjoint keys (thread t owns keys = t mod 2) run
+/// `n` random ops each on a simulated region that crashes at `crash_at`; after recovery, each
+/// thread's keys must be those of its model with or without its op in flight. Threads share
+/// nodes (the keys interleave in one list), so a completed op that depends on another thread's
+/// not yet durable write is caught. Returns (events after creation, events at the end).
+#[allow(clippy::disallowed_methods)] // the harness's own threads
+pub(crate) fn mt_crash_point<S: Set<P = Simulated>>(
+    seed: u64,
+    n: usize,
+    crash_at: Option<u64>,
+) -> Result<(u64, u64), String> {
+    let mut cfg = SimConfig::new(seed);
+    if let Some(k) = crash_at {
+        cfg = cfg.crash_at(k);
+    }
+    let region = Region::simulated(LAYOUT, SIM_SIZE, cfg).map_err(|e| e.to_string())?;
+    let set =
+        S::create(Heap::new(region).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let created = set_persist(&set).events();
+    let results: Vec<Result<(KvMap, Option<SetOp>), String>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2u64)
+            .map(|t| {
+                let set = &set;
+                s.spawn(move || {
+                    let mut model = KvMap::new();
+                    let stream: Vec<SetOp> = ops(seed * 2 + t, n, 8)
+                        .into_iter()
+                        .map(|op| match op {
+                            SetOp::Insert(k) => SetOp::Insert(k * 2 + t),
+                            SetOp::Remove(k) => SetOp::Remove(k * 2 + t),
+                            SetOp::Contains(k) => SetOp::Contains(k * 2 + t),
+                        })
+                        .collect();
+                    for op in stream {
+                        let was_crashed = set_persist(set).is_crashed();
+                        let got = apply(set, op);
+                        if was_crashed {
+                            break;
+                        }
+                        if set_persist(set).is_crashed() {
+                            return Ok((model, Some(op)));
+                        }
+                        let want = model.step(&to_kv(op));
+                        if got != want {
+                            return Err(format!(
+                                "thread {t}, op {op:?}: got {got:?}, model {want:?}"
+                            ));
+                        }
+                    }
+                    Ok((model, None))
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("worker")).collect()
+    });
+    let events = set_persist(&set).events();
+    let image = match set_persist(&set).crash_image() {
+        Some(img) => img,
+        None => set_persist(&set).crash(),
+    };
+    drop(set);
+    let region = Region::from_image(&image, LAYOUT, SimConfig::new(seed ^ 0xBEEF).evictions(0.0))
+        .map_err(|e| format!("crash at {crash_at:?}: region: {e}"))?;
+    let rec = S::recover(region).map_err(|e| format!("crash at {crash_at:?}: recover: {e}"))?;
+    let (keys, ok) = rec.snapshot();
+    if !ok {
+        return Err(format!(
+            "crash at {crash_at:?}: recovered structure malformed: {keys:?}"
+        ));
+    }
+    for (t, r) in results.into_iter().enumerate() {
+        let (before, pending) = r?;
+        let mine: Vec<u64> = keys.iter().copied().filter(|k| k % 2 == t as u64).collect();
+        let mut after = before.clone();
+        if let Some(op) = pending {
+            after.step(&to_kv(op));
+        }
+        if mine != model_keys(&before) && mine != model_keys(&after) {
+            return Err(format!(
+                "crash at {crash_at:?}, thread {t} (pending {pending:?}): recovered {mine:?}, \
+                 expected {:?} or {:?}",
+                model_keys(&before),
+                model_keys(&after)
+            ));
+        }
+    }
+    Ok((created, events))
+}
