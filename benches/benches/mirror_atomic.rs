@@ -1,0 +1,151 @@
+//! Criterion benches for the `mirror-atomic` row of `BENCHMARKS.md` (Mirror PLDI'21 Figure 6,
+//! scaled): one group per panel (list 80/10/10, hash 80/10/10), the thread count as the
+//! parameter, throughput in operations, the three flavors (volatile, Mirror, Izraelevitz) of
+//! the same structure code as the compared functions. Each iteration runs N threads for
+//! `OPS / N` operations each (`iter_custom`, timed from a barrier). Persistent flavors use a
+//! mapped file with real write-backs (on DRAM: no NVMM here).
+//!
+//! ```sh
+//! cargo bench -p benches --bench mirror_atomic -- --quick
+//! ```
+
+// A benchmark driver: its threads and barrier are the harness, not code under test.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods, missing_docs)]
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
+use mirror_atomic::{HashSet, Heap, List, Persist};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+const OPS: u64 = 20_000;
+const BUCKETS: usize = 1024;
+const SIZE: u64 = 256 + 256 * 65536;
+
+trait Set: Send + Sync {
+    fn op(&self, r: u64, range: u64);
+}
+
+fn step(r: u64, range: u64) -> (u64, u64) {
+    ((r >> 8) % range, r % 100)
+}
+
+impl<F: Flavor, P: Persist> Set for List<F, P> {
+    fn op(&self, r: u64, range: u64) {
+        match step(r, range) {
+            (k, 0..=79) => drop(self.contains(k)),
+            (k, 80..=89) => drop(self.insert(k).expect("room")),
+            (k, _) => drop(self.remove(k)),
+        }
+    }
+}
+
+impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
+    fn op(&self, r: u64, range: u64) {
+        match step(r, range) {
+            (k, 0..=79) => drop(self.contains(k)),
+            (k, 80..=89) => drop(self.insert(k).expect("room")),
+            (k, _) => drop(self.remove(k)),
+        }
+    }
+}
+
+fn mix(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+fn run(set: &dyn Set, threads: usize, range: u64, iters: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    let per = OPS / threads as u64;
+    for i in 0..iters {
+        let barrier = Barrier::new(threads + 1);
+        let barrier = &barrier;
+        let start = std::thread::scope(|s| {
+            for t in 0..threads {
+                s.spawn(move || {
+                    let mut x = (i * 977 + t as u64) | 1;
+                    barrier.wait();
+                    for _ in 0..per {
+                        set.op(mix(&mut x), range);
+                    }
+                });
+            }
+            barrier.wait();
+            Instant::now()
+            // The scope joins every worker before it returns.
+        });
+        total += start.elapsed();
+    }
+    total
+}
+
+fn prefill(set: &dyn Set, range: u64) {
+    // Inserts only (p in 80..=89 inserts): fill about half of the range.
+    let mut x = 7u64;
+    for _ in 0..range {
+        let k = mix(&mut x) % range;
+        set.op((k << 8) | 85, range);
+    }
+}
+
+fn build(structure: &str, flavor: &str, dir: &std::path::Path) -> Box<dyn Set> {
+    let path = dir.join(format!("{structure}-{flavor}.pmem"));
+    let _ = std::fs::remove_file(&path);
+    let p = path;
+    match (structure, flavor) {
+        ("list", "volatile") => {
+            Box::new(List::new(Heap::<Volatile, _>::anonymous(SIZE).expect("heap")).expect("list"))
+        }
+        ("list", "mirror") => Box::new(
+            List::new(Heap::<Mirror, _>::create(&p, 1, SIZE).expect("heap")).expect("list"),
+        ),
+        ("list", "izraelevitz") => Box::new(
+            List::new(Heap::<Izraelevitz, _>::create(&p, 1, SIZE).expect("heap")).expect("list"),
+        ),
+        ("hash", "volatile") => Box::new(
+            HashSet::<_, _, BUCKETS>::new(Heap::<Volatile, _>::anonymous(SIZE).expect("heap"))
+                .expect("hash"),
+        ),
+        ("hash", "mirror") => Box::new(
+            HashSet::<_, _, BUCKETS>::new(Heap::<Mirror, _>::create(&p, 1, SIZE).expect("heap"))
+                .expect("hash"),
+        ),
+        ("hash", "izraelevitz") => Box::new(
+            HashSet::<_, _, BUCKETS>::new(
+                Heap::<Izraelevitz, _>::create(&p, 1, SIZE).expect("heap"),
+            )
+            .expect("hash"),
+        ),
+        other => panic!("unknown {other:?}"),
+    }
+}
+
+fn mirror_fig6(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("mirror-criterion-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for (structure, range) in [("list", 256u64), ("hash", 16_384)] {
+        let mut group = c.benchmark_group(format!("mirror_fig6/{structure}_80_10_10"));
+        group.throughput(Throughput::Elements(OPS));
+        for threads in [1usize, 2, 4] {
+            for flavor in ["volatile", "mirror", "izraelevitz"] {
+                let set = build(structure, flavor, &dir);
+                prefill(&*set, range);
+                group.bench_with_input(BenchmarkId::new(flavor, threads), &threads, |b, &t| {
+                    b.iter_custom(|iters| run(&*set, t, range, iters))
+                });
+            }
+        }
+        group.finish();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default();
+    targets = mirror_fig6
+}
+criterion_main!(benches);

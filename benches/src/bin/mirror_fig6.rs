@@ -1,0 +1,350 @@
+//! Mirror (PLDI'21) Figure 6, scaled to this machine: the same Harris-Michael list and hash set
+//! code in three atomic flavors (volatile, Mirror, Izraelevitz), side by side and interleaved
+//! in one run, with write-backs and fences per operation.
+//!
+//! ```sh
+//! cargo run --release -p benches --bin mirror_fig6 -- [--structures list,hash] [--threads 1,2,4]
+//!     [--reads 80,50,95,100] [--list-range 256] [--hash-range 65536] [--duration-ms 1000]
+//!     [--reps 3] [--recovery 10000,100000] [--smoke]
+//! ```
+//!
+//! Workload: uniform keys in `0..range`, half the range prefilled; `--reads R` means R% lookups
+//! and (100-R)/2% each of inserts and deletes (80 is the paper's 80/10/10; YCSB A/B/C map to 50,
+//! 95, 100 for a set). Persistence: Mirror and Izraelevitz on a mapped file (`pmem::Hardware`:
+//! real `clwb`/`clflushopt` + `sfence`, on DRAM here: no NVMM), volatile on an anonymous
+//! mapping. Prints Mops/s (median of `--reps`, min-max), pwb/op and pfence+psync/op, pwb per
+//! successful update, and bytes per node per flavor; then the ratios of the issue's targets.
+
+// A benchmark driver: its threads, stop flag and sleeps are the harness, not code under test.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+use clap::Parser;
+use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
+use mirror_atomic::{HashSet, Heap, List, Node, Persist, Region};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+const LAYOUT: u64 = 0x000F_1606;
+const BUCKETS: usize = 2048;
+
+#[derive(Parser, Debug)]
+#[command(
+    about = "Mirror Figure 6 (scaled): volatile vs Mirror vs Izraelevitz flavors of the same structures"
+)]
+struct Args {
+    /// Structures: list, hash.
+    #[arg(long, value_delimiter = ',', default_value = "list,hash")]
+    structures: Vec<String>,
+    /// Thread counts (exactly this many run; more than the cores is oversubscribed).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    threads: Vec<usize>,
+    /// Lookup percentages (the rest split evenly between inserts and deletes).
+    #[arg(long, value_delimiter = ',', default_value = "80")]
+    reads: Vec<u32>,
+    /// Key range of the list (the paper: 256, 128 keys prefilled).
+    #[arg(long, default_value_t = 256)]
+    list_range: u64,
+    /// Key range of the hash set.
+    #[arg(long, default_value_t = 65536)]
+    hash_range: u64,
+    /// Duration of one measurement, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    duration_ms: u64,
+    /// Repetitions (median reported).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Also measure recovery time of a Mirror hash set of these sizes.
+    #[arg(long, value_delimiter = ',')]
+    recovery: Vec<u64>,
+    /// Tiny sizes and durations (CI smoke).
+    #[arg(long)]
+    smoke: bool,
+    /// Seed of the key streams.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+trait Set: Send + Sync {
+    fn insert(&self, k: u64) -> bool;
+    fn remove(&self, k: u64) -> bool;
+    fn contains(&self, k: u64) -> bool;
+}
+impl<F: Flavor, P: Persist> Set for List<F, P> {
+    fn insert(&self, k: u64) -> bool {
+        List::insert(self, k).expect("region large enough")
+    }
+    fn remove(&self, k: u64) -> bool {
+        List::remove(self, k)
+    }
+    fn contains(&self, k: u64) -> bool {
+        List::contains(self, k)
+    }
+}
+impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
+    fn insert(&self, k: u64) -> bool {
+        HashSet::insert(self, k).expect("region large enough")
+    }
+    fn remove(&self, k: u64) -> bool {
+        HashSet::remove(self, k)
+    }
+    fn contains(&self, k: u64) -> bool {
+        HashSet::contains(self, k)
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Outcome {
+    mops: f64,
+    pwb_per_op: f64,
+    fence_per_op: f64,
+    pwb_per_update: f64,
+}
+
+fn build(structure: &str, flavor: &str, dir: &Path, n: usize) -> Box<dyn Set> {
+    let size: u64 = 256 + 1024 * 65536; // 64 MiB
+    let path = dir.join(format!("{structure}-{flavor}-{n}.pmem"));
+    let _ = std::fs::remove_file(&path);
+    fn file<F: Flavor>(p: &Path, size: u64) -> Heap<F, pmem::Hardware> {
+        Heap::create(p, LAYOUT, size).expect("create region file")
+    }
+    fn anon(size: u64) -> Heap<Volatile, pmem::NoPersist> {
+        Heap::anonymous(size).expect("anonymous heap")
+    }
+    let set: Box<dyn Set> = match (structure, flavor) {
+        ("list", "volatile") => Box::new(List::new(anon(size)).expect("list")),
+        ("list", "mirror") => Box::new(List::new(file::<Mirror>(&path, size)).expect("list")),
+        ("list", "izraelevitz") => {
+            Box::new(List::new(file::<Izraelevitz>(&path, size)).expect("list"))
+        }
+        ("hash", "volatile") => Box::new(HashSet::<_, _, BUCKETS>::new(anon(size)).expect("hash")),
+        ("hash", "mirror") => {
+            Box::new(HashSet::<_, _, BUCKETS>::new(file::<Mirror>(&path, size)).expect("hash"))
+        }
+        ("hash", "izraelevitz") => {
+            Box::new(HashSet::<_, _, BUCKETS>::new(file::<Izraelevitz>(&path, size)).expect("hash"))
+        }
+        other => panic!("unknown structure/flavor {other:?}"),
+    };
+    set
+}
+
+fn measure(
+    set: &dyn Set,
+    range: u64,
+    reads: u32,
+    threads: usize,
+    dur: Duration,
+    seed: u64,
+) -> Outcome {
+    let mut rng = Rng(seed);
+    let mut filled = 0;
+    while filled < range / 2 {
+        if set.insert(rng.next() % range) {
+            filled += 1;
+        }
+    }
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let results: Vec<(u64, u64, pmem::PersistStats)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let (stop, barrier) = (&stop, &barrier);
+                s.spawn(move || {
+                    let mut rng = Rng(seed ^ ((t as u64 + 1) * 0x51));
+                    let (mut ops, mut updates) = (0u64, 0u64);
+                    barrier.wait();
+                    let before = pmem::stats();
+                    // Relaxed: a stop flag; the scope join orders the results.
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            let r = rng.next();
+                            let k = (r >> 8) % range;
+                            let p = (r % 100) as u32;
+                            if p < reads {
+                                set.contains(k);
+                            } else if p < reads + (100 - reads) / 2 {
+                                updates += u64::from(set.insert(k));
+                            } else {
+                                updates += u64::from(set.remove(k));
+                            }
+                        }
+                        ops += 64;
+                    }
+                    (ops, updates, pmem::stats().since(before))
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(dur);
+        stop.store(true, Ordering::Relaxed);
+        let r = hs.into_iter().map(|h| h.join().expect("worker")).collect();
+        let _ = start;
+        r
+    });
+    let ops: u64 = results.iter().map(|r| r.0).sum();
+    let updates: u64 = results.iter().map(|r| r.1).sum();
+    let pwbs: u64 = results.iter().map(|r| r.2.pwbs).sum();
+    let fences: u64 = results.iter().map(|r| r.2.pfences + r.2.psyncs).sum();
+    Outcome {
+        mops: ops as f64 / dur.as_secs_f64() / 1e6,
+        pwb_per_op: pwbs as f64 / ops as f64,
+        fence_per_op: fences as f64 / ops as f64,
+        pwb_per_update: pwbs as f64 / updates.max(1) as f64,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+fn recovery(dir: &Path, sizes: &[u64]) {
+    println!(
+        "\nrecovery of a Mirror hash set ({BUCKETS} buckets) from a file, after a clean drop:"
+    );
+    println!(
+        "{:>10} {:>12} {:>14}",
+        "keys", "recover ms", "µs per 1k keys"
+    );
+    for &n in sizes {
+        let path = dir.join(format!("recovery-{n}.pmem"));
+        let _ = std::fs::remove_file(&path);
+        let size = (256 + (n * 32 / 65000 + 4) * 65536).max(1 << 20);
+        {
+            let heap = Heap::<Mirror, _>::create(&path, LAYOUT, size).expect("create");
+            let set = HashSet::<Mirror, _, BUCKETS>::new(heap).expect("set");
+            for k in 0..n {
+                set.insert(k.wrapping_mul(0x9E37_79B9)).expect("room");
+            }
+        }
+        let start = Instant::now();
+        let set =
+            HashSet::<Mirror, _, BUCKETS>::recover(Region::open(&path, LAYOUT).expect("open"))
+                .expect("recover");
+        let took = start.elapsed();
+        assert!(set.contains(0));
+        println!(
+            "{n:>10} {:>12.1} {:>14.1}",
+            took.as_secs_f64() * 1e3,
+            took.as_secs_f64() * 1e6 / (n as f64 / 1000.0)
+        );
+        drop(set);
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+fn main() {
+    let mut a = Args::parse();
+    if a.smoke {
+        a.threads = vec![1, 2];
+        a.duration_ms = 50;
+        a.reps = 1;
+        a.hash_range = 4096;
+        if a.recovery.is_empty() {
+            a.recovery = vec![1000];
+        }
+    }
+    let dir: PathBuf = std::env::temp_dir().join(format!("mirror-fig6-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .unwrap_or_default();
+    println!(
+        "mirror_fig6: {cores} cores, 1 NUMA node, flush = {:?} (mapped file on DRAM, no NVMM), \
+         duration {} ms, median of {} (min-max), seed {}, git {}",
+        pmem::Hardware::new().kind(),
+        a.duration_ms,
+        a.reps,
+        a.seed,
+        commit.trim()
+    );
+    println!(
+        "bytes per node (block): volatile {} ({}), mirror {} ({}), izraelevitz {} ({}); \
+         Mirror keeps a second copy of each node in the region",
+        core::mem::size_of::<Node<Volatile>>(),
+        core::mem::size_of::<Node<Volatile>>().next_power_of_two(),
+        core::mem::size_of::<Node<Mirror>>(),
+        core::mem::size_of::<Node<Mirror>>().next_power_of_two(),
+        core::mem::size_of::<Node<Izraelevitz>>(),
+        core::mem::size_of::<Node<Izraelevitz>>().next_power_of_two(),
+    );
+    let flavors = ["volatile", "mirror", "izraelevitz"];
+    println!(
+        "{:<6} {:>5} {:>3} {:<12} {:>8} {:>17} {:>8} {:>9} {:>10}",
+        "struct",
+        "reads",
+        "thr",
+        "flavor",
+        "Mops/s",
+        "(min-max)",
+        "pwb/op",
+        "fence/op",
+        "pwb/update"
+    );
+    let dur = Duration::from_millis(a.duration_ms);
+    let mut ratios = Vec::new();
+    for s in &a.structures {
+        let range = if s == "list" {
+            a.list_range
+        } else {
+            a.hash_range
+        };
+        for &reads in &a.reads {
+            for &t in &a.threads {
+                let mut runs: Vec<Vec<Outcome>> = vec![Vec::new(); flavors.len()];
+                for rep in 0..a.reps {
+                    // Interleaved: every flavor once per repetition, same seed.
+                    for (i, f) in flavors.iter().enumerate() {
+                        let set = build(s, f, &dir, rep);
+                        runs[i].push(measure(&*set, range, reads, t, dur, a.seed + rep as u64));
+                    }
+                }
+                let mut med = Vec::new();
+                for (i, f) in flavors.iter().enumerate() {
+                    let (m, lo, hi) = median(runs[i].iter().map(|o| o.mops).collect());
+                    let o = runs[i][runs[i].len() / 2];
+                    let over = if t > cores { " (oversubscribed)" } else { "" };
+                    println!(
+                        "{s:<6} {reads:>5} {t:>3} {f:<12} {m:>8.3} {:>17} {:>8.3} {:>9.3} {:>10.2}{over}",
+                        format!("({lo:.3}-{hi:.3})"),
+                        o.pwb_per_op,
+                        o.fence_per_op,
+                        o.pwb_per_update
+                    );
+                    med.push(m);
+                }
+                ratios.push(format!(
+                    "{s} reads={reads} threads={t}: mirror/volatile = {:.2}, mirror/izraelevitz = {:.1}",
+                    med[1] / med[0],
+                    med[1] / med[2]
+                ));
+            }
+        }
+    }
+    println!("\nratios (medians of this run; targets, list at 1 thread: mirror/volatile >= 0.75, mirror/izraelevitz >= 30):");
+    for r in ratios {
+        println!("  {r}");
+    }
+    if !a.recovery.is_empty() {
+        recovery(&dir, &a.recovery);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,143 @@
+//! The heap's block allocator: power-of-two size classes in chunks, sharded free lists.
+//!
+//! Scaling: each thread uses the shard its thread hash picks (8 shards, each behind its own
+//! cache-padded lock), so threads rarely share a lock; a block freed by reclamation goes to the
+//! shard of the thread that runs the deferred free. Chunks are claimed from `pmem`'s durable
+//! high-water mark (one CAS, `pwb` + `psync`), then their header is made durable, so recovery
+//! can always tell which class a chunk holds.
+
+use crate::error::AllocError;
+use crate::heap::Space;
+use crate::sync::{lock, thread_hint, Mutex};
+use crossbeam_utils::CachePadded;
+use pmem::Persist;
+
+/// Bytes per chunk.
+pub(crate) const CHUNK: u64 = 64 * 1024;
+/// Bytes of the chunk header (`{CHUNK_TAG, block size}`, padded to a cache line).
+pub(crate) const CHUNK_HEADER: u64 = 64;
+/// Tag of a chunk header ("MIRRORCK").
+pub(crate) const CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
+const CLASSES: usize = 12; // 16 B ..= 32 KiB
+const SHARDS: usize = 8;
+
+/// The size class of an object of `size` bytes (block = 16 << class).
+pub(crate) fn class_of(size: usize) -> usize {
+    size.max(16).next_power_of_two().trailing_zeros() as usize - 4
+}
+
+fn block_of(class: usize) -> u64 {
+    16 << class
+}
+
+#[derive(Default)]
+struct Class {
+    free: Vec<u64>,
+    next: u64,
+    end: u64,
+}
+
+#[derive(Default)]
+struct Shard {
+    classes: [Class; CLASSES],
+    /// Blocks handed out minus blocks freed through this shard (may be negative per shard).
+    live: i64,
+}
+
+/// The allocator state (DRAM only; rebuilt by recovery).
+pub(crate) struct Alloc {
+    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    /// Chunks claimed before a crash whose header never became durable: reused first.
+    spare: Mutex<Vec<u64>>,
+}
+
+impl Alloc {
+    pub(crate) fn new() -> Self {
+        Self {
+            shards: (0..SHARDS)
+                .map(|_| CachePadded::new(Mutex::new(Shard::default())))
+                .collect(),
+            spare: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn shard(&self) -> &Mutex<Shard> {
+        &self.shards[thread_hint() % SHARDS]
+    }
+
+    /// A free block of `class`: from this thread's shard, its current chunk, or a new chunk.
+    pub(crate) fn alloc<P: Persist>(
+        &self,
+        class: usize,
+        space: &Space<P>,
+    ) -> Result<u64, AllocError> {
+        let block = block_of(class);
+        let mut shard = lock(self.shard());
+        shard.live += 1;
+        let c = &mut shard.classes[class];
+        if let Some(off) = c.free.pop() {
+            return Ok(off);
+        }
+        if c.next + block <= c.end {
+            let off = c.next;
+            c.next += block;
+            return Ok(off);
+        }
+        let spare = lock(&self.spare).pop();
+        let chunk = match spare {
+            Some(chunk) => chunk,
+            None => match space.region().allocator(CHUNK).alloc_bytes(CHUNK, 64) {
+                Ok(off) => off.0,
+                Err(_) => {
+                    shard.live -= 1;
+                    return Err(AllocError::Exhausted {
+                        requested: block as usize,
+                    });
+                }
+            },
+        };
+        space.write_chunk_header(chunk, block);
+        let c = &mut shard.classes[class];
+        c.next = chunk + CHUNK_HEADER + block;
+        c.end = chunk + CHUNK;
+        Ok(chunk + CHUNK_HEADER)
+    }
+
+    /// Returns a block to the calling thread's shard.
+    pub(crate) fn free(&self, off: u64, class: usize) {
+        let mut shard = lock(self.shard());
+        shard.live -= 1;
+        shard.classes[class].free.push(off);
+    }
+
+    /// Blocks allocated and not freed.
+    pub(crate) fn live(&self) -> usize {
+        let total: i64 = self.shards.iter().map(|s| lock(s).live).sum();
+        total.max(0) as usize
+    }
+
+    /// The allocator after recovery: every block of a used chunk that `reachable` rejects is
+    /// free; blank chunks are spare.
+    pub(crate) fn rebuild(user: u64, chunks: &[u64], reachable: impl Fn(u64) -> bool) -> Self {
+        let alloc = Self::new();
+        for (i, &block) in chunks.iter().enumerate() {
+            let chunk = user + i as u64 * CHUNK;
+            if block == 0 {
+                lock(&alloc.spare).push(chunk);
+                continue;
+            }
+            let class = class_of(block as usize);
+            let mut shard = lock(&alloc.shards[i % SHARDS]);
+            let mut off = chunk + CHUNK_HEADER;
+            while off + block <= chunk + CHUNK {
+                if reachable(off) {
+                    shard.live += 1;
+                } else {
+                    shard.classes[class].free.push(off);
+                }
+                off += block;
+            }
+        }
+        alloc
+    }
+}

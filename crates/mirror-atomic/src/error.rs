@@ -1,0 +1,153 @@
+//! Typed errors: every variant says what went wrong and what to do about it.
+
+use pmem::RegionError;
+use std::fmt;
+
+/// Allocation in a [`Heap`](crate::Heap) failed.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Volatile, AllocError, Heap};
+/// let heap = Heap::<Volatile, _>::anonymous(1 << 20)?;
+/// let err = heap.alloc([0u64; 8192]).unwrap_err(); // 64 KiB: larger than a block can be
+/// assert!(matches!(err, AllocError::TooLarge { .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AllocError {
+    /// The region has no chunk left and no free block of this size. Remedy: a larger region,
+    /// or remove objects (their blocks are reused once no reader can hold them).
+    Exhausted {
+        /// Bytes requested.
+        requested: usize,
+    },
+    /// Larger than the largest block ([`MAX_OBJECT`](crate::MAX_OBJECT) bytes) or aligned to
+    /// more than 64 bytes. Remedy: split the object.
+    TooLarge {
+        /// Bytes requested.
+        requested: usize,
+    },
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exhausted { requested } => {
+                write!(f, "heap exhausted: no room for an object of {requested} bytes")
+            }
+            Self::TooLarge { requested } => write!(
+                f,
+                "object of {requested} bytes exceeds the largest block ({} bytes) or 64-byte alignment",
+                crate::MAX_OBJECT
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AllocError {}
+
+/// Opening, creating or recovering a [`Heap`](crate::Heap) failed.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Mirror, HeapError, Heap};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("missing.pmem");
+/// let err = Heap::<Mirror, _>::open(&path, 7, |_| Ok(())).unwrap_err();
+/// assert!(matches!(err, HeapError::Region(pmem::RegionError::NotFound { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HeapError {
+    /// The region could not be created or opened (missing, truncated, corrupt header, wrong
+    /// layout id, ...). Remedy: see the inner [`RegionError`].
+    Region(RegionError),
+    /// [`Heap::new`](crate::Heap::new) was given a region that already holds allocations.
+    /// Remedy: recover it with [`Heap::recover`](crate::Heap::recover), or create a new one.
+    NotEmpty,
+    /// The region's allocated area is not a whole number of heap chunks: not written by this
+    /// crate, or corrupt. Remedy: restore the file from a backup.
+    BadChunkArea {
+        /// The durable high-water mark found.
+        high_water: u64,
+    },
+    /// A chunk header is neither blank nor valid. Remedy: restore the file from a backup.
+    BadChunk {
+        /// Offset of the chunk.
+        chunk: u64,
+    },
+    /// A persistent pointer reached during recovery does not name a block that can hold its
+    /// type (out of range, misaligned, in a blank chunk, block too small). Remedy: the file is
+    /// corrupt or was written with another layout; restore it from a backup.
+    BadPointer {
+        /// The offset found.
+        offset: u64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A root slot that the structure needs is empty or out of range. Remedy: the file was
+    /// never fully created; create the structure again.
+    MissingRoot {
+        /// The slot.
+        slot: usize,
+    },
+    /// The recovered structure is not well formed (for a list: keys not strictly increasing,
+    /// which also rules out cycles). Remedy: the file is corrupt; restore it from a backup.
+    Malformed {
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// Allocating the structure's root object failed. Remedy: a larger region.
+    Alloc(AllocError),
+}
+
+impl fmt::Display for HeapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Region(e) => write!(f, "region: {e}"),
+            Self::NotEmpty => write!(
+                f,
+                "the region already holds allocations; recover it instead"
+            ),
+            Self::BadChunkArea { high_water } => {
+                write!(
+                    f,
+                    "allocated area ending at {high_water:#x} is not made of heap chunks"
+                )
+            }
+            Self::BadChunk { chunk } => write!(f, "corrupt chunk header at {chunk:#x}"),
+            Self::BadPointer { offset, reason } => {
+                write!(f, "corrupt persistent pointer {offset:#x}: {reason}")
+            }
+            Self::MissingRoot { slot } => write!(f, "root slot {slot} is empty or out of range"),
+            Self::Malformed { what } => write!(f, "recovered structure is malformed: {what}"),
+            Self::Alloc(e) => write!(f, "allocating the root: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HeapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Region(e) => Some(e),
+            Self::Alloc(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<RegionError> for HeapError {
+    fn from(e: RegionError) -> Self {
+        Self::Region(e)
+    }
+}
+
+impl From<AllocError> for HeapError {
+    fn from(e: AllocError) -> Self {
+        Self::Alloc(e)
+    }
+}

@@ -1,0 +1,223 @@
+//! Atomic *flavors*: the one type parameter that makes the same structure code volatile,
+//! Mirror-persistent, or persistent by the Izraelevitz et al. transformation.
+//!
+//! | flavor | atomic word | where objects live | load | CAS | new object |
+//! |---|---|---|---|---|---|
+//! | [`Volatile`] | 8 bytes | region memory (DRAM when anonymous) | plain | plain | nothing |
+//! | [`Mirror`] | 16-byte `{value, seq}` pair per replica | volatile arena + region twin | volatile pair only | Figure 4 | copy to twin, `pwb`, `pfence` |
+//! | [`Izraelevitz`] | 8 bytes | region | load, `pwb`, `pfence` | CAS, `pwb`, `pfence` | `pwb`, `pfence` |
+//!
+//! Izraelevitz, Mendes and Scott (DISC'16) make a linearizable structure durable by following
+//! every shared load and every shared store/CAS with a write-back and a fence. Here that is
+//! applied to every load and CAS of a flavor atomic; immutable fields ([`PConst`]) are written
+//! back with their object before it is published and are not flushed again on each read
+//! (which only favours this baseline).
+
+use crate::heap::Space;
+use crate::patomic::PAtomic;
+use crate::persist::Durability;
+use crate::sync::{AtomicWord, Ordering};
+use crate::word::{from_bits, to_bits, FitsWord};
+use core::fmt;
+use core::marker::PhantomData;
+use pmem::{Persist, Pod};
+
+#[allow(unused_imports)] // referenced by the module docs
+use crate::patomic::PConst;
+
+/// An atomic flavor (see the [module docs](self)).
+///
+/// Structures are written against `F::Atomic<T>` and these functions only; implement the
+/// trait yourself only to build a variant of a flavor (the crash tests build a deliberately
+/// broken Mirror this way).
+pub trait Flavor: Sized + Send + Sync + 'static {
+    /// The atomic word holding a `T`.
+    type Atomic<T>: Send + Sync;
+    /// Name printed by benches and tests.
+    const NAME: &'static str;
+    /// Whether objects live in a separate volatile arena mirrored by the region.
+    const MIRRORED: bool;
+
+    /// A new atomic (to be placed in a heap object by [`Heap::alloc`](crate::Heap::alloc)).
+    fn atomic<T: Pod>(value: T) -> Self::Atomic<T>;
+    /// Loads the value.
+    fn load<T: Pod, P: Persist>(a: &Self::Atomic<T>, space: &Space<P>) -> T;
+    /// Compare-and-swap: `Ok(current)` or `Err(observed)`.
+    fn compare_exchange<T: Pod, P: Persist>(
+        a: &Self::Atomic<T>,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T>;
+    /// The value of this replica, with no persistence action (recovery tracing reads the
+    /// persistent replica with it).
+    fn peek<T: Pod>(a: &Self::Atomic<T>) -> T;
+    /// Makes the object just written at `offset` (`len` bytes, in the primary memory) durable
+    /// before a CAS publishes it.
+    ///
+    /// # Safety
+    ///
+    /// `offset..offset + len` is an object of this heap that no other thread can reach yet.
+    unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize);
+}
+
+/// Plain atomics on DRAM: no persistence (the baseline every persistent flavor is compared to).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Volatile;
+
+/// Mirror (PLDI'21): loads from the volatile replica, writes by Figure 4 on both replicas.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mirror;
+
+/// The Izraelevitz et al. transformation: a write-back and a fence after every load and CAS.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Izraelevitz;
+
+/// The 8-byte atomic of the [`Volatile`] and [`Izraelevitz`] flavors.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::flavor::{Flavor, Volatile};
+/// let a = Volatile::atomic(3u32);
+/// assert_eq!(Volatile::peek(&a), 3);
+/// ```
+#[repr(transparent)]
+pub struct VAtomic<T> {
+    word: AtomicWord,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Pod> VAtomic<T> {
+    fn new(value: T) -> Self {
+        let () = FitsWord::<T>::OK;
+        Self {
+            word: AtomicWord::new(to_bits(value)),
+            _t: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn load(&self) -> T {
+        // Acquire: pairs with the AcqRel CAS that published the value (and the object it
+        // points to).
+        from_bits(self.word.load(Ordering::Acquire))
+    }
+
+    #[inline(always)]
+    fn cas(&self, current: T, new: T) -> Result<T, T> {
+        // AcqRel: Release publishes the object `new` may point to (pairs with `load`'s
+        // Acquire); Acquire orders what we read after it.
+        self.word
+            .compare_exchange(to_bits(current), to_bits(new), Ordering::AcqRel)
+            .map(from_bits)
+            .map_err(from_bits)
+    }
+}
+
+impl<T: Pod + fmt::Debug> fmt::Debug for VAtomic<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: a diagnostic snapshot.
+        let v: T = from_bits(self.word.load(Ordering::Relaxed));
+        f.debug_tuple("VAtomic").field(&v).finish()
+    }
+}
+
+impl Flavor for Volatile {
+    type Atomic<T> = VAtomic<T>;
+    const NAME: &'static str = "volatile";
+    const MIRRORED: bool = false;
+
+    fn atomic<T: Pod>(value: T) -> VAtomic<T> {
+        VAtomic::new(value)
+    }
+    #[inline(always)]
+    fn load<T: Pod, P: Persist>(a: &VAtomic<T>, _: &Space<P>) -> T {
+        a.load()
+    }
+    #[inline(always)]
+    fn compare_exchange<T: Pod, P: Persist>(
+        a: &VAtomic<T>,
+        current: T,
+        new: T,
+        _: &Space<P>,
+    ) -> Result<T, T> {
+        a.cas(current, new)
+    }
+    fn peek<T: Pod>(a: &VAtomic<T>) -> T {
+        a.load()
+    }
+    unsafe fn publish<P: Persist>(_: &Space<P>, _: u64, _: usize) {}
+}
+
+impl Flavor for Izraelevitz {
+    type Atomic<T> = VAtomic<T>;
+    const NAME: &'static str = "izraelevitz";
+    const MIRRORED: bool = false;
+
+    fn atomic<T: Pod>(value: T) -> VAtomic<T> {
+        VAtomic::new(value)
+    }
+    #[inline(always)]
+    fn load<T: Pod, P: Persist>(a: &VAtomic<T>, space: &Space<P>) -> T {
+        let v = a.load();
+        space.persist().flush_word(&a.word);
+        space.persist().fence();
+        v
+    }
+    #[inline(always)]
+    fn compare_exchange<T: Pod, P: Persist>(
+        a: &VAtomic<T>,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        let r = a.cas(current, new);
+        space.persist().flush_word(&a.word);
+        space.persist().fence();
+        r
+    }
+    fn peek<T: Pod>(a: &VAtomic<T>) -> T {
+        a.load()
+    }
+    unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+        // SAFETY: the caller guarantees the object is this heap's; `flush_primary` needs it.
+        unsafe { space.flush_primary(offset, len) };
+        space.fence();
+    }
+}
+
+impl Flavor for Mirror {
+    type Atomic<T> = PAtomic<T>;
+    const NAME: &'static str = "mirror";
+    const MIRRORED: bool = true;
+
+    fn atomic<T: Pod>(value: T) -> PAtomic<T> {
+        PAtomic::new(value)
+    }
+    #[inline(always)]
+    fn load<T: Pod, P: Persist>(a: &PAtomic<T>, _: &Space<P>) -> T {
+        a.load()
+    }
+    #[inline(always)]
+    fn compare_exchange<T: Pod, P: Persist>(
+        a: &PAtomic<T>,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        a.compare_exchange(current, new, space)
+    }
+    fn peek<T: Pod>(a: &PAtomic<T>) -> T {
+        a.load()
+    }
+    unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+        // Paper §4.3.2: the object is built in the volatile replica, then copied to its twin.
+        // SAFETY: the caller guarantees the object is this heap's and unpublished.
+        unsafe { space.copy_to_twin(offset, len) };
+        // SAFETY: as above.
+        unsafe { space.flush_twin(offset, len) };
+        // The copy is ordered before the CAS that publishes the object (its own pwb).
+        space.fence();
+    }
+}

@@ -1,0 +1,656 @@
+//! The dual heap (paper §4.2-4.3): a persistent `pmem` region and, for the Mirror flavor, a
+//! volatile arena of the same size in which every object sits at the same offset.
+//!
+//! Layout of the region's user area: chunks of [`CHUNK`] bytes claimed from `pmem`'s durable
+//! high-water mark. Each chunk starts with a 64-byte header `{CHUNK_TAG, block size}` written
+//! back and synced before any block of it is used; the rest is blocks of one power-of-two size
+//! class (16 B to 32 KiB). Only that header is allocator metadata in the region; free lists
+//! live in DRAM and are rebuilt by recovery (paper §4.3: "metadata are managed only on the
+//! volatile replica").
+
+use crate::alloc::{class_of, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG};
+use crate::error::{AllocError, HeapError};
+use crate::flavor::Flavor;
+use crate::persist::Durability;
+use crate::sync::{Arc, AtomicPair, AtomicWord, Ordering};
+use crate::word::PPtr;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use crossbeam_epoch::Guard;
+use pmem::{NoPersist, Offset, Persist, Region, ROOT_SLOTS};
+use std::alloc::Layout;
+use std::path::Path;
+
+/// The largest object [`Heap::alloc`] accepts, in bytes.
+pub const MAX_OBJECT: usize = 32 * 1024;
+
+/// What a heap object may be made of.
+///
+/// # Safety
+///
+/// Implement only for types made of [`Pod`](pmem::Pod) values, flavor atomics,
+/// [`PConst`](crate::PConst)s and [`PPtr`]s (arrays and `repr(C)` structs of them): every bit
+/// pattern must be a valid value (recovery reads objects from a file that may be corrupt), the
+/// type must not need `Drop` (heap objects are never dropped), and it must not contain Rust
+/// pointers or references (the region is mapped elsewhere after a restart).
+pub unsafe trait Object: Sized + Send + Sync + 'static {}
+
+// SAFETY: an atomic over a `Pod` value: any bits are a value; no drop glue, no pointers.
+unsafe impl<T: pmem::Pod> Object for crate::PAtomic<T> {}
+// SAFETY: as above.
+unsafe impl<T: pmem::Pod> Object for crate::flavor::VAtomic<T> {}
+// SAFETY: a `Pod` value.
+unsafe impl<T: pmem::Pod> Object for crate::PConst<T> {}
+// SAFETY: an array of objects is an object (no padding between elements adds invalid bits).
+unsafe impl<T: Object, const N: usize> Object for [T; N] {}
+macro_rules! pod_object {
+    ($($t:ty),*) => {$(
+        // SAFETY: a `Pod` primitive.
+        unsafe impl Object for $t {}
+    )*};
+}
+pod_object!(u8, u16, u32, u64, i8, i16, i32, i64, usize, isize);
+
+/// A heap object that recovery can trace: it reports every [`PPtr`] it holds.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::{Flavor, Mirror}, Object, PAtomic, PPtr, Trace, Tracer};
+/// #[repr(C)]
+/// struct Cell { next: PAtomic<PPtr<Cell>>, value: PAtomic<u64> }
+/// // SAFETY: made of persistent atomics only.
+/// unsafe impl Object for Cell {}
+/// impl Trace for Cell {
+///     fn trace(&self, t: &mut Tracer<'_>) {
+///         t.visit(Mirror::peek(&self.next));
+///     }
+/// }
+/// ```
+pub trait Trace: Object {
+    /// Calls [`Tracer::visit`] on every pointer this object holds (read with
+    /// [`Flavor::peek`]).
+    fn trace(&self, tracer: &mut Tracer<'_>);
+}
+
+/// Owns the volatile arena of a Mirror heap (zeroed, 4 KiB aligned).
+struct Arena {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl Arena {
+    fn new(len: usize) -> Result<Self, AllocError> {
+        let layout = Layout::from_size_align(len, 4096)
+            .map_err(|_| AllocError::Exhausted { requested: len })?;
+        // SAFETY: `layout` has a non-zero size (a region is at least MIN_REGION_SIZE bytes).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).ok_or(AllocError::Exhausted { requested: len })?;
+        Ok(Self { ptr, layout })
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `alloc_zeroed` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+/// The memory of a heap: the region (persistent replica), the primary memory objects are
+/// read and written in (the volatile arena for Mirror, the region itself otherwise), and the
+/// persistence instructions. Flavor atomics take it to find an object's twin.
+pub struct Space<P: Persist> {
+    region: Region<P>,
+    primary: NonNull<u8>,
+    len: usize,
+    arena: Option<Arena>,
+}
+
+// SAFETY:
+// - `primary` points into memory owned by `region` or `arena`, which live as long as `self`;
+// - that memory is only accessed through atomics, or through `&` references to objects that
+//   are immutable after publication, or by the publishing thread before publication.
+unsafe impl<P: Persist> Send for Space<P> {}
+// SAFETY: as for `Send`; every method takes `&self` and is safe to call concurrently.
+unsafe impl<P: Persist> Sync for Space<P> {}
+
+impl<P: Persist> Space<P> {
+    fn new(region: Region<P>, mirrored: bool) -> Result<Self, AllocError> {
+        let len = region.len() as usize;
+        let (primary, arena) = if mirrored {
+            let arena = Arena::new(len)?;
+            (arena.ptr, Some(arena))
+        } else {
+            (region.base(), None)
+        };
+        Ok(Self {
+            region,
+            primary,
+            len,
+            arena,
+        })
+    }
+
+    /// The persistent region.
+    pub fn region(&self) -> &Region<P> {
+        &self.region
+    }
+
+    /// The persistence instructions of the region.
+    pub fn persist(&self) -> &P {
+        self.region.persist()
+    }
+
+    /// Whether objects have a volatile replica (the Mirror flavor).
+    pub fn is_mirrored(&self) -> bool {
+        self.arena.is_some()
+    }
+
+    /// Address of `offset` in the primary memory.
+    #[inline(always)]
+    pub(crate) fn primary_at(&self, offset: u64) -> *mut u8 {
+        self.primary.as_ptr().wrapping_add(offset as usize)
+    }
+
+    /// Address of `offset` in the region.
+    #[inline(always)]
+    fn region_at(&self, offset: u64) -> *mut u8 {
+        self.region.base().as_ptr().wrapping_add(offset as usize)
+    }
+
+    /// The persistent twin of a volatile pair (paper §4.3.1: same offset, other base).
+    ///
+    /// # Panics
+    ///
+    /// If `pair` is not inside this space's volatile arena.
+    #[inline(always)]
+    pub(crate) fn twin_pair(&self, pair: &AtomicPair) -> &AtomicPair {
+        let off = (pair as *const AtomicPair as usize).wrapping_sub(self.primary.as_ptr() as usize);
+        assert!(
+            self.arena.is_some() && off <= self.len - core::mem::size_of::<AtomicPair>(),
+            "PAtomic used with a Space whose volatile arena does not contain it"
+        );
+        // SAFETY:
+        // - `off + 16 <= len` (checked above) and the region has `len` bytes, so the twin is
+        //   inside the region; it is 16-aligned because `pair` is and both bases are 4 KiB
+        //   aligned (arena by its layout, region by mmap);
+        // - the twin is only accessed as an `AtomicPair` once its object is published (before,
+        //   only by the publishing thread's copy), so the reference aliases no plain access.
+        unsafe { &*self.region_at(off as u64).cast::<AtomicPair>() }
+    }
+
+    /// Copies `len` bytes at `offset` from the volatile arena to the region (no-op when not
+    /// mirrored).
+    ///
+    /// # Safety
+    ///
+    /// `offset..offset + len` is an object of this heap that no other thread can reach yet.
+    pub unsafe fn copy_to_twin(&self, offset: u64, len: usize) {
+        if self.arena.is_some() {
+            // SAFETY:
+            // - both ranges are inside their `len`-byte memories (the object is in the heap);
+            // - arena and region are distinct allocations, so they do not overlap;
+            // - no other thread accesses the object (caller's contract), apart from the pmem
+            //   simulator's 8-byte reads of region memory, its documented assumption.
+            unsafe {
+                core::ptr::copy_nonoverlapping(self.primary_at(offset), self.region_at(offset), len)
+            };
+        }
+    }
+
+    /// Writes back the region copy of `offset..offset + len` (no fence).
+    ///
+    /// # Safety
+    ///
+    /// `offset..offset + len` is inside the region.
+    pub unsafe fn flush_twin(&self, offset: u64, len: usize) {
+        // SAFETY: in the mapped region (caller's contract).
+        unsafe { self.persist().flush_bytes(self.region_at(offset), len) };
+    }
+
+    /// Writes back the primary copy of `offset..offset + len` (the region itself when not
+    /// mirrored; no fence).
+    ///
+    /// # Safety
+    ///
+    /// `offset..offset + len` is inside the heap.
+    pub unsafe fn flush_primary(&self, offset: u64, len: usize) {
+        // SAFETY: in the mapped primary memory (caller's contract).
+        unsafe { self.persist().flush_bytes(self.primary_at(offset), len) };
+    }
+
+    /// `pfence`: orders this thread's earlier write-backs before its later ones.
+    pub fn fence(&self) {
+        self.persist().fence();
+    }
+
+    /// `psync`: waits until this thread's earlier write-backs are durable.
+    pub fn sync(&self) {
+        self.persist().sync();
+    }
+
+    /// Writes a chunk header into the region and makes it durable before the chunk is used.
+    pub(crate) fn write_chunk_header(&self, chunk: u64, block: u64) {
+        // SAFETY:
+        // - `chunk` was just claimed from the region (in bounds, 64-aligned), nobody else uses
+        //   it; the header words are 8-aligned and only accessed atomically or by recovery;
+        // - AtomicWord has the size and alignment of u64.
+        let words = unsafe { &*self.region_at(chunk).cast::<[AtomicWord; 2]>() };
+        // Relaxed: ordered before any use of the chunk by the psync below and by the publishing
+        // CAS of the first object allocated in it.
+        words[1].store(block, Ordering::Relaxed);
+        words[0].store(CHUNK_TAG, Ordering::Relaxed);
+        self.persist().flush_word(&words[0]);
+        self.persist().flush_word(&words[1]);
+        self.persist().sync();
+    }
+
+    /// Reads the header `{tag, block}` of the chunk at `chunk` in the region.
+    pub(crate) fn read_chunk_header(&self, chunk: u64) -> (u64, u64) {
+        // SAFETY: `chunk + 16 <= len` (the caller walks chunks below the high-water mark,
+        // checked against the region size by pmem); 8-aligned words read atomically.
+        let words = unsafe { &*self.region_at(chunk).cast::<[AtomicWord; 2]>() };
+        // Relaxed: recovery runs single-threaded on the freshly opened region.
+        (
+            words[0].load(Ordering::Relaxed),
+            words[1].load(Ordering::Relaxed),
+        )
+    }
+
+    /// Region length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies the whole region into the volatile arena (recovery, paper §4.3.3).
+    fn mirror_region(&self) {
+        if self.arena.is_some() {
+            // SAFETY: both memories are `len` bytes, distinct; recovery is single-threaded.
+            unsafe {
+                core::ptr::copy_nonoverlapping(self.region_at(0), self.primary_at(0), self.len)
+            };
+        }
+    }
+}
+
+impl<P: Persist> core::fmt::Debug for Space<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Space")
+            .field("len", &self.len)
+            .field("mirrored", &self.arena.is_some())
+            .finish()
+    }
+}
+
+/// A heap of objects for flavor `F` over a region with persistence `P`.
+///
+/// Objects are allocated with [`alloc`](Self::alloc) (built in the primary memory, published
+/// to the region as the flavor requires), reached through [`PPtr`]s and
+/// [`get`](Self::get), retired with [`retire`](Self::retire) once unlinked (reused after an
+/// epoch grace period, and only after the unlinking is durable), and found again after a
+/// restart from typed roots ([`set_root`](Self::set_root), [`recover`](Self::recover)).
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Mirror, Heap, PAtomic};
+/// let heap = Heap::<Mirror, _>::anonymous(1 << 20)?;
+/// let counter = heap.alloc(PAtomic::new(0u64))?;
+/// heap.set_root(0, counter)?;
+/// // SAFETY: allocated above and never retired.
+/// unsafe { heap.get(counter) }.fetch_add(1, heap.space());
+/// assert_eq!(unsafe { heap.get(heap.root::<PAtomic<u64>>(0).unwrap()) }.load(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Heap<F: Flavor, P: Persist> {
+    space: Space<P>,
+    alloc: Arc<Alloc>,
+    _f: PhantomData<F>,
+}
+
+impl<F: Flavor, P: Persist> core::fmt::Debug for Heap<F, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Heap")
+            .field("flavor", &F::NAME)
+            .field("space", &self.space)
+            .finish()
+    }
+}
+
+impl<F: Flavor> Heap<F, NoPersist> {
+    /// A heap over an anonymous (volatile) mapping of `size` bytes: for the [`Volatile`]
+    /// flavor, tests and examples.
+    ///
+    /// [`Volatile`]: crate::flavor::Volatile
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::Region`] for a bad size (see `pmem::Region::anonymous`).
+    pub fn anonymous(size: u64) -> Result<Self, HeapError> {
+        Self::new(Region::anonymous(0, size)?)
+    }
+}
+
+impl<F: Flavor> Heap<F, pmem::Hardware> {
+    /// Creates a file-backed heap (a new `pmem` region of `size` bytes with layout id
+    /// `layout`).
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::Region`] when the file exists or cannot be created.
+    pub fn create(path: impl AsRef<Path>, layout: u64, size: u64) -> Result<Self, HeapError> {
+        Self::new(Region::create(path, layout, size)?)
+    }
+
+    /// Opens a file-backed heap and recovers it (see [`recover`](Self::recover)).
+    ///
+    /// # Errors
+    ///
+    /// Every [`HeapError`] of `recover`, and [`HeapError::Region`] when the file is missing,
+    /// truncated, corrupt or of another layout.
+    pub fn open(
+        path: impl AsRef<Path>,
+        layout: u64,
+        roots: impl FnOnce(&mut Tracer<'_>) -> Result<(), HeapError>,
+    ) -> Result<Self, HeapError> {
+        Self::recover(Region::open(path, layout)?, roots)
+    }
+}
+
+impl<F: Flavor, P: Persist> Heap<F, P> {
+    /// A heap over a fresh region (nothing allocated in it yet).
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::NotEmpty`] if the region already holds allocations;
+    /// [`HeapError::Alloc`] if the volatile arena cannot be allocated.
+    pub fn new(region: Region<P>) -> Result<Self, HeapError> {
+        if region.high_water_mark() != region.user_offset() {
+            return Err(HeapError::NotEmpty);
+        }
+        let space = Space::new(region, F::MIRRORED)?;
+        Ok(Self {
+            space,
+            alloc: Arc::new(Alloc::new()),
+            _f: PhantomData,
+        })
+    }
+
+    /// The heap's memory (pass it to flavor atomics).
+    #[inline(always)]
+    pub fn space(&self) -> &Space<P> {
+        &self.space
+    }
+
+    /// The persistent region.
+    pub fn region(&self) -> &Region<P> {
+        self.space.region()
+    }
+
+    /// Allocates `value` in the heap and makes it durable as the flavor requires, so that a
+    /// CAS may publish the returned pointer (paper §4.3.2).
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::TooLarge`] above [`MAX_OBJECT`] bytes or 64-byte alignment;
+    /// [`AllocError::Exhausted`] when the region is full.
+    pub fn alloc<N: Object>(&self, value: N) -> Result<PPtr<N>, AllocError> {
+        let size = core::mem::size_of::<N>();
+        if size > MAX_OBJECT || core::mem::align_of::<N>() > 64 {
+            return Err(AllocError::TooLarge { requested: size });
+        }
+        let class = class_of(size);
+        let off = self.alloc.alloc(class, &self.space)?;
+        // SAFETY:
+        // - `off` is a free block of at least `size` bytes, aligned to min(block, 64) >= align
+        //   of `N`, inside the primary memory; no other thread can reach it (it is not yet
+        //   published and was reclaimed only after a grace period).
+        unsafe { self.space.primary_at(off).cast::<N>().write(value) };
+        // SAFETY: the object at `off` is this heap's and unpublished.
+        unsafe { F::publish(&self.space, off, size) };
+        Ok(PPtr::from_offset(off))
+    }
+
+    /// Frees an object that was never published (no other thread can have seen it).
+    ///
+    /// # Safety
+    ///
+    /// `p` was returned by [`alloc`](Self::alloc) of this heap, was never stored where another
+    /// thread or recovery can reach it, and is not used again.
+    pub unsafe fn free_unpublished<N: Object>(&self, p: PPtr<N>) {
+        self.alloc
+            .free(p.offset(), class_of(core::mem::size_of::<N>()));
+    }
+
+    /// The object `p` points to (mark bit ignored).
+    ///
+    /// # Safety
+    ///
+    /// - `p` was returned by [`alloc`](Self::alloc) of this heap (or found by recovery) and is
+    ///   not null;
+    /// - it has not been reclaimed: it is not retired, or it was read under a [`Guard`] pinned
+    ///   before it was unlinked and that guard is still alive while the reference is used.
+    #[inline(always)]
+    pub unsafe fn get<N: Object>(&self, p: PPtr<N>) -> &N {
+        debug_assert!(
+            !p.is_null() && p.offset() as usize + core::mem::size_of::<N>() <= self.space.len()
+        );
+        // SAFETY: a live, initialized object of this heap (caller's contract); shared access
+        // only (its mutable fields are atomics).
+        unsafe { &*self.space.primary_at(p.offset()).cast::<N>() }
+    }
+
+    /// Pins the current thread for epoch-based reclamation (crossbeam-epoch).
+    pub fn pin(&self) -> Guard {
+        crossbeam_epoch::pin()
+    }
+
+    /// Retires an unlinked object: its block is reused once every thread pinned now has
+    /// unpinned. A `psync` first makes the unlinking durable, so a block is never reused while
+    /// the durable structure could still point to it (issue item 3).
+    ///
+    /// # Safety
+    ///
+    /// `p` is an object of this heap that no new reader can reach (unlinked by a CAS of this
+    /// thread that completed), retired exactly once.
+    pub unsafe fn retire<N: Object>(&self, p: PPtr<N>, guard: &Guard) {
+        self.space.sync();
+        let alloc = Arc::clone(&self.alloc);
+        let off = p.offset();
+        let class = class_of(core::mem::size_of::<N>());
+        guard.defer(move || alloc.free(off, class));
+    }
+
+    /// Records `p` in persistent root slot `slot` (`pwb` + `psync` of the slot).
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::MissingRoot`] if `slot >= pmem::ROOT_SLOTS`.
+    pub fn set_root<N: Object>(&self, slot: usize, p: PPtr<N>) -> Result<(), HeapError> {
+        self.region()
+            .set_root_slot(slot, Offset(p.offset()))
+            .map_err(|_| HeapError::MissingRoot { slot })
+    }
+
+    /// The object in root slot `slot`, if set. The type is the caller's claim; recovery checked
+    /// that the block can hold it when the heap was recovered with a tracer that visited it.
+    pub fn root<N: Object>(&self, slot: usize) -> Option<PPtr<N>> {
+        match self.region().root_slot(slot) {
+            Ok(Some(off)) => Some(PPtr::from_offset(off.0)),
+            _ => None,
+        }
+    }
+
+    /// Recovers a heap from a region written by this crate (paper §4.3.3): validates the chunk
+    /// headers, lets `roots` trace every reachable object from the root slots, copies the
+    /// persistent replica into a new volatile replica (Mirror) and makes every unreached block
+    /// free.
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::BadChunkArea`], [`HeapError::BadChunk`], [`HeapError::BadPointer`] for a
+    /// corrupt region; whatever `roots` returns (typically [`HeapError::MissingRoot`]).
+    pub fn recover(
+        region: Region<P>,
+        roots: impl FnOnce(&mut Tracer<'_>) -> Result<(), HeapError>,
+    ) -> Result<Self, HeapError> {
+        let space = Space::new(region, F::MIRRORED)?;
+        let user = space.region().user_offset().0;
+        let hwm = space.region().high_water_mark().0;
+        if hwm < user || (hwm - user) % CHUNK != 0 || hwm > space.len() as u64 {
+            return Err(HeapError::BadChunkArea { high_water: hwm });
+        }
+        let mut chunks = Vec::with_capacity(((hwm - user) / CHUNK) as usize);
+        let mut c = user;
+        while c < hwm {
+            let (tag, block) = space.read_chunk_header(c);
+            match (tag, block) {
+                // Blank, or a header torn by a crash while it was being written: the header is
+                // synced before any block of its chunk is used, so such a chunk holds nothing
+                // reachable (and the tracer rejects pointers into it).
+                (0, _) | (CHUNK_TAG, 0) => chunks.push(0),
+                (CHUNK_TAG, b) if b.is_power_of_two() && (16..=MAX_OBJECT as u64).contains(&b) => {
+                    chunks.push(b)
+                }
+                _ => return Err(HeapError::BadChunk { chunk: c }),
+            }
+            c += CHUNK;
+        }
+        let mut tracer = Tracer {
+            base: space.region().base().as_ptr(),
+            user,
+            chunks: &chunks,
+            roots: (0..ROOT_SLOTS)
+                .map(|i| space.region().root_slot(i).ok().flatten().map(|o| o.0))
+                .collect(),
+            marked: std::collections::HashSet::new(),
+            stack: Vec::new(),
+            error: None,
+        };
+        roots(&mut tracer)?;
+        tracer.drain();
+        if let Some(e) = tracer.error {
+            return Err(e);
+        }
+        let marked = tracer.marked;
+        space.mirror_region();
+        let alloc = Alloc::rebuild(user, &chunks, |off| marked.contains(&off));
+        Ok(Self {
+            space,
+            alloc: Arc::new(alloc),
+            _f: PhantomData,
+        })
+    }
+
+    /// Blocks currently allocated (not free), for leak checks and reports.
+    pub fn live_blocks(&self) -> usize {
+        self.alloc.live()
+    }
+}
+
+type TraceFn = fn(&mut Tracer<'_>, *const u8);
+
+/// Recovery's view of the persistent replica: visits objects from the roots.
+pub struct Tracer<'a> {
+    base: *const u8,
+    user: u64,
+    chunks: &'a [u64],
+    roots: Vec<Option<u64>>,
+    marked: std::collections::HashSet<u64>,
+    stack: Vec<(u64, TraceFn)>,
+    error: Option<HeapError>,
+}
+
+impl core::fmt::Debug for Tracer<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tracer")
+            .field("chunks", &self.chunks.len())
+            .field("marked", &self.marked.len())
+            .finish()
+    }
+}
+
+impl Tracer<'_> {
+    /// Visits root slot `slot` as an `N` and returns its pointer.
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::MissingRoot`] if the slot is empty or out of range.
+    pub fn root<N: Trace>(&mut self, slot: usize) -> Result<PPtr<N>, HeapError> {
+        if slot >= ROOT_SLOTS {
+            return Err(HeapError::MissingRoot { slot });
+        }
+        let off = match self.roots.get(slot) {
+            Some(Some(off)) => *off,
+            _ => return Err(HeapError::MissingRoot { slot }),
+        };
+        let p = PPtr::from_offset(off);
+        self.visit(p);
+        Ok(p)
+    }
+
+    /// Marks `p`'s block reachable and, the first time, traces the object (null is ignored).
+    /// A pointer that cannot name an `N` block records [`HeapError::BadPointer`].
+    pub fn visit<N: Trace>(&mut self, p: PPtr<N>) {
+        if p.is_null() || self.error.is_some() {
+            return;
+        }
+        let off = p.offset();
+        match self.check(off, core::mem::size_of::<N>()) {
+            Ok(()) => {}
+            Err(reason) => {
+                self.error = Some(HeapError::BadPointer {
+                    offset: off,
+                    reason,
+                });
+                return;
+            }
+        }
+        if self.marked.insert(off) {
+            self.stack.push((off, trace_at::<N>));
+        }
+    }
+
+    fn check(&self, off: u64, size: usize) -> Result<(), &'static str> {
+        let end = self.user + self.chunks.len() as u64 * CHUNK;
+        if off < self.user || off >= end {
+            return Err("outside the allocated chunks");
+        }
+        let chunk = (off - self.user) / CHUNK;
+        let block = self.chunks[chunk as usize];
+        if block == 0 {
+            return Err("in a chunk never used");
+        }
+        let start = self.user + chunk * CHUNK + CHUNK_HEADER;
+        if off < start || (off - start) % block != 0 {
+            return Err("not at a block boundary");
+        }
+        if off - start + block > CHUNK - CHUNK_HEADER {
+            return Err("past the last block of its chunk");
+        }
+        if size as u64 > block {
+            return Err("block too small for the type");
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) {
+        while let Some((off, f)) = self.stack.pop() {
+            if self.error.is_some() {
+                return;
+            }
+            f(self, self.base.wrapping_add(off as usize));
+        }
+    }
+}
+
+fn trace_at<N: Trace>(t: &mut Tracer<'_>, ptr: *const u8) {
+    // SAFETY:
+    // - `check` proved `ptr` is a block of at least `size_of::<N>()` bytes inside the region,
+    //   aligned to min(block, 64) >= align_of::<N>() (`alloc` rejects larger alignments);
+    // - `N: Object`: any bits are a valid `N`, so even a corrupt block is a valid value;
+    // - recovery is single-threaded: nothing writes the region meanwhile.
+    let node = unsafe { &*ptr.cast::<N>() };
+    node.trace(t);
+}

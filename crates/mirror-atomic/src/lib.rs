@@ -1,0 +1,22 @@
+#![doc = include_str!("../README.md")]
+
+mod alloc;
+mod error;
+pub mod flavor;
+mod hash;
+mod heap;
+mod list;
+#[cfg(all(test, loom))]
+mod loom_cas;
+mod patomic;
+mod persist;
+mod sync;
+mod word;
+
+pub use error::{AllocError, HeapError};
+pub use hash::{Buckets, HashSet, HASH_ROOT_SLOT};
+pub use heap::{Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
+pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};
+pub use patomic::{Arith, PAtomic, PConst};
+pub use pmem::{self, NoPersist, Persist, Pod, Region};
+pub use word::PPtr;

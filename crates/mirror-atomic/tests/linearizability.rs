@@ -1,0 +1,132 @@
+//! Linearizability of concurrent histories (testkit's Wing-Gong checker), per structure and
+//! flavor: 2 threads (this machine has 2 cores), started in lockstep on a spinning barrier
+//! before every operation, run short random op streams over 4 keys;
+//! every history is checked, and the share of operations that overlap an operation of another
+//! thread is printed and required to be non-trivial (a history without overlap proves nothing).
+
+// The harness's own threads, locks and barrier are not under test (loom does not run this file).
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+mod common;
+
+use common::{apply, to_kv, Rng, Set, SetOp, BUCKETS};
+use mirror_atomic::flavor::{Izraelevitz, Mirror, Volatile};
+use mirror_atomic::{HashSet, Heap, List, NoPersist};
+use std::sync::Mutex;
+
+/// A reusable spinning barrier (a blocking one wakes threads microseconds apart, longer than
+/// an operation, and the operations would rarely overlap).
+struct SpinBarrier(std::sync::atomic::AtomicUsize);
+
+impl SpinBarrier {
+    fn new() -> Self {
+        Self(std::sync::atomic::AtomicUsize::new(0))
+    }
+    /// Waits for round `round` (0, 1, ...) of `THREADS` threads.
+    fn wait(&self, round: usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.0.fetch_add(1, SeqCst);
+        let mut spins = 0u32;
+        while self.0.load(SeqCst) < (round + 1) * THREADS {
+            spins += 1;
+            if spins < 2000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+use testkit::lin::{check, EventKind, History, Recorder};
+use testkit::models::{KvMap, KvOp, KvRet};
+
+const THREADS: usize = 2;
+const OPS: usize = 8;
+const ROUNDS: u64 = 150;
+
+/// Share of operations whose interval overlaps an operation of another thread.
+fn overlap_share(h: &History<KvOp, KvRet>) -> (usize, usize) {
+    let mut open: Vec<(usize, u64)> = Vec::new();
+    let mut spans: Vec<(usize, u64, u64)> = Vec::new();
+    for e in h.events() {
+        match &e.kind {
+            EventKind::Invoke(_) => open.push((e.thread, e.time)),
+            EventKind::Return(_) => {
+                if let Some(i) = open.iter().position(|&(t, _)| t == e.thread) {
+                    let (t, start) = open.remove(i);
+                    spans.push((t, start, e.time));
+                }
+            }
+        }
+    }
+    let overlapping = spans
+        .iter()
+        .filter(|&&(t, s, e)| spans.iter().any(|&(u, s2, e2)| u != t && s2 < e && s < e2))
+        .count();
+    (overlapping, spans.len())
+}
+
+fn run<S: Set<P = NoPersist>>(name: &str) {
+    let (mut overlapping, mut total) = (0, 0);
+    for round in 0..ROUNDS {
+        let set = S::create(Heap::anonymous(1 << 20).expect("heap")).expect("set");
+        let rec = Recorder::<KvOp, KvRet>::new();
+        let barrier = SpinBarrier::new();
+        let threads: Vec<_> = (0..THREADS).map(|_| Mutex::new(rec.thread())).collect();
+        std::thread::scope(|s| {
+            for (t, tr) in threads.iter().enumerate() {
+                let (set, barrier) = (&set, &barrier);
+                s.spawn(move || {
+                    let mut tr = tr.lock().expect("recorder");
+                    let mut rng = Rng(round * 97 + t as u64);
+                    let ops: Vec<SetOp> = (0..OPS)
+                        .map(|_| {
+                            let k = rng.below(4);
+                            match rng.below(3) {
+                                0 => SetOp::Insert(k),
+                                1 => SetOp::Remove(k),
+                                _ => SetOp::Contains(k),
+                            }
+                        })
+                        .collect();
+                    for (i, op) in ops.into_iter().enumerate() {
+                        barrier.wait(i);
+                        let p = tr.invoke(to_kv(op));
+                        let r = apply(set, op);
+                        tr.complete(p, r);
+                    }
+                });
+            }
+        });
+        drop(threads);
+        let h = rec.into_history();
+        let (o, n) = overlap_share(&h);
+        overlapping += o;
+        total += n;
+        if let Err(v) = check(KvMap::new(), &h) {
+            panic!("{name}, round {round}: not linearizable: {v:?}");
+        }
+    }
+    let share = overlapping as f64 / total as f64;
+    eprintln!(
+        "{name}: {ROUNDS} histories, {total} ops, {:.0}% overlapping",
+        share * 100.0
+    );
+    assert!(
+        share > 0.05,
+        "{name}: only {:.1}% of operations overlapped",
+        share * 100.0
+    );
+}
+
+/// One test running every configuration in turn: parallel test threads would oversubscribe
+/// the 2 cores and serialize the operations this test wants to overlap.
+#[test]
+fn every_structure_and_flavor_is_linearizable() {
+    run::<List<Volatile, NoPersist>>("list/volatile");
+    run::<List<Mirror, NoPersist>>("list/mirror");
+    run::<List<Izraelevitz, NoPersist>>("list/izraelevitz");
+    run::<HashSet<Volatile, NoPersist, BUCKETS>>("hash/volatile");
+    run::<HashSet<Mirror, NoPersist, BUCKETS>>("hash/mirror");
+    run::<HashSet<Izraelevitz, NoPersist, BUCKETS>>("hash/izraelevitz");
+}
