@@ -185,8 +185,7 @@ impl<P: Persist> Memory<P> {
     /// pwb of the shared index word (PBcomb line 26, PWFcomb lines 32 and 44).
     #[inline]
     pub(crate) fn pwb_index(&self) {
-        self.persist()
-            .pwb((self.index_word() as *const AtomicU64).cast::<u8>(), 8);
+        self.persist().pwb_val(self.index_word());
     }
 
     /// Writes the header and persists every word (pwb of everything, then pfence and psync),
@@ -200,7 +199,7 @@ impl<P: Persist> Memory<P> {
             w[i].store(*v, Ordering::Relaxed);
         }
         let persist = self.persist();
-        persist.pwb(w.as_ptr().cast::<u8>(), w.len() * 8);
+        persist.pwb_val(w);
         persist.pfence();
         persist.psync();
     }

@@ -530,7 +530,10 @@ where
         }
         new.set_state(&st);
         let (addr, len) = new.span();
-        persist.pwb(addr, len); // line 22
+        // SAFETY:
+        // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+        //   as `self`.
+        unsafe { persist.pwb(addr, len) }; // line 22
         persist.pfence(); // line 23
                           // Line 24. Release: pairs with the Acquire load in `perform` (line 12), ordered before
                           // the MIndex store below.

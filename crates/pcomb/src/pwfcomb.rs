@@ -528,7 +528,10 @@ where
                 // Line 26: VL.
                 dst.set_index(p, 1 - ind as u8); // line 27
                 let (addr, len) = dst.span();
-                persist.pwb(addr, len); // line 28
+                // SAFETY:
+                // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+                //   as `self`.
+                unsafe { persist.pwb(addr, len) }; // line 28
                 persist.pfence(); // line 29
                                   // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`,
                                   // which happens after that thread's Acquire load of the S our CAS writes.

@@ -42,7 +42,8 @@ macro_rules! child_loop {
             seq += 1;
             // SAFETY: as above.
             unsafe { p.write(seq) };
-            $side.persist().pwb(p.cast(), 8);
+            // SAFETY: `p` is a u64 of the region (checked by `ptr`), mapped while it lives.
+            unsafe { $side.persist().pwb(p.cast(), 8) };
             $side.persist().psync();
             let r = h.execute_mut(1);
             assert_eq!(

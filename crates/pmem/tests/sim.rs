@@ -25,7 +25,8 @@ fn store(r: &Region<Simulated>, off: Offset, v: u64) {
 
 fn pwb(r: &Region<Simulated>, off: Offset, len: usize) {
     let p = r.ptr::<u8>(off).expect("in bounds");
-    r.persist().pwb(p.as_ptr(), len);
+    // SAFETY: inside the region (checked by `ptr`), mapped while it lives.
+    unsafe { r.persist().pwb(p.as_ptr(), len) };
 }
 
 fn word(image: &Image, off: Offset) -> u64 {
@@ -392,7 +393,8 @@ fn concurrent_persists_count_every_event() {
                 for i in 1..=per {
                     // SAFETY: each thread writes its own word (own cache line).
                     unsafe { p.as_ptr().write_volatile(i) };
-                    r.persist().pwb(p.as_ptr().cast(), 8);
+                    // SAFETY: inside the region (checked by `ptr`), mapped while it lives.
+                    unsafe { r.persist().pwb(p.as_ptr().cast(), 8) };
                     r.persist().pfence();
                 }
                 let s = pmem::stats();
@@ -584,4 +586,21 @@ fn domains_are_independent_and_an_exited_threads_pwbs_stay_pending() {
         assert_eq!(word(&r.persist().durable_image(), B), 0);
         assert_eq!(word(&r.persist().crash(), B), expected, "keep {keep}");
     }
+}
+
+/// Issue 11, defect 1: `map_persist` used to drop the simulated domain, which owns the view's
+/// memory, so this safe code read freed memory (SIGSEGV). The region now keeps its own handle.
+#[test]
+fn map_persist_keeps_a_simulated_regions_memory_alive() {
+    let r = Region::simulated(1, 1 << 16, SimConfig::new(3)).unwrap();
+    let off = r.user_offset();
+    r.set_root(off).unwrap();
+    let r = r.map_persist(|_| pmem::NoPersist);
+    assert_eq!(r.root(), Some(off));
+    // The whole user area stays readable and writable after the backend change.
+    let p = r.ptr_array::<u64>(off, (r.len() - off.get()) / 8).unwrap();
+    // SAFETY: in bounds and aligned (checked by `ptr_array`); single-threaded.
+    unsafe { p.as_ptr().write_bytes(0xA5, 1) };
+    // SAFETY: as above.
+    assert_eq!(unsafe { p.as_ptr().read() }, 0xA5A5_A5A5_A5A5_A5A5);
 }

@@ -343,14 +343,17 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         }
         new.set_state(&st);
         let (addr, len) = new.span();
-        persist.pwb(addr, len); // line 22
+        // SAFETY:
+        // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+        //   as `self`.
+        unsafe { persist.pwb(addr, len) }; // line 22
         persist.pfence(); // line 23
 
         // Line 24. Release: pairs with the Acquire in `perform` (line 12).
         self.lock_val.store(lval, Ordering::Release);
         // Line 25. Release: pairs with the Acquire in `current`.
         w[INDEX_WORD].store(ind as u64, Ordering::Release);
-        persist.pwb((&w[INDEX_WORD] as *const AtomicU64).cast::<u8>(), 8); // line 26
+        persist.pwb_val(&w[INDEX_WORD]); // line 26
         persist.psync(); // line 27
         batch.published(me, &st); // Algorithm 5 line 31 (and recycling)
         let ret = new.ret(me); // line 29 (read before the unlock; same value)

@@ -184,7 +184,10 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         let (_, rec) = self.current(words);
         rec.set_state(st);
         let (addr, len) = rec.span();
-        persist.pwb(addr, len);
+        // SAFETY:
+        // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+        //   as `self`.
+        unsafe { persist.pwb(addr, len) };
         persist.pfence();
         persist.psync();
     }
@@ -353,7 +356,10 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
             if s.load(Ordering::Acquire) == ll {
                 dst.set_index(p, 1 - ind as u8); // line 27
                 let (addr, len) = dst.span();
-                persist.pwb(addr, len); // line 28
+                // SAFETY:
+                // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+                //   as `self`.
+                unsafe { persist.pwb(addr, len) }; // line 28
                 persist.pfence(); // line 29
                                   // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`.
                 self.flush[p].store(lval, Ordering::Release);
@@ -363,7 +369,7 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
                 if s.compare_exchange(ll, next, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
-                    persist.pwb((s as *const AtomicU64).cast::<u8>(), 8); // line 32
+                    persist.pwb_val(s); // line 32
                     persist.psync(); // line 33
                                      // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
                     let _ = self.flush[p].compare_exchange(
@@ -393,7 +399,7 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         // Line 42, without the CombRound condition (see `pwfcomb.rs`).
         if lval % 2 == 1 {
             let s = &self.mine(words)[INDEX_WORD];
-            persist.pwb((s as *const AtomicU64).cast::<u8>(), 8); // line 44
+            persist.pwb_val(s); // line 44
             persist.psync(); // line 46
                              // Line 48 (on Flush[pid]). Release: pairs with the Acquire on line 40.
             let _ = self.flush[pid].compare_exchange(

@@ -36,7 +36,8 @@
 //! let p = region.ptr::<u64>(off)?;
 //! // SAFETY: in bounds, aligned, no other thread.
 //! unsafe { p.as_ptr().write(7) };
-//! region.persist().pwb(p.as_ptr().cast(), 8);
+//! // SAFETY: inside the region (checked by `ptr`), mapped while it lives.
+//! unsafe { region.persist().pwb(p.as_ptr().cast(), 8) };
 //! region.persist().psync();
 //! // SAFETY: as above.
 //! unsafe { p.as_ptr().write(8) }; // never written back
@@ -189,7 +190,10 @@ pub struct Simulated {
 }
 
 impl Persist for Simulated {
-    fn pwb(&self, addr: *const u8, len: usize) {
+    // Needs no precondition itself: the domain only reads lines of its own view that overlap
+    // the range, so any address is harmless here; the trait's contract is for the other
+    // implementations.
+    unsafe fn pwb(&self, addr: *const u8, len: usize) {
         count_pwbs(line_span(addr, len).1);
         self.domain.pwb(addr, len);
     }
@@ -213,7 +217,8 @@ impl Simulated {
     /// ```
     /// use pmem::{Persist, Region, sim::SimConfig};
     /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
-    /// r.persist().pwb(r.base().as_ptr(), 1);
+    /// // SAFETY: the region's first byte, mapped while it lives.
+    /// unsafe { r.persist().pwb(r.base().as_ptr(), 1) };
     /// r.persist().psync();
     /// assert_eq!(r.persist().events(), 2);
     /// # Ok::<(), pmem::RegionError>(())
@@ -537,9 +542,21 @@ impl Region<Simulated> {
         let persist = Simulated {
             domain: Arc::new(domain),
         };
+        let keep_alive = persist.clone();
         // SAFETY:
-        // - the view memory is owned by the domain, kept alive by `persist` (Backing::Domain);
+        // - the view memory is owned by the domain, kept alive by the region's own handle to it
+        //   (`Backing::Domain`), whatever becomes of `persist`;
         // - the header is valid for `len` and `layout` (caller).
-        unsafe { Self::from_parts(base, len, layout, persist, Backing::Domain) }
+        unsafe {
+            Self::from_parts(
+                base,
+                len,
+                layout,
+                persist,
+                Backing::Domain {
+                    _domain: keep_alive,
+                },
+            )
+        }
     }
 }
