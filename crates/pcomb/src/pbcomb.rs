@@ -788,13 +788,18 @@ where
     pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
         let act = seq & ACTIVATE;
         self.seq = seq;
-        self.obj.announce(self.id, op, act); // line 3
+        self.obj.check_poison();
+        // Line 3 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
         let cur = self.obj.current();
-        if u64::from(cur.deact(self.id)) != act {
-            // Lines 4-5: not yet applied.
-            Recovered::Reexecuted(self.obj.perform(self.id, act as u8))
-        } else {
-            Recovered::Applied(cur.ret(self.id)) // line 6
+        if u64::from(cur.deact(self.id)) == act {
+            return Recovered::Applied(cur.ret(self.id)); // line 6
         }
+        self.obj.announce(self.id, op, act); // line 3
+                                             // Lines 4-5: not yet applied; the normal path returns once it is durable.
+        Recovered::Reexecuted(self.obj.perform(self.id, act as u8))
     }
 }

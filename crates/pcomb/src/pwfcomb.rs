@@ -739,14 +739,17 @@ where
     pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
         let act = seq & ACTIVATE;
         self.seq = seq;
-        self.obj.announce(self.id, &op, act); // line 4
-        let (cur, rec) = self.obj.current();
-        if u64::from(rec.deact(self.id)) != act {
-            Recovered::Reexecuted(self.obj.perform(self.id)) // lines 5-6
+        // Line 4 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
+        let (_, rec) = self.obj.current();
+        if u64::from(rec.deact(self.id)) == act {
+            Recovered::Applied(rec.ret(self.id)) // line 7
         } else {
-            let ret = rec.ret(self.id); // line 7
-            self.obj.ensure_persisted(cur);
-            Recovered::Applied(ret)
+            self.obj.announce(self.id, &op, act); // line 4
+            Recovered::Reexecuted(self.obj.perform(self.id)) // lines 5-6
         }
     }
 }

@@ -128,9 +128,12 @@ trait Subject: Sync {
 
 /// A region whose persistence goes through a fresh gate, and the domain for the crash.
 fn gated_region() -> (Region<Gate>, Simulated, Arc<Control>) {
-    let region =
-        Region::simulated(LAYOUT, SIZE, SimConfig::new(1).evictions(0.0).crash_keeps(0.0))
-            .expect("valid size");
+    let region = Region::simulated(
+        LAYOUT,
+        SIZE,
+        SimConfig::new(1).evictions(0.0).crash_keeps(0.0),
+    )
+    .expect("valid size");
     let sim = region.persist().clone();
     let control = Arc::new(Control::default());
     let gate = Gate {
@@ -242,5 +245,9 @@ fn pwfcomb_read_of_an_unpersisted_install_is_durable_when_it_returns() {
         image
     });
     let obj = PWFComb::<Counter, _>::open(recovered_region(&image)).expect("opens");
-    assert_eq!(obj.register().expect("free").execute(()), 5, "a returned read was lost");
+    assert_eq!(
+        obj.register().expect("free").execute(()),
+        5,
+        "a returned read was lost"
+    );
 }

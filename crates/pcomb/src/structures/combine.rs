@@ -234,13 +234,17 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         seq: u64,
     ) -> Result<R, R> {
         let act = seq & ACTIVATE;
-        self.announce(p, op, act); // line 3
+        // Line 3 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
         let cur = self.current(words);
-        if u64::from(cur.deact(p)) != act {
-            Err(self.perform(words, persist, batch, p, act as u8)) // lines 4-5
-        } else {
-            Ok(cur.ret(p)) // line 6
+        if u64::from(cur.deact(p)) == act {
+            return Ok(cur.ret(p)); // line 6
         }
+        self.announce(p, op, act); // line 3
+        Err(self.perform(words, persist, batch, p, act as u8)) // lines 4-5
     }
 
     /// Algorithm 2 `PerformRequest`.

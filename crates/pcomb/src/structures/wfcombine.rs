@@ -290,15 +290,17 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         seq: u64,
     ) -> Result<R, R> {
         let act = seq & ACTIVATE;
-        self.announce(p, &op, act); // line 4
-        let (cur, rec) = self.current(words);
-        if u64::from(rec.deact(p)) != act {
-            Err(self.perform(words, persist, batch, p)) // lines 5-6
-        } else {
-            let ret = rec.ret(p); // line 7
-            self.ensure_persisted(words, persist, cur);
-            Ok(ret)
+        // Line 4 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
+        let (_, rec) = self.current(words);
+        if u64::from(rec.deact(p)) == act {
+            return Ok(rec.ret(p)); // line 7
         }
+        self.announce(p, &op, act); // line 4
+        Err(self.perform(words, persist, batch, p)) // lines 5-6
     }
 
     /// Algorithm 4 `PerformRequest` for thread `p`.
