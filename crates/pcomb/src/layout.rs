@@ -168,6 +168,14 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
         words::store_byte(&self.words[self.layout.index_at..], q, bit);
     }
 
+    /// Whether every `Deactivate[q]` (and, with `pwf`, every `Index[q]`) is 0 or 1. `open`
+    /// checks the current record (issue 11, defect 4): in a damaged image `Index[q]` would
+    /// name a record out of range (`2q + Index[q]`), and `Deactivate[q]` seeds the activate bit
+    /// of `Request[q]`, where a stray bit would announce a request that does not exist.
+    pub(crate) fn flags_valid(&self, pwf: bool) -> bool {
+        (0..self.layout.threads).all(|q| self.deact(q) <= 1 && (!pwf || self.index(q) <= 1))
+    }
+
     /// `pid` (PWFcomb only).
     #[inline]
     pub(crate) fn set_pid(&self, pid: usize) {

@@ -117,7 +117,14 @@ impl<P: Persist> Memory<P> {
         let threads = values[header::THREADS] as usize;
         let records = match values[header::MAGIC] {
             m if m == Kind::PBComb.magic() => 2,
-            m if m == Kind::PWFComb.magic() => 2 * (threads + 1),
+            // Checked: `threads` is read from the region (a damaged one may hold anything).
+            m if m == Kind::PWFComb.magic() => threads
+                .checked_add(1)
+                .and_then(|n| n.checked_mul(2))
+                .ok_or(BuildError::LayoutMismatch {
+                    kind,
+                    detail: "bad max_threads in the header",
+                })?,
             _ => {
                 return Err(BuildError::LayoutMismatch {
                     kind,

@@ -327,7 +327,14 @@ where
             }
         })?;
         mem.check_header(Kind::PBComb, &layout, Self::sizes())?;
-        Ok(Self::with_memory(mem, layout))
+        let obj = Self::with_memory(mem, layout);
+        if !obj.current().flags_valid(false) {
+            return Err(BuildError::LayoutMismatch {
+                kind: "PBComb",
+                detail: "a Deactivate flag of the current record is not 0 or 1 (corrupt)",
+            });
+        }
+        Ok(obj)
     }
 
     /// Gives back the region of a persistent object (`None` for a volatile one), e.g. to

@@ -335,7 +335,14 @@ where
                 detail: "S names no record (corrupt)",
             });
         }
-        Ok(Self::with_memory(mem, layout))
+        let obj = Self::with_memory(mem, layout);
+        if !obj.record(s).flags_valid(true) {
+            return Err(BuildError::LayoutMismatch {
+                kind: "PWFComb",
+                detail: "a Deactivate or Index flag of the current record is not 0 or 1 (corrupt)",
+            });
+        }
+        Ok(obj)
     }
 
     /// Gives back the region of a persistent object (`None` for a volatile one), e.g. to

@@ -172,6 +172,12 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         Record::at(w, &self.layout, mi & 1)
     }
 
+    /// Whether the current record's flags are 0 or 1 (checked by `open`; `MIndex` itself always
+    /// names a record: only its low bit is used).
+    pub(crate) fn valid(&self, words: &[AtomicU64]) -> bool {
+        self.current(words).flags_valid(false)
+    }
+
     /// The current state (single-threaded use: opening, auditing).
     pub(crate) fn state_now(&self, words: &[AtomicU64]) -> S {
         self.current(words).state()

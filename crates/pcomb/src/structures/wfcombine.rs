@@ -165,11 +165,12 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         w[INDEX_WORD].store(dummy as u64, Ordering::Relaxed);
     }
 
-    /// Whether the persisted `S` names a record (checked by `open`).
+    /// Whether the persisted `S` names a record whose flags are 0 or 1 (checked by `open`).
     pub(crate) fn valid(&self, words: &[AtomicU64]) -> bool {
         // Relaxed: single-threaded reopening.
         let s = self.mine(words)[INDEX_WORD].load(Ordering::Relaxed);
         ((s & RECORD_MASK) as usize) < Self::records(self.layout.threads)
+            && self.current(words).1.flags_valid(true)
     }
 
     /// The current state (single-threaded use: opening, auditing).
