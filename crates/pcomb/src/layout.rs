@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! word  0..8    header line: magic, max threads, sizes of D / response / op, record length,
-//!               checksum (written once at creation, persisted before the object is used)
+//!               checksum, type fingerprint (written once at creation, persisted before the
+//!               object is used)
 //! word  8       MIndex (PBcomb) or S (PWFcomb), alone in its cache line (lines 26 / 32, 44)
 //! word 16..     records, each a whole number of cache lines:
 //!               st | ReturnVal[0..n] | Deactivate[0..n] (bytes) | Index[0..n] (bytes) | pid
@@ -35,7 +36,11 @@ pub(crate) mod header {
     pub(crate) const OP_BYTES: usize = 4;
     pub(crate) const RECORD_WORDS: usize = 5;
     pub(crate) const CHECKSUM: usize = 6;
+    /// Words covered by `CHECKSUM` and read by `Memory::open` (the checksum word included).
     pub(crate) const LEN: usize = 7;
+    /// The type fingerprint (`crate::type_fingerprint`, or the user's id); outside the
+    /// checksum, compared as a whole.
+    pub(crate) const TYPE_ID: usize = 7;
 }
 
 /// Which protocol a region holds (the header's magic word).

@@ -197,7 +197,13 @@ impl<P: Persist> Memory<P> {
 
     /// Writes the header and persists every word (pwb of everything, then pfence and psync),
     /// so that a crash at any later point finds a complete initial object.
-    pub(crate) fn init_header(&self, kind: Kind, layout: &RecordLayout, sizes: [usize; 3]) {
+    pub(crate) fn init_header(
+        &self,
+        kind: Kind,
+        layout: &RecordLayout,
+        sizes: [usize; 3],
+        type_id: u64,
+    ) {
         let w = self.words();
         let values = header_values(kind, layout, sizes);
         for (i, v) in values.iter().enumerate() {
@@ -205,18 +211,21 @@ impl<P: Persist> Memory<P> {
             // object to other threads (by reference, a synchronizing operation) publish it.
             w[i].store(*v, Ordering::Relaxed);
         }
+        // Relaxed: as above.
+        w[header::TYPE_ID].store(type_id, Ordering::Relaxed);
         let persist = self.persist();
         persist.pwb_val(w);
         persist.pfence();
         persist.psync();
     }
 
-    /// Checks that the header matches `kind`, `layout` and `sizes`.
+    /// Checks that the header matches `kind`, `layout`, `sizes` and `type_id`.
     pub(crate) fn check_header(
         &self,
         kind: Kind,
         layout: &RecordLayout,
         sizes: [usize; 3],
+        type_id: u64,
     ) -> Result<(), BuildError> {
         let w = self.words();
         let name = match kind {
@@ -243,6 +252,12 @@ impl<P: Persist> Memory<P> {
             != want[header::STATE_BYTES..=header::RECORD_WORDS]
         {
             return mismatch("different state, response or operation sizes");
+        }
+        // Relaxed: as above.
+        if w[header::TYPE_ID].load(Ordering::Relaxed) != type_id {
+            return mismatch(
+                "a different type fingerprint (created with another state type, or another type id)",
+            );
         }
         Ok(())
     }

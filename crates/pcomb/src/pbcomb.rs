@@ -17,6 +17,7 @@ use nr_core::Dispatch;
 
 use crate::config::MAX_THREADS;
 use crate::error::{BuildError, RegisterError};
+use crate::fingerprint::type_fingerprint;
 use crate::layout::{header, Kind, Record, RecordLayout};
 use crate::memory::Memory;
 use crate::recovered::Recovered;
@@ -177,7 +178,7 @@ where
     pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let mem = Memory::heap(layout.total_words(2), NoPersist);
-        Ok(Self::create_in(mem, layout, &init))
+        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
     }
 }
 
@@ -209,7 +210,7 @@ where
     pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let mem = Memory::heap(layout.total_words(2), persist);
-        Ok(Self::create_in(mem, layout, &init))
+        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
     }
 
     fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
@@ -231,11 +232,11 @@ where
     }
 
     /// Initializes `mem` (zeroed) as a fresh object holding `init` and persists it.
-    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D) -> Self {
+    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D, type_id: u64) -> Self {
         // MemState[0] := <init, <0..>, <0..>>; MIndex := 0 (Algorithm 1, initial values); the
         // header write persists everything, records included.
         Record::<D, D::Response>::at(mem.words(), &layout, 0).set_state(init);
-        mem.init_header(Kind::PBComb, &layout, Self::sizes());
+        mem.init_header(Kind::PBComb, &layout, Self::sizes(), type_id);
         Self::with_memory(mem, layout)
     }
 
@@ -286,9 +287,41 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+        Self::create_with_type_id(region, init, max_threads, type_fingerprint::<D>())
+    }
+
+    /// [`create`](Self::create) with the type fingerprint `type_id` chosen by the caller
+    /// instead of [`type_fingerprint::<D>()`](crate::type_fingerprint) (which changes when `D`
+    /// is renamed or moved); the object then opens only with
+    /// [`open_with_type_id`](Self::open_with_type_id) and the same id.
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb};
+    ///
+    /// const MY_COUNTER_V1: u64 = 0xC0_0001;
+    /// let c = PBComb::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 2, MY_COUNTER_V1)?;
+    /// let region = c.into_region().expect("in a region");
+    /// let c = PBComb::<Counter, _>::open_with_type_id(region, MY_COUNTER_V1)?;
+    /// assert_eq!(c.register()?.execute(()), 1);
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PBComb::<Counter, _>::open(region).is_err()); // the default fingerprint differs
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_type_id(
+        region: Region<P>,
+        init: D,
+        max_threads: usize,
+        type_id: u64,
+    ) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let (mem, off) = Memory::allocate(region, layout.total_words(2))?;
-        let obj = Self::create_in(mem, layout, &init);
+        let obj = Self::create_in(mem, layout, &init, type_id);
         obj.mem.publish(off)?;
         Ok(obj)
     }
@@ -319,6 +352,27 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        Self::open_with_type_id(region, type_fingerprint::<D>())
+    }
+
+    /// [`open`](Self::open) for an object created by
+    /// [`create_with_type_id`](Self::create_with_type_id) with `type_id`.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open); [`BuildError::LayoutMismatch`] when the object was created
+    /// with another type id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb};
+    /// let c = PBComb::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 1, 42)?;
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PBComb::<Counter, _>::open_with_type_id(region, 42).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
         let (mem, head) = Memory::open(region, "PBComb")?;
         let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
             BuildError::LayoutMismatch {
@@ -326,7 +380,7 @@ where
                 detail: "bad max_threads in the header",
             }
         })?;
-        mem.check_header(Kind::PBComb, &layout, Self::sizes())?;
+        mem.check_header(Kind::PBComb, &layout, Self::sizes(), type_id)?;
         let obj = Self::with_memory(mem, layout);
         if !obj.current().flags_valid(false) {
             return Err(BuildError::LayoutMismatch {
