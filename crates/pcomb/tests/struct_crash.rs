@@ -46,6 +46,36 @@ struct Outcome<S: Subject> {
     /// The last mutating operation that returned before the crash: `(op, seq, response)`.
     last: Option<(Op<S>, u64, Ret<S>)>,
     completed: usize,
+    /// The operation that returned when the domain had already crashed, with its return stamp
+    /// (`Simulated::stamp`): `settle` decides whether it returned before the crash.
+    at_crash: Option<(PendingOp, Op<S>, u64, Ret<S>, u64)>,
+}
+
+impl<S: Subject> Outcome<S> {
+    /// Issue 11, defect 6: the operation that found the domain crashed after it returned is
+    /// complete if its return stamp is at most the crash's (the crash came later), else
+    /// pending. Returns whether it was complete (the old check called it pending).
+    fn settle(&mut self, crash_stamp: Option<u64>) -> bool {
+        let Some((id, op, seq, ret, stamp)) = self.at_crash.take() else {
+            return false;
+        };
+        if crash_stamp.is_some_and(|c| stamp > c) {
+            self.pending = Some((id, op, seq));
+            return false;
+        }
+        self.rec.complete(id, ret.clone());
+        self.completed += 1;
+        if !S::is_read(&op) {
+            self.last = Some((op, seq, ret));
+        }
+        true
+    }
+}
+
+/// Settles every outcome; returns how many returned operations the old check called pending.
+fn settle<S: Subject>(outcomes: &mut [Outcome<S>], sim: &Simulated) -> u64 {
+    let c = sim.crash_stamp();
+    outcomes.iter_mut().map(|o| u64::from(o.settle(c))).sum()
 }
 
 fn options_for(i: u64) -> Options {
@@ -83,13 +113,15 @@ where
                         pending: None,
                         last: None,
                         completed: 0,
+                        at_crash: None,
                     };
                     for op in script {
                         let seq = S::next_seq(&h, op);
                         let id = out.rec.invoke(op.clone());
                         let ret = S::run(&mut h, op);
+                        let stamp = sim.stamp();
                         if sim.is_crashed() {
-                            out.pending = Some((id, op.clone(), seq));
+                            out.at_crash = Some((id, op.clone(), seq, ret, stamp));
                             return out;
                         }
                         out.rec.complete(id, ret.clone());
@@ -179,7 +211,7 @@ where
         &recorder,
     );
     let events = sim.events().max(1);
-    let mut mid_run = 0;
+    let (mut mid_run, mut rescued) = (0, 0);
     for i in 0..points {
         let r = mix(seed ^ mix(i));
         let k = r % (events + events / 8);
@@ -188,7 +220,7 @@ where
         let cfg = SimConfig::new(seed ^ i).crash_at(k);
         let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
-        let (outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
+        let (mut outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
         let image = match sim.crash_image() {
             Some(image) => {
                 mid_run += 1;
@@ -196,6 +228,7 @@ where
             }
             None => sim.crash(),
         };
+        rescued += settle(&mut outcomes, &sim);
         let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
         if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
             panic!(
@@ -211,7 +244,8 @@ where
         S::NAME
     );
     eprintln!(
-        "{}: {points} crash points ({mid_run} mid-run), 0 violations",
+        "{}: {points} crash points ({mid_run} mid-run), 0 violations; {rescued} operations \
+         returned before the crash but found it crashed right after (pending under the old check)",
         S::NAME
     );
 }
@@ -256,8 +290,9 @@ where
             let cfg = SimConfig::new(k ^ (o << 32)).crash_at(k);
             let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
             let recorder = Recorder::new();
-            let (outcomes, sim) = run::<S>(region, &script, options_for(o), &recorder);
+            let (mut outcomes, sim) = run::<S>(region, &script, options_for(o), &recorder);
             let image = sim.crash_image().unwrap_or_else(|| sim.crash());
+            settle(&mut outcomes, &sim);
             let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("opens");
             if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
                 panic!(

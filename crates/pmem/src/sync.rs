@@ -21,6 +21,7 @@ pub(crate) use std::sync::atomic::Ordering;
 
 #[cfg(not(loom))]
 mod imp {
+    pub(crate) use std::sync::atomic::AtomicU64;
     pub(crate) use std::sync::{Arc, MutexGuard};
     pub(crate) use std::thread::ThreadId;
 
@@ -57,6 +58,7 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
+    pub(crate) use loom::sync::atomic::AtomicU64;
     pub(crate) use loom::sync::{Arc, MutexGuard};
     pub(crate) use loom::thread::ThreadId;
 

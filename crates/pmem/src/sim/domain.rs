@@ -53,7 +53,7 @@ use memmap2::MmapRaw;
 
 use super::{Image, SimConfig};
 use crate::rng::SplitMix64;
-use crate::sync::{current_thread_id, load_word, Mutex, MutexGuard, Ordering, ThreadId};
+use crate::sync::{current_thread_id, load_word, AtomicU64, Mutex, MutexGuard, Ordering, ThreadId};
 
 /// Words per cache line.
 pub(crate) const LINE_WORDS: usize = crate::CACHE_LINE / 8;
@@ -74,6 +74,9 @@ pub(crate) struct Domain {
     words: usize,
     /// Owns the view's memory (an anonymous mapping); never accessed through this field.
     _map: MmapRaw,
+    /// Tickets handed out so far: one per persistence call and per explicit crash, before and
+    /// after a crash alike (taken under `state`'s lock, read without it by `stamp`).
+    clock: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -106,6 +109,8 @@ struct State {
     events: u64,
     evictions: u64,
     crashed: Option<Image>,
+    /// The ticket of the call (or explicit crash) that crashed.
+    crash_ticket: Option<u64>,
     /// Lines known to have been dirty (eviction candidates, re-checked before use).
     candidates: Vec<usize>,
     /// `is_candidate[line]`: whether `line` is in `candidates`.
@@ -135,6 +140,7 @@ impl Domain {
             view,
             words,
             _map: map,
+            clock: AtomicU64::new(0),
             state: Mutex::new(State {
                 rng: SplitMix64::new(cfg.seed),
                 cfg,
@@ -144,6 +150,7 @@ impl Domain {
                 events: 0,
                 evictions: 0,
                 crashed: None,
+                crash_ticket: None,
                 candidates: Vec::new(),
                 is_candidate: vec![false; words / LINE_WORDS],
                 sweep_cursor: 0,
@@ -153,6 +160,24 @@ impl Domain {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
+    }
+
+    /// Takes the next ticket (the caller holds the lock, so tickets follow the lock's order).
+    fn ticket(&self) -> u64 {
+        // SeqCst: pairs with the SeqCst load in `stamp`. A stamp that reads a value `<= t`
+        // precedes, in the single total order of SeqCst operations, the call holding ticket
+        // `t`; so a return stamped `s <= crash_ticket` came before the crash.
+        self.clock.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The clock now: tickets handed out so far (lock-free).
+    pub(crate) fn stamp(&self) -> u64 {
+        // SeqCst: pairs with the SeqCst fetch_add in `ticket`.
+        self.clock.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn crash_ticket(&self) -> Option<u64> {
+        self.lock().crash_ticket
     }
 
     /// Reads view word `i`.
@@ -192,7 +217,8 @@ impl Domain {
     /// `pwb` of `[addr, addr + len)` by the calling thread.
     pub(crate) fn pwb(&self, addr: *const u8, len: usize) {
         let mut st = self.lock();
-        let Some(seq) = self.begin_event(&mut st) else {
+        let ticket = self.ticket();
+        let Some(seq) = self.begin_event(&mut st, ticket) else {
             return;
         };
         let lines = self.lines_of(addr, len);
@@ -213,7 +239,8 @@ impl Domain {
     /// `pfence` or `psync` by the calling thread: commits its pending snapshots.
     pub(crate) fn fence(&self) {
         let mut st = self.lock();
-        if self.begin_event(&mut st).is_none() {
+        let ticket = self.ticket();
+        if self.begin_event(&mut st, ticket).is_none() {
             return;
         }
         let tid = current_thread_id();
@@ -230,13 +257,13 @@ impl Domain {
 
     /// Starts an event: crashes if this is the configured crash point, else counts it and maybe
     /// evicts. Returns the event's sequence number, `None` once crashed.
-    fn begin_event(&self, st: &mut State) -> Option<u64> {
+    fn begin_event(&self, st: &mut State, ticket: u64) -> Option<u64> {
         if st.crashed.is_some() {
             return None;
         }
         let n = st.events;
         if st.cfg.crash_at == Some(n) {
-            self.crash_locked(st);
+            self.crash_locked(st, ticket);
             return None;
         }
         st.events += 1;
@@ -313,10 +340,11 @@ impl Domain {
     }
 
     /// Freezes the crash image (see the module docs) unless already crashed.
-    fn crash_locked(&self, st: &mut State) {
+    fn crash_locked(&self, st: &mut State, ticket: u64) {
         if st.crashed.is_some() {
             return;
         }
+        st.crash_ticket = Some(ticket);
         let seq = st.events + 1;
         let mut image = st.media.clone();
         let mut image_seq = st.media_seq.clone();
@@ -353,7 +381,10 @@ impl Domain {
     /// Crashes now (if not already crashed) and returns the frozen image.
     pub(crate) fn crash(&self) -> Image {
         let mut st = self.lock();
-        self.crash_locked(&mut st);
+        if st.crashed.is_none() {
+            let ticket = self.ticket();
+            self.crash_locked(&mut st, ticket);
+        }
         st.crashed
             .clone()
             .expect("invariant: crash_locked always leaves an image")

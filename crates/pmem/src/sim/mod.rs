@@ -227,6 +227,52 @@ impl Simulated {
         self.domain.events()
     }
 
+    /// A stamp for the return of an operation: the simulator's clock now (lock-free, so taking
+    /// it does not wait behind other threads' persistence calls).
+    ///
+    /// The clock hands one ticket to every persistence call and explicit [`crash`](Self::crash),
+    /// before and after a crash alike. An operation whose return was stamped `s` returned
+    /// before the crash exactly when `s <= crash_stamp()`: the crashing call took its ticket
+    /// after the stamp was read. Crash checkers stamp each return and classify afterwards,
+    /// instead of asking [`is_crashed`](Self::is_crashed) after the return, which waits for the
+    /// simulator's lock while other threads' calls (the crash among them) go first, and so
+    /// counts operations that returned before the crash as pending.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Persist, Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_at(1))?;
+    /// r.persist().pfence(); // ticket 0
+    /// let before = r.persist().stamp(); // 1
+    /// r.persist().pfence(); // ticket 1: crashes
+    /// r.persist().pfence(); // ticket 2: does nothing
+    /// let after = r.persist().stamp(); // 3
+    /// assert_eq!(r.persist().crash_stamp(), Some(1));
+    /// assert!(before <= 1 && after > 1);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn stamp(&self) -> u64 {
+        self.domain.stamp()
+    }
+
+    /// The ticket of the call (or explicit [`crash`](Self::crash)) that crashed; `None` before
+    /// a crash. See [`stamp`](Self::stamp).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// assert_eq!(r.persist().crash_stamp(), None);
+    /// r.persist().crash();
+    /// assert_eq!(r.persist().crash_stamp(), Some(0));
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn crash_stamp(&self) -> Option<u64> {
+        self.domain.crash_ticket()
+    }
+
     /// Evictions (dirty lines or words written back at random) so far.
     ///
     /// # Examples
