@@ -96,7 +96,7 @@ impl ThreadLog {
     /// whether the old check (`is_crashed()` after the return) would have called a returned
     /// operation pending.
     fn settle(&mut self, crash_stamp: Option<u64>) -> bool {
-        let before = |s: &u64| crash_stamp.is_none_or(|c| *s <= c);
+        let before = |s: &&u64| crash_stamp.map_or(true, |c| **s <= c);
         self.completed = self.stamps.iter().take_while(|s| before(s)).count() as u64;
         let returned_all = self.completed == self.stamps.len() as u64;
         self.pending = (!returned_all).then_some(self.first_seq + self.completed);

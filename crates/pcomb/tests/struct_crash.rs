@@ -38,6 +38,9 @@ const OPS: usize = 6;
 type Op<S> = <<S as Subject>::M as Model>::Op;
 type Ret<S> = <<S as Subject>::M as Model>::Ret;
 
+/// An operation that returned when the domain had crashed: `(id, op, seq, response, stamp)`.
+type AtCrash<S> = (PendingOp, Op<S>, u64, Ret<S>, u64);
+
 /// What a thread did before the crash.
 struct Outcome<S: Subject> {
     rec: ThreadRecorder<Op<S>, Ret<S>>,
@@ -48,7 +51,7 @@ struct Outcome<S: Subject> {
     completed: usize,
     /// The operation that returned when the domain had already crashed, with its return stamp
     /// (`Simulated::stamp`): `settle` decides whether it returned before the crash.
-    at_crash: Option<(PendingOp, Op<S>, u64, Ret<S>, u64)>,
+    at_crash: Option<AtCrash<S>>,
 }
 
 impl<S: Subject> Outcome<S> {

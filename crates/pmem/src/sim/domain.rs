@@ -53,7 +53,7 @@ use memmap2::MmapRaw;
 
 use super::{Image, SimConfig};
 use crate::rng::SplitMix64;
-use crate::sync::{current_thread_id, load_word, AtomicU64, Mutex, MutexGuard, Ordering, ThreadId};
+use crate::sync::{current_thread_id, load_word, Clock, Mutex, MutexGuard, Ordering, ThreadId};
 
 /// Words per cache line.
 pub(crate) const LINE_WORDS: usize = crate::CACHE_LINE / 8;
@@ -76,7 +76,7 @@ pub(crate) struct Domain {
     _map: MmapRaw,
     /// Tickets handed out so far: one per persistence call and per explicit crash, before and
     /// after a crash alike (taken under `state`'s lock, read without it by `stamp`).
-    clock: AtomicU64,
+    clock: Clock,
     state: Mutex<State>,
 }
 
@@ -140,7 +140,7 @@ impl Domain {
             view,
             words,
             _map: map,
-            clock: AtomicU64::new(0),
+            clock: Clock::new(),
             state: Mutex::new(State {
                 rng: SplitMix64::new(cfg.seed),
                 cfg,
@@ -164,16 +164,15 @@ impl Domain {
 
     /// Takes the next ticket (the caller holds the lock, so tickets follow the lock's order).
     fn ticket(&self) -> u64 {
-        // SeqCst: pairs with the SeqCst load in `stamp`. A stamp that reads a value `<= t`
-        // precedes, in the single total order of SeqCst operations, the call holding ticket
-        // `t`; so a return stamped `s <= crash_ticket` came before the crash.
-        self.clock.fetch_add(1, Ordering::SeqCst)
+        // A stamp that reads a value `<= t` precedes, in the single total order of SeqCst
+        // operations, the call holding ticket `t` (`Clock` is SeqCst throughout); so a return
+        // stamped `s <= crash_ticket` came before the crash.
+        self.clock.tick()
     }
 
     /// The clock now: tickets handed out so far (lock-free).
     pub(crate) fn stamp(&self) -> u64 {
-        // SeqCst: pairs with the SeqCst fetch_add in `ticket`.
-        self.clock.load(Ordering::SeqCst)
+        self.clock.read()
     }
 
     pub(crate) fn crash_ticket(&self) -> Option<u64> {
