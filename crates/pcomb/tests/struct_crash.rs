@@ -25,6 +25,8 @@
 
 mod struct_common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use pcomb::pmem::sim::{SimConfig, Simulated};
 use pcomb::pmem::Region;
 use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
@@ -98,12 +100,44 @@ where
     Op<S>: Send + Sync,
     Ret<S>: Send,
 {
+    run_with_evictor::<S>(region, scripts, options, recorder, None)
+}
+
+/// `run`, plus (with `Some(k)`) a thread beside the workers that evicts between persistence
+/// events (`Simulated::evict_now`, yielding between calls) and crashes the domain after `k`
+/// evictions: crash points and evictions between events (issue 11, defect 7).
+fn run_with_evictor<S: Subject<P = Simulated>>(
+    region: Region<Simulated>,
+    scripts: &[Vec<Op<S>>],
+    options: Options,
+    recorder: &Recorder<Op<S>, Ret<S>>,
+    evictor: Option<u64>,
+) -> (Vec<Outcome<S>>, Simulated)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
     let sim = region.persist().clone();
     let threads = scripts.len();
     // Room for every push of the scripts (tests never fill a structure).
     let capacity = scripts.iter().map(Vec::len).sum::<usize>() as u32;
     let obj = S::create(region, capacity, threads, options);
+    let done = AtomicBool::new(false);
     let outcomes = std::thread::scope(|s| {
+        if let Some(k) = evictor {
+            let (sim, done) = (&sim, &done);
+            s.spawn(move || {
+                for _ in 0..k {
+                    // Relaxed: a stop request; the workers' joins order everything else.
+                    if done.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    sim.evict_now();
+                    std::thread::yield_now();
+                }
+                sim.crash();
+            });
+        }
         let handles: Vec<_> = scripts
             .iter()
             .enumerate()
@@ -137,10 +171,13 @@ where
                 })
             })
             .collect();
-        handles
+        let outcomes = handles
             .into_iter()
             .map(|h| h.join().expect("no panic"))
-            .collect()
+            .collect();
+        // Relaxed: see the evictor.
+        done.store(true, Ordering::Relaxed);
+        outcomes
     });
     drop(obj);
     (outcomes, sim)
@@ -251,6 +288,61 @@ where
          returned before the crash but found it crashed right after (pending under the old check)",
         S::NAME
     );
+}
+
+/// Crash points between persistence events: an evictor thread writes dirty lines back while
+/// the workers run and crashes at a random moment (`PCOMB_EVICTOR_CRASH_POINTS`, default 200,
+/// per structure).
+fn evictor_crashes<S: Subject<P = Simulated>>(seed: u64)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
+    let points = env_or("PCOMB_EVICTOR_CRASH_POINTS", 200);
+    let (mut mid_run, mut evictions) = (0, 0);
+    for i in 0..points {
+        let r = mix(seed ^ mix(i) ^ 0xE71C);
+        let threads = 2 + (i % 3) as usize;
+        let script = scripts::<S>(r, threads, OPS);
+        // Event evictions off: every eviction in these runs happens between events.
+        let cfg = SimConfig::new(seed ^ i).evictions(0.0);
+        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let recorder = Recorder::new();
+        let k = r % 16;
+        let (mut outcomes, sim) =
+            run_with_evictor::<S>(region, &script, options_for(i), &recorder, Some(k));
+        evictions += sim.evictions();
+        let image = match sim.crash_image() {
+            Some(image) => {
+                mid_run += 1;
+                image
+            }
+            None => sim.crash(),
+        };
+        settle(&mut outcomes, &sim);
+        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
+        if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
+            panic!(
+                "{}: evictor crash {i} (after {k} evictions, seed {seed}): {e}",
+                S::NAME
+            );
+        }
+    }
+    assert!(evictions > 0, "{}: the evictor evicted nothing", S::NAME);
+    eprintln!(
+        "{}: {points} evictor crash points ({mid_run} mid-run, {evictions} evictions between \
+         events), 0 violations",
+        S::NAME
+    );
+}
+
+#[test]
+fn evictor_crashes_between_events() {
+    evictor_crashes::<PBStack<Simulated>>(31);
+    evictor_crashes::<PWFStack<Simulated>>(34);
+    evictor_crashes::<PBQueue<Simulated>>(32);
+    evictor_crashes::<PWFQueue<Simulated>>(35);
+    evictor_crashes::<PBHeap<HEAP_CAP, Simulated>>(33);
 }
 
 #[test]

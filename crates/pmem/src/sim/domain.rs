@@ -266,7 +266,10 @@ impl Domain {
             return None;
         }
         st.events += 1;
-        let seq = n + 1;
+        // Even sequence numbers for events, odd ones for `evict_now` between events (so an
+        // eviction between events `n` and `n + 1` is newer than every snapshot of event `n`
+        // and older than every snapshot of event `n + 1`).
+        let seq = 2 * (n + 1);
         self.sweep(st);
         if st.rng.chance(st.cfg.evict_probability) {
             self.evict(st, seq);
@@ -338,13 +341,56 @@ impl Domain {
         }
     }
 
+    /// An eviction now, between persistence events (issue 11, defect 7): one dirty line of the
+    /// whole view, chosen uniformly (found by a full scan, so a line stored to a moment ago is a
+    /// candidate at once), written back whole or one dirty word of it, as at an event. Returns
+    /// whether anything was written back. Called by a thread that runs beside the program, it
+    /// lets a word that the program writes twice between two persistence events reach the
+    /// media with the value in between.
+    pub(crate) fn evict_now(&self) -> bool {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.crashed.is_some() {
+            return false;
+        }
+        let seq = 2 * st.events + 1;
+        let lines = self.words / LINE_WORDS;
+        let dirty: Vec<usize> = (0..lines).filter(|&l| self.line_dirty(st, l)).collect();
+        if dirty.is_empty() {
+            return false;
+        }
+        let line = dirty[st.rng.below(dirty.len() as u64) as usize];
+        let whole_line = st.rng.chance(st.cfg.evict_line_probability);
+        // One read of the line: the program may be storing to it right now.
+        let words = self.view_line(line);
+        let first = line * LINE_WORDS;
+        let changed: Vec<usize> = (0..LINE_WORDS)
+            .filter(|&w| words[w] != st.media[first + w])
+            .collect();
+        if changed.is_empty() {
+            return false;
+        }
+        let range = if whole_line {
+            0..LINE_WORDS
+        } else {
+            let w = changed[st.rng.below(changed.len() as u64) as usize];
+            w..w + 1
+        };
+        st.evictions += 1;
+        for w in range {
+            st.media[first + w] = words[w];
+            st.media_seq[first + w] = seq;
+        }
+        true
+    }
+
     /// Freezes the crash image (see the module docs) unless already crashed.
     fn crash_locked(&self, st: &mut State, ticket: u64) {
         if st.crashed.is_some() {
             return;
         }
         st.crash_ticket = Some(ticket);
-        let seq = st.events + 1;
+        let seq = 2 * (st.events + 1);
         let mut image = st.media.clone();
         let mut image_seq = st.media_seq.clone();
         let p_pending = st.cfg.crash_pending_probability;

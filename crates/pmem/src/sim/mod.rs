@@ -273,6 +273,37 @@ impl Simulated {
         self.domain.crash_ticket()
     }
 
+    /// Evicts one dirty line (or one dirty word of it) now, between persistence events; `true`
+    /// if something was written back, `false` when nothing is dirty or after a crash.
+    ///
+    /// Evictions at events (`SimConfig::evict_probability`) see the view only at persistence
+    /// instructions, and only lines the incremental sweep or a `pwb` has noted. This one scans
+    /// the whole view, so a thread calling it in a loop beside the program (and
+    /// [`crash`](Self::crash)ing at a random moment) adds the schedules those miss: a word
+    /// written twice between two persistence events reaching the media with the value in
+    /// between, and a line stored to a moment ago being written back at once. It does not
+    /// count as an event (crash points keep their numbers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_keeps(0.0))?;
+    /// let off = r.user_offset();
+    /// let p = r.ptr::<u64>(off)?.as_ptr();
+    /// // SAFETY: in bounds, aligned, single-threaded.
+    /// unsafe { p.write(2) }; // a value the program overwrites before any persistence event...
+    /// assert!(r.persist().evict_now()); // ...reaches the media here...
+    /// // SAFETY: as above.
+    /// unsafe { p.write(3) };
+    /// let image = r.persist().crash(); // ...and is what a crash now keeps.
+    /// assert_eq!(image.word(off.get()), Some(2));
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn evict_now(&self) -> bool {
+        self.domain.evict_now()
+    }
+
     /// Evictions (dirty lines or words written back at random) so far.
     ///
     /// # Examples
