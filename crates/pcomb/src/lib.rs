@@ -18,7 +18,7 @@ mod words;
 pub use config::MAX_THREADS;
 pub use error::{BuildError, RegisterError};
 pub use fingerprint::type_fingerprint;
-pub use nr_core::Dispatch;
+pub use nr_core::{Dispatch, Poisoned};
 pub use pbcomb::{PBComb, PBCombHandle};
 pub use pmem::{self, NoPersist, Persist, Pod};
 pub use pwfcomb::{PWFComb, PWFCombHandle};

@@ -13,7 +13,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crossbeam_utils::CachePadded;
-use nr_core::Dispatch;
+use nr_core::{Dispatch, Poisoned};
 
 use crate::config::MAX_THREADS;
 use crate::error::{BuildError, RegisterError};
@@ -61,9 +61,10 @@ struct Request<Op> {
 /// # Poisoning
 ///
 /// A combiner works on a copy of the state, so a panic in `dispatch_mut` leaves the current
-/// state intact; the combiner releases the lock and marks the object *poisoned*, and every
-/// later operation panics (like `Mutex::lock().unwrap()`). The panicking operation is never
-/// applied.
+/// state intact; the combiner releases the lock and marks the object *poisoned*: every later
+/// `try_*` call of a handle returns nr-core's [`Poisoned`] error, and the plain calls
+/// (`execute_mut`, `execute`, `recover`) panic (like `Mutex::lock().unwrap()`). The panicking
+/// operation is never applied.
 ///
 /// # Examples
 ///
@@ -487,11 +488,12 @@ where
     }
 
     #[inline]
-    fn check_poison(&self) {
+    fn check_poison(&self) -> Result<(), Poisoned> {
         // Acquire: pairs with the Release in `Unlock::drop`.
         if self.poisoned.load(Ordering::Acquire) {
-            poisoned();
+            return Err(Poisoned);
         }
+        Ok(())
     }
 
     /// Line 1 / line 3: `Request[p] := <func, Args, act, 1>`.
@@ -511,9 +513,9 @@ where
 
     /// Algorithm 2 `PerformRequest` for thread `p` whose pending request has activate bit
     /// `act`.
-    fn perform(&self, p: usize, act: u8) -> D::Response {
+    fn perform(&self, p: usize, act: u8) -> Result<D::Response, Poisoned> {
         loop {
-            self.check_poison();
+            self.check_poison()?;
             // Line 6. Acquire: pairs with the Release of `Lock` on line 28.
             let mut lval = self.lock.load(Ordering::Acquire);
             if lval % 2 == 0 {
@@ -524,13 +526,13 @@ where
                     .is_ok()
                 {
                     let (_, ret) = self.combine(lval + 1, Some(p));
-                    return ret.expect("invariant: combine(Some(p)) returns p's response");
+                    return Ok(ret.expect("invariant: combine(Some(p)) returns p's response"));
                 }
                 lval += 1; // line 9
             }
             // Line 10: wait until the combiner holding `lval` releases.
             self.wait_while_lock_is(lval);
-            self.check_poison();
+            self.check_poison()?;
             // Line 11.
             if self.current().deact(p) == act {
                 // Line 12: if a later combiner has already reached line 24 (set `LockVal` and
@@ -543,7 +545,7 @@ where
                 if lv != lval {
                     self.wait_while_lock_is(lv);
                 }
-                return self.current().ret(p); // line 13
+                return Ok(self.current().ret(p)); // line 13
             }
         }
     }
@@ -610,9 +612,9 @@ where
 
     /// Takes the lock (waiting for it) for a read that could not validate optimistically.
     #[cold]
-    fn read_locked(&self) -> D {
+    fn read_locked(&self) -> Result<D, Poisoned> {
         loop {
-            self.check_poison();
+            self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28.
             let lval = self.lock.load(Ordering::Acquire);
             if lval % 2 == 0
@@ -621,16 +623,16 @@ where
                     .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return self.combine(lval + 1, None).0;
+                return Ok(self.combine(lval + 1, None).0);
             }
             self.wait_while_lock_is(lval | 1);
         }
     }
 
     /// A snapshot of the current (persisted) state.
-    fn read_state(&self) -> D {
+    fn read_state(&self) -> Result<D, Poisoned> {
         for _ in 0..READ_ATTEMPTS {
-            self.check_poison();
+            self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28: with `l1` even, the record
             // at MIndex is complete and persisted (line 27 precedes line 28).
             let l1 = self.lock.load(Ordering::Acquire);
@@ -642,7 +644,7 @@ where
             // Acquire: keeps this load after the record loads (which are Acquire too). If no
             // combiner took the lock meanwhile, nobody wrote the record we copied.
             if self.lock.load(Ordering::Acquire) == l1 {
-                return st;
+                return Ok(st);
             }
         }
         self.read_locked()
@@ -680,7 +682,7 @@ where
 
 #[cold]
 #[inline(never)]
-fn poisoned() -> ! {
+fn poisoned(_: Poisoned) -> ! {
     panic!("PBComb is poisoned: a dispatch_mut panicked in a combiner")
 }
 
@@ -794,6 +796,28 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute_mut(&mut self, op: D::WriteOperation) -> D::Response {
+        self.try_execute_mut(op).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`execute_mut`](Self::execute_mut) that returns [`Poisoned`] (nr-core's error type)
+    /// instead of panicking when the object is poisoned.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a `dispatch_mut` panicked in a combiner (before or during this call).
+    /// An operation announced before the poisoning was noticed may or may not have been
+    /// applied (as for nr-core).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb};
+    /// let c = PBComb::new(Counter::default(), 1)?;
+    /// assert_eq!(c.register()?.try_execute_mut(3), Ok(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
+        self.obj.check_poison()?;
         self.seq += 1;
         let act = self.seq & ACTIVATE;
         self.obj.announce(self.id, op, act); // line 1
@@ -818,7 +842,25 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute(&mut self, op: D::ReadOperation<'_>) -> D::Response {
-        self.obj.read_state().dispatch(op)
+        self.try_execute(op).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`execute`](Self::execute) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb};
+    /// let c = PBComb::new(Counter::new(9), 1)?;
+    /// assert_eq!(c.register()?.try_execute(()), Ok(9));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_execute(&mut self, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
+        Ok(self.obj.read_state()?.dispatch(op))
     }
 
     /// Recovery function (Algorithm 1 `Recover`, lines 3-6) for this thread's operation `op`
@@ -847,9 +889,32 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
+        self.try_recover(op, seq).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`recover`](Self::recover) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, PBComb, Recovered};
+    /// let c = PBComb::new(Counter::default(), 1)?;
+    /// let mut h = c.register()?;
+    /// assert_eq!(h.try_recover(2, 1), Ok(Recovered::Reexecuted(0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover(
+        &mut self,
+        op: D::WriteOperation,
+        seq: u64,
+    ) -> Result<Recovered<D::Response>, Poisoned> {
+        self.obj.check_poison()?;
         let act = seq & ACTIVATE;
         self.seq = seq;
-        self.obj.check_poison();
         // Line 3 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
         // `p` announces, so read before announcing it says whether the operation took effect
         // *before the crash* (the value in every record since `open` is the persisted one).
@@ -857,10 +922,10 @@ where
         // without persisting it, and "applied" would be neither true of the crash nor durable.
         let cur = self.obj.current();
         if u64::from(cur.deact(self.id)) == act {
-            return Recovered::Applied(cur.ret(self.id)); // line 6
+            return Ok(Recovered::Applied(cur.ret(self.id))); // line 6
         }
         self.obj.announce(self.id, op, act); // line 3
                                              // Lines 4-5: not yet applied; the normal path returns once it is durable.
-        Recovered::Reexecuted(self.obj.perform(self.id, act as u8))
+        Ok(Recovered::Reexecuted(self.obj.perform(self.id, act as u8)?))
     }
 }
