@@ -87,6 +87,14 @@ struct Request {
 /// snapshots of the record `S` points to). Operations, like the state and responses, are
 /// [`Pod`]: combiners of every thread read them concurrently.
 ///
+/// Why `D::WriteOperation: Pod` here and not in [`PBComb`](crate::PBComb): in PBComb only the
+/// lock holder reads a thread's announced operation, through a cell the owner does not touch
+/// while the request is active, so any `Clone` operation works. Here every thread may be
+/// simulating at once and reads `Request[q]` while its owner may already be rewriting it for
+/// its next operation (the published C code reads it racily and relies on the failing SC); we
+/// keep operations in atomic words read under a version (a seqlock), which needs them to be
+/// plain bytes that any bit pattern read concurrently cannot make unsound.
+///
 /// A panic in `dispatch_mut` unwinds the thread that ran it, which then had not installed
 /// anything; every other thread that applies the same request panics the same way.
 ///

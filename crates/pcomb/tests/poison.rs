@@ -4,7 +4,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use pcomb::{Dispatch, PBComb, Poisoned, Pod, Recovered};
+use pcomb::{Dispatch, PBComb, Pod, Poisoned, Recovered};
 
 /// A counter whose `dispatch_mut` panics on the operation `u64::MAX`.
 #[derive(Debug, Clone, Copy, Default)]
