@@ -162,8 +162,12 @@ macro_rules! protocol {
             fn recover(region: Region<Simulated>, logs: &[ThreadLog]) -> Result<(), String> {
                 let obj = match $obj::<D, Simulated>::open(region) {
                     Ok(obj) => obj,
-                    // Crashed before `create` persisted the root: fine if no op completed.
-                    Err(_) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
+                    // Crashed before `create` persisted the root: fine if no op completed. Only
+                    // a missing root is: a root naming an unpersisted object is a violation.
+                    Err(pcomb::BuildError::LayoutMismatch {
+                        detail: "the region has no root object",
+                        ..
+                    }) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
                     Err(e) => return Err(format!("reopen failed after ops completed: {e}")),
                 };
                 let state = obj.register().map_err(|e| e.to_string())?.execute(());

@@ -152,3 +152,21 @@ fn cpuid_detection_agrees_with_the_kernel() {
     );
     assert_eq!(supported(FlushKind::Clflush), has("clflush"), "clflush");
 }
+
+/// `Region::create` writes the fresh header back and waits for it (a pwb of every header line,
+/// then a psync) before returning: a crash right after `create` must find the header. The
+/// simulator cannot see a file mapping's flushes, so the per-thread counters check it (the
+/// mutation table's "create header pwb/psync" rows).
+#[test]
+fn create_writes_back_the_header_before_returning() {
+    let dir = tempfile::tempdir().unwrap();
+    pmem::reset_stats();
+    let region = Region::create(dir.path().join("r"), 1, 1 << 16).unwrap();
+    let s = pmem::stats();
+    assert!(
+        s.pwbs >= pmem::HEADER_SIZE / CACHE_LINE as u64,
+        "every header line written back: {s:?}"
+    );
+    assert!(s.psyncs >= 1, "and waited for: {s:?}");
+    drop(region);
+}
