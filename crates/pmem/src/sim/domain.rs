@@ -327,18 +327,7 @@ impl Domain {
             }
             st.remove_candidate(k);
         };
-        let range = if whole_line {
-            0..LINE_WORDS
-        } else {
-            let w = dirty[st.rng.below(dirty.len() as u64) as usize];
-            w..w + 1
-        };
-        st.evictions += 1;
-        let first = line * LINE_WORDS;
-        for w in range {
-            st.media[first + w] = words[w];
-            st.media_seq[first + w] = seq;
-        }
+        st.write_back(line, &words, &dirty, whole_line, seq);
     }
 
     /// An eviction now, between persistence events (issue 11, defect 7): one dirty line of the
@@ -370,17 +359,7 @@ impl Domain {
         if changed.is_empty() {
             return false;
         }
-        let range = if whole_line {
-            0..LINE_WORDS
-        } else {
-            let w = changed[st.rng.below(changed.len() as u64) as usize];
-            w..w + 1
-        };
-        st.evictions += 1;
-        for w in range {
-            st.media[first + w] = words[w];
-            st.media_seq[first + w] = seq;
-        }
+        st.write_back(line, &words, &changed, whole_line, seq);
         true
     }
 
@@ -468,6 +447,30 @@ impl Domain {
 }
 
 impl State {
+    /// An eviction of `line`, whose view contents are `words` and whose words `dirty` differ
+    /// from the media: the whole line, or one of the dirty words chosen at random.
+    fn write_back(
+        &mut self,
+        line: usize,
+        words: &[u64; LINE_WORDS],
+        dirty: &[usize],
+        whole_line: bool,
+        seq: u64,
+    ) {
+        let range = if whole_line {
+            0..LINE_WORDS
+        } else {
+            let w = dirty[self.rng.below(dirty.len() as u64) as usize];
+            w..w + 1
+        };
+        self.evictions += 1;
+        let first = line * LINE_WORDS;
+        for w in range {
+            self.media[first + w] = words[w];
+            self.media_seq[first + w] = seq;
+        }
+    }
+
     fn add_candidate(&mut self, line: usize) {
         self.is_candidate[line] = true;
         self.candidates.push(line);
