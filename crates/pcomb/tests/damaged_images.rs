@@ -163,59 +163,40 @@ fn comb_survives_damage<O>(
     assert_eq!(panics, 0, "{name}: first panics: {messages:#?}");
 }
 
-#[test]
-fn pbcomb_damaged_images_never_panic() {
-    comb_survives_damage(
-        "PBComb",
-        |r| {
-            let c = PBComb::create(r, Counter::default(), 3).expect("room");
-            for t in 0..3 {
-                c.register_as(t).expect("free").execute_mut(1 << t);
-            }
-            c
-        },
-        |r| {
-            let Ok(c) = PBComb::<Counter, _>::open(r) else {
-                return false;
-            };
-            for t in 0..3 {
-                let mut h = c.register_as(t).expect("free");
-                let seq = h.seq() + 1;
-                let _ = h.recover(1, seq);
-                h.execute_mut(1);
-                h.execute(());
-            }
-            true
-        },
-    );
+/// A damaged-images test of a combining protocol (`PBComb`, `PWFComb`) over a counter.
+macro_rules! comb_test {
+    ($name:ident, $obj:ident) => {
+        #[test]
+        fn $name() {
+            comb_survives_damage(
+                stringify!($obj),
+                |r| {
+                    let c = $obj::create(r, Counter::default(), 3).expect("room");
+                    for t in 0..3 {
+                        c.register_as(t).expect("free").execute_mut(1 << t);
+                    }
+                    c
+                },
+                |r| {
+                    let Ok(c) = $obj::<Counter, _>::open(r) else {
+                        return false;
+                    };
+                    for t in 0..3 {
+                        let mut h = c.register_as(t).expect("free");
+                        let seq = h.seq() + 1;
+                        let _ = h.recover(1, seq);
+                        h.execute_mut(1);
+                        h.execute(());
+                    }
+                    true
+                },
+            );
+        }
+    };
 }
 
-#[test]
-fn pwfcomb_damaged_images_never_panic() {
-    comb_survives_damage(
-        "PWFComb",
-        |r| {
-            let c = PWFComb::create(r, Counter::default(), 3).expect("room");
-            for t in 0..3 {
-                c.register_as(t).expect("free").execute_mut(1 << t);
-            }
-            c
-        },
-        |r| {
-            let Ok(c) = PWFComb::<Counter, _>::open(r) else {
-                return false;
-            };
-            for t in 0..3 {
-                let mut h = c.register_as(t).expect("free");
-                let seq = h.seq() + 1;
-                let _ = h.recover(1, seq);
-                h.execute_mut(1);
-                h.execute(());
-            }
-            true
-        },
-    );
-}
+comb_test!(pbcomb_damaged_images_never_panic, PBComb);
+comb_test!(pwfcomb_damaged_images_never_panic, PWFComb);
 
 #[test]
 fn pbstack_damaged_images_never_panic() {
