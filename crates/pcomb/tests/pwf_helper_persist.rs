@@ -71,10 +71,15 @@ struct Control {
 }
 
 impl Control {
+    /// Waits until `what` holds; panics after 20 s (a schedule step that is never reached,
+    /// for instance with a `pfence` removed, fails the test instead of hanging it).
     fn wait_until(&self, what: impl Fn(&Counts) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let mut c = self.counts.lock().unwrap();
         while !what(&c) {
-            c = self.changed.wait(c).unwrap();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "schedule step not reached: {c:?}");
+            c = self.changed.wait_timeout(c, left).unwrap().0;
         }
     }
 
