@@ -133,7 +133,7 @@ impl<P: Persist> Store<P> {
         Ok((store, off))
     }
 
-    /// Writes `head`, then persists every word (pwb of everything, pfence, psync): a crash at
+    /// Writes `head`, then persists every word (pwb of everything, psync): a crash at
     /// any later point finds a complete initial structure.
     pub(crate) fn init(&self, head: &Header) {
         let w = self.words();
@@ -143,7 +143,7 @@ impl<P: Persist> Store<P> {
         }
         let persist = self.persist();
         persist.pwb_val(w);
-        persist.pfence();
+        // No pfence before it: see `Memory::init_header`.
         persist.psync();
     }
 
