@@ -340,6 +340,79 @@ where
     );
 }
 
+/// Crashes during recovery: a run crashes at a random event, then `open` of that image (with
+/// its repairs: `PWFQueue` re-links a pending node and rewrites its state) and a few
+/// removals crash again at a random event, and the second image must open to a well-formed
+/// structure (`audit`). `PCOMB_NESTED_CRASH_POINTS` (default 300) per structure.
+fn nested_crashes<S: Subject<P = Simulated>>(seed: u64)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
+    let points = env_or("PCOMB_NESTED_CRASH_POINTS", 300);
+    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let (_, sim) = run::<S>(
+        region,
+        &scripts::<S>(seed, 3, OPS),
+        Options::default(),
+        &Recorder::new(),
+    );
+    let events = sim.events().max(1);
+    let mut opened_twice = 0;
+    for i in 0..points {
+        let r = mix(seed ^ mix(i) ^ 0x2E57);
+        let script = scripts::<S>(r, 2 + (i % 3) as usize, OPS);
+        let cfg = SimConfig::new(seed ^ i).crash_at(r % events);
+        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let (_, sim) = run::<S>(region, &script, options_for(i), &Recorder::new());
+        let first = sim.crash_image().unwrap_or_else(|| sim.crash());
+        // The second crash: somewhere in open + a few operations (at most ~40 events).
+        let cfg = SimConfig::new(i).crash_at(mix(r) % 40);
+        let Ok(region) = Region::from_image(&first, LAYOUT, cfg) else {
+            continue;
+        };
+        let sim2 = region.persist().clone();
+        if let Ok(obj) = S::open(region) {
+            // Removals only: the structure may be full (capacity is the first run's pushes).
+            let mut h = obj.handle(0);
+            for _ in 0..3 {
+                S::run(&mut h, &S::drain_op());
+            }
+        }
+        let second = sim2.crash_image().unwrap_or_else(|| sim2.crash());
+        let region = Region::from_image(&second, LAYOUT, SimConfig::new(i)).expect("opens");
+        match S::open(region) {
+            Ok(mut obj) => {
+                opened_twice += 1;
+                if let Err(e) = obj.audit() {
+                    panic!("{}: nested crash {i}: after the second crash: {e}", S::NAME);
+                }
+            }
+            Err(pcomb::BuildError::LayoutMismatch {
+                detail: "the region has no root object",
+                ..
+            }) => {}
+            Err(e) => panic!(
+                "{}: nested crash {i}: the second image does not open: {e}",
+                S::NAME
+            ),
+        }
+    }
+    eprintln!(
+        "{}: {points} nested crash points ({opened_twice} reopened twice), 0 violations",
+        S::NAME
+    );
+}
+
+#[test]
+fn crashes_during_recovery() {
+    nested_crashes::<PBStack<Simulated>>(41);
+    nested_crashes::<PWFStack<Simulated>>(44);
+    nested_crashes::<PBQueue<Simulated>>(42);
+    nested_crashes::<PWFQueue<Simulated>>(45);
+    nested_crashes::<PBHeap<HEAP_CAP, Simulated>>(43);
+}
+
 #[test]
 fn evictor_crashes_between_events() {
     evictor_crashes::<PBStack<Simulated>>(31);
