@@ -183,7 +183,8 @@ fn run(method: Method, threads: usize, total: u64, dir: &std::path::Path) -> Out
                     let old = if old == 0.0 { 1.0 } else { old };
                     // SAFETY: as above.
                     unsafe { p.write((old * K).to_bits()) };
-                    region.persist().pwb(p.cast(), 8);
+                    // SAFETY: as above (`p` is in the region, mapped while it lives).
+                    unsafe { region.persist().pwb(p.cast(), 8) };
                     region.persist().psync();
                     std::hint::black_box(old);
                 })

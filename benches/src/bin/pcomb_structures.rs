@@ -158,7 +158,8 @@ impl MutexPersist {
         unsafe { self.word(i).write(v) };
     }
     fn pwb(&self, i: usize, words: usize) {
-        self.region.persist().pwb(self.word(i).cast(), words * 8);
+        // SAFETY: as for `get` (words `i..i + words` are in the region, mapped while it lives).
+        unsafe { self.region.persist().pwb(self.word(i).cast(), words * 8) };
     }
     fn push(&self, v: u64) {
         let _g = self.lock.lock().expect("no panic");

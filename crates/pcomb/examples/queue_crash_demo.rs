@@ -53,7 +53,8 @@ fn child(dir: &Path) {
         seq += 1;
         // SAFETY: as above.
         unsafe { p.write(seq) };
-        side.persist().pwb(p.cast(), 8);
+        // SAFETY: `p` is a u64 of the region (checked by `ptr`), mapped while it lives.
+        unsafe { side.persist().pwb(p.cast(), 8) };
         side.persist().psync();
         if h.enqueue(seq - 1).is_err() {
             eprintln!("child: queue full");

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! word  0..8    header line: magic, max threads, sizes of D / response / op, record length,
-//!               checksum (written once at creation, persisted before the object is used)
+//!               checksum, type fingerprint (written once at creation, persisted before the
+//!               object is used)
 //! word  8       MIndex (PBcomb) or S (PWFcomb), alone in its cache line (lines 26 / 32, 44)
 //! word 16..     records, each a whole number of cache lines:
 //!               st | ReturnVal[0..n] | Deactivate[0..n] (bytes) | Index[0..n] (bytes) | pid
@@ -35,7 +36,11 @@ pub(crate) mod header {
     pub(crate) const OP_BYTES: usize = 4;
     pub(crate) const RECORD_WORDS: usize = 5;
     pub(crate) const CHECKSUM: usize = 6;
+    /// Words covered by `CHECKSUM` and read by `Memory::open` (the checksum word included).
     pub(crate) const LEN: usize = 7;
+    /// The type fingerprint (`crate::type_fingerprint`, or the user's id); outside the
+    /// checksum, compared as a whole.
+    pub(crate) const TYPE_ID: usize = 7;
 }
 
 /// Which protocol a region holds (the header's magic word).
@@ -166,6 +171,14 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
     #[inline]
     pub(crate) fn set_index(&self, q: usize, bit: u8) {
         words::store_byte(&self.words[self.layout.index_at..], q, bit);
+    }
+
+    /// Whether every `Deactivate[q]` (and, with `pwf`, every `Index[q]`) is 0 or 1. `open`
+    /// checks the current record (issue 11, defect 4): in a damaged image `Index[q]` would
+    /// name a record out of range (`2q + Index[q]`), and `Deactivate[q]` seeds the activate bit
+    /// of `Request[q]`, where a stray bit would announce a request that does not exist.
+    pub(crate) fn flags_valid(&self, pwf: bool) -> bool {
+        (0..self.layout.threads).all(|q| self.deact(q) <= 1 && (!pwf || self.index(q) <= 1))
     }
 
     /// `pid` (PWFcomb only).

@@ -2,6 +2,7 @@
 
 mod config;
 mod error;
+mod fingerprint;
 mod layout;
 mod memory;
 pub mod objects;
@@ -16,7 +17,8 @@ mod words;
 
 pub use config::MAX_THREADS;
 pub use error::{BuildError, RegisterError};
-pub use nr_core::Dispatch;
+pub use fingerprint::type_fingerprint;
+pub use nr_core::{Dispatch, Poisoned};
 pub use pbcomb::{PBComb, PBCombHandle};
 pub use pmem::{self, NoPersist, Persist, Pod};
 pub use pwfcomb::{PWFComb, PWFCombHandle};

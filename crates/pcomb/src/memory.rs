@@ -117,7 +117,14 @@ impl<P: Persist> Memory<P> {
         let threads = values[header::THREADS] as usize;
         let records = match values[header::MAGIC] {
             m if m == Kind::PBComb.magic() => 2,
-            m if m == Kind::PWFComb.magic() => 2 * (threads + 1),
+            // Checked: `threads` is read from the region (a damaged one may hold anything).
+            m if m == Kind::PWFComb.magic() => threads
+                .checked_add(1)
+                .and_then(|n| n.checked_mul(2))
+                .ok_or(BuildError::LayoutMismatch {
+                    kind,
+                    detail: "bad max_threads in the header",
+                })?,
             _ => {
                 return Err(BuildError::LayoutMismatch {
                     kind,
@@ -185,13 +192,18 @@ impl<P: Persist> Memory<P> {
     /// pwb of the shared index word (PBcomb line 26, PWFcomb lines 32 and 44).
     #[inline]
     pub(crate) fn pwb_index(&self) {
-        self.persist()
-            .pwb((self.index_word() as *const AtomicU64).cast::<u8>(), 8);
+        self.persist().pwb_val(self.index_word());
     }
 
-    /// Writes the header and persists every word (pwb of everything, then pfence and psync),
+    /// Writes the header and persists every word (pwb of everything, then psync),
     /// so that a crash at any later point finds a complete initial object.
-    pub(crate) fn init_header(&self, kind: Kind, layout: &RecordLayout, sizes: [usize; 3]) {
+    pub(crate) fn init_header(
+        &self,
+        kind: Kind,
+        layout: &RecordLayout,
+        sizes: [usize; 3],
+        type_id: u64,
+    ) {
         let w = self.words();
         let values = header_values(kind, layout, sizes);
         for (i, v) in values.iter().enumerate() {
@@ -199,18 +211,22 @@ impl<P: Persist> Memory<P> {
             // object to other threads (by reference, a synchronizing operation) publish it.
             w[i].store(*v, Ordering::Relaxed);
         }
+        // Relaxed: as above.
+        w[header::TYPE_ID].store(type_id, Ordering::Relaxed);
         let persist = self.persist();
-        persist.pwb(w.as_ptr().cast::<u8>(), w.len() * 8);
-        persist.pfence();
+        persist.pwb_val(w);
+        // No pfence before it: a pfence followed at once by a psync adds nothing (the mutation
+        // table found the pair redundant: either one alone passed every test).
         persist.psync();
     }
 
-    /// Checks that the header matches `kind`, `layout` and `sizes`.
+    /// Checks that the header matches `kind`, `layout`, `sizes` and `type_id`.
     pub(crate) fn check_header(
         &self,
         kind: Kind,
         layout: &RecordLayout,
         sizes: [usize; 3],
+        type_id: u64,
     ) -> Result<(), BuildError> {
         let w = self.words();
         let name = match kind {
@@ -237,6 +253,12 @@ impl<P: Persist> Memory<P> {
             != want[header::STATE_BYTES..=header::RECORD_WORDS]
         {
             return mismatch("different state, response or operation sizes");
+        }
+        // Relaxed: as above.
+        if w[header::TYPE_ID].load(Ordering::Relaxed) != type_id {
+            return mismatch(
+                "a different type fingerprint (created with another state type, or another type id)",
+            );
         }
         Ok(())
     }

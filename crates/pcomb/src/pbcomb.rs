@@ -13,10 +13,11 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crossbeam_utils::CachePadded;
-use nr_core::Dispatch;
+use nr_core::{Dispatch, Poisoned};
 
 use crate::config::MAX_THREADS;
 use crate::error::{BuildError, RegisterError};
+use crate::fingerprint::type_fingerprint;
 use crate::layout::{header, Kind, Record, RecordLayout};
 use crate::memory::Memory;
 use crate::recovered::Recovered;
@@ -60,9 +61,10 @@ struct Request<Op> {
 /// # Poisoning
 ///
 /// A combiner works on a copy of the state, so a panic in `dispatch_mut` leaves the current
-/// state intact; the combiner releases the lock and marks the object *poisoned*, and every
-/// later operation panics (like `Mutex::lock().unwrap()`). The panicking operation is never
-/// applied.
+/// state intact; the combiner releases the lock and marks the object *poisoned*: every later
+/// `try_*` call of a handle returns nr-core's [`Poisoned`] error, and the plain calls
+/// (`execute_mut`, `execute`, `recover`) panic (like `Mutex::lock().unwrap()`). The panicking
+/// operation is never applied.
 ///
 /// # Examples
 ///
@@ -177,7 +179,7 @@ where
     pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let mem = Memory::heap(layout.total_words(2), NoPersist);
-        Ok(Self::create_in(mem, layout, &init))
+        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
     }
 }
 
@@ -209,7 +211,7 @@ where
     pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let mem = Memory::heap(layout.total_words(2), persist);
-        Ok(Self::create_in(mem, layout, &init))
+        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
     }
 
     fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
@@ -231,11 +233,11 @@ where
     }
 
     /// Initializes `mem` (zeroed) as a fresh object holding `init` and persists it.
-    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D) -> Self {
+    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D, type_id: u64) -> Self {
         // MemState[0] := <init, <0..>, <0..>>; MIndex := 0 (Algorithm 1, initial values); the
         // header write persists everything, records included.
         Record::<D, D::Response>::at(mem.words(), &layout, 0).set_state(init);
-        mem.init_header(Kind::PBComb, &layout, Self::sizes());
+        mem.init_header(Kind::PBComb, &layout, Self::sizes(), type_id);
         Self::with_memory(mem, layout)
     }
 
@@ -286,9 +288,41 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+        Self::create_with_type_id(region, init, max_threads, type_fingerprint::<D>())
+    }
+
+    /// [`create`](Self::create) with the type fingerprint `type_id` chosen by the caller
+    /// instead of [`type_fingerprint::<D>()`](crate::type_fingerprint) (which changes when `D`
+    /// is renamed or moved); the object then opens only with
+    /// [`open_with_type_id`](Self::open_with_type_id) and the same id.
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb};
+    ///
+    /// const MY_COUNTER_V1: u64 = 0xC0_0001;
+    /// let c = PBComb::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 2, MY_COUNTER_V1)?;
+    /// let region = c.into_region().expect("in a region");
+    /// let c = PBComb::<Counter, _>::open_with_type_id(region, MY_COUNTER_V1)?;
+    /// assert_eq!(c.register()?.execute(()), 1);
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PBComb::<Counter, _>::open(region).is_err()); // the default fingerprint differs
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_type_id(
+        region: Region<P>,
+        init: D,
+        max_threads: usize,
+        type_id: u64,
+    ) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let (mem, off) = Memory::allocate(region, layout.total_words(2))?;
-        let obj = Self::create_in(mem, layout, &init);
+        let obj = Self::create_in(mem, layout, &init, type_id);
         obj.mem.publish(off)?;
         Ok(obj)
     }
@@ -319,6 +353,27 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        Self::open_with_type_id(region, type_fingerprint::<D>())
+    }
+
+    /// [`open`](Self::open) for an object created by
+    /// [`create_with_type_id`](Self::create_with_type_id) with `type_id`.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open); [`BuildError::LayoutMismatch`] when the object was created
+    /// with another type id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb};
+    /// let c = PBComb::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 1, 42)?;
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PBComb::<Counter, _>::open_with_type_id(region, 42).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
         let (mem, head) = Memory::open(region, "PBComb")?;
         let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
             BuildError::LayoutMismatch {
@@ -326,8 +381,15 @@ where
                 detail: "bad max_threads in the header",
             }
         })?;
-        mem.check_header(Kind::PBComb, &layout, Self::sizes())?;
-        Ok(Self::with_memory(mem, layout))
+        mem.check_header(Kind::PBComb, &layout, Self::sizes(), type_id)?;
+        let obj = Self::with_memory(mem, layout);
+        if !obj.current().flags_valid(false) {
+            return Err(BuildError::LayoutMismatch {
+                kind: "PBComb",
+                detail: "a Deactivate flag of the current record is not 0 or 1 (corrupt)",
+            });
+        }
+        Ok(obj)
     }
 
     /// Gives back the region of a persistent object (`None` for a volatile one), e.g. to
@@ -426,11 +488,12 @@ where
     }
 
     #[inline]
-    fn check_poison(&self) {
+    fn check_poison(&self) -> Result<(), Poisoned> {
         // Acquire: pairs with the Release in `Unlock::drop`.
         if self.poisoned.load(Ordering::Acquire) {
-            poisoned();
+            return Err(Poisoned);
         }
+        Ok(())
     }
 
     /// Line 1 / line 3: `Request[p] := <func, Args, act, 1>`.
@@ -450,9 +513,9 @@ where
 
     /// Algorithm 2 `PerformRequest` for thread `p` whose pending request has activate bit
     /// `act`.
-    fn perform(&self, p: usize, act: u8) -> D::Response {
+    fn perform(&self, p: usize, act: u8) -> Result<D::Response, Poisoned> {
         loop {
-            self.check_poison();
+            self.check_poison()?;
             // Line 6. Acquire: pairs with the Release of `Lock` on line 28.
             let mut lval = self.lock.load(Ordering::Acquire);
             if lval % 2 == 0 {
@@ -463,13 +526,13 @@ where
                     .is_ok()
                 {
                     let (_, ret) = self.combine(lval + 1, Some(p));
-                    return ret.expect("invariant: combine(Some(p)) returns p's response");
+                    return Ok(ret.expect("invariant: combine(Some(p)) returns p's response"));
                 }
                 lval += 1; // line 9
             }
             // Line 10: wait until the combiner holding `lval` releases.
             self.wait_while_lock_is(lval);
-            self.check_poison();
+            self.check_poison()?;
             // Line 11.
             if self.current().deact(p) == act {
                 // Line 12: if a later combiner has already reached line 24 (set `LockVal` and
@@ -482,7 +545,7 @@ where
                 if lv != lval {
                     self.wait_while_lock_is(lv);
                 }
-                return self.current().ret(p); // line 13
+                return Ok(self.current().ret(p)); // line 13
             }
         }
     }
@@ -530,7 +593,10 @@ where
         }
         new.set_state(&st);
         let (addr, len) = new.span();
-        persist.pwb(addr, len); // line 22
+        // SAFETY:
+        // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+        //   as `self`.
+        unsafe { persist.pwb(addr, len) }; // line 22
         persist.pfence(); // line 23
                           // Line 24. Release: pairs with the Acquire load in `perform` (line 12), ordered before
                           // the MIndex store below.
@@ -546,9 +612,9 @@ where
 
     /// Takes the lock (waiting for it) for a read that could not validate optimistically.
     #[cold]
-    fn read_locked(&self) -> D {
+    fn read_locked(&self) -> Result<D, Poisoned> {
         loop {
-            self.check_poison();
+            self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28.
             let lval = self.lock.load(Ordering::Acquire);
             if lval % 2 == 0
@@ -557,16 +623,16 @@ where
                     .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return self.combine(lval + 1, None).0;
+                return Ok(self.combine(lval + 1, None).0);
             }
             self.wait_while_lock_is(lval | 1);
         }
     }
 
     /// A snapshot of the current (persisted) state.
-    fn read_state(&self) -> D {
+    fn read_state(&self) -> Result<D, Poisoned> {
         for _ in 0..READ_ATTEMPTS {
-            self.check_poison();
+            self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28: with `l1` even, the record
             // at MIndex is complete and persisted (line 27 precedes line 28).
             let l1 = self.lock.load(Ordering::Acquire);
@@ -578,7 +644,7 @@ where
             // Acquire: keeps this load after the record loads (which are Acquire too). If no
             // combiner took the lock meanwhile, nobody wrote the record we copied.
             if self.lock.load(Ordering::Acquire) == l1 {
-                return st;
+                return Ok(st);
             }
         }
         self.read_locked()
@@ -616,7 +682,7 @@ where
 
 #[cold]
 #[inline(never)]
-fn poisoned() -> ! {
+fn poisoned(_: Poisoned) -> ! {
     panic!("PBComb is poisoned: a dispatch_mut panicked in a combiner")
 }
 
@@ -730,6 +796,28 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute_mut(&mut self, op: D::WriteOperation) -> D::Response {
+        self.try_execute_mut(op).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`execute_mut`](Self::execute_mut) that returns [`Poisoned`] (nr-core's error type)
+    /// instead of panicking when the object is poisoned.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a `dispatch_mut` panicked in a combiner (before or during this call).
+    /// An operation announced before the poisoning was noticed may or may not have been
+    /// applied (as for nr-core).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb};
+    /// let c = PBComb::new(Counter::default(), 1)?;
+    /// assert_eq!(c.register()?.try_execute_mut(3), Ok(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
+        self.obj.check_poison()?;
         self.seq += 1;
         let act = self.seq & ACTIVATE;
         self.obj.announce(self.id, op, act); // line 1
@@ -754,7 +842,25 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute(&mut self, op: D::ReadOperation<'_>) -> D::Response {
-        self.obj.read_state().dispatch(op)
+        self.try_execute(op).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`execute`](Self::execute) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb};
+    /// let c = PBComb::new(Counter::new(9), 1)?;
+    /// assert_eq!(c.register()?.try_execute(()), Ok(9));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_execute(&mut self, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
+        Ok(self.obj.read_state()?.dispatch(op))
     }
 
     /// Recovery function (Algorithm 1 `Recover`, lines 3-6) for this thread's operation `op`
@@ -783,15 +889,43 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
+        self.try_recover(op, seq).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`recover`](Self::recover) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, PBComb, Recovered};
+    /// let c = PBComb::new(Counter::default(), 1)?;
+    /// let mut h = c.register()?;
+    /// assert_eq!(h.try_recover(2, 1), Ok(Recovered::Reexecuted(0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover(
+        &mut self,
+        op: D::WriteOperation,
+        seq: u64,
+    ) -> Result<Recovered<D::Response>, Poisoned> {
+        self.obj.check_poison()?;
         let act = seq & ACTIVATE;
         self.seq = seq;
-        self.obj.announce(self.id, op, act); // line 3
+        // Line 3 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
         let cur = self.obj.current();
-        if u64::from(cur.deact(self.id)) != act {
-            // Lines 4-5: not yet applied.
-            Recovered::Reexecuted(self.obj.perform(self.id, act as u8))
-        } else {
-            Recovered::Applied(cur.ret(self.id)) // line 6
+        if u64::from(cur.deact(self.id)) == act {
+            return Ok(Recovered::Applied(cur.ret(self.id))); // line 6
         }
+        self.obj.announce(self.id, op, act); // line 3
+                                             // Lines 4-5: not yet applied; the normal path returns once it is durable.
+        Ok(Recovered::Reexecuted(self.obj.perform(self.id, act as u8)?))
     }
 }

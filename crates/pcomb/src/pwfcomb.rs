@@ -42,6 +42,7 @@ use nr_core::Dispatch;
 
 use crate::config::MAX_THREADS;
 use crate::error::{BuildError, RegisterError};
+use crate::fingerprint::type_fingerprint;
 use crate::layout::{header, Kind, Record, RecordLayout};
 use crate::memory::Memory;
 use crate::recovered::Recovered;
@@ -85,6 +86,14 @@ struct Request {
 /// attempts, then the operation is known to be applied); reads are lock-free (validated
 /// snapshots of the record `S` points to). Operations, like the state and responses, are
 /// [`Pod`]: combiners of every thread read them concurrently.
+///
+/// Why `D::WriteOperation: Pod` here and not in [`PBComb`](crate::PBComb): in PBComb only the
+/// lock holder reads a thread's announced operation, through a cell the owner does not touch
+/// while the request is active, so any `Clone` operation works. Here every thread may be
+/// simulating at once and reads `Request[q]` while its owner may already be rewriting it for
+/// its next operation (the published C code reads it racily and relies on the failing SC); we
+/// keep operations in atomic words read under a version (a seqlock), which needs them to be
+/// plain bytes that any bit pattern read concurrently cannot make unsound.
 ///
 /// A panic in `dispatch_mut` unwinds the thread that ran it, which then had not installed
 /// anything; every other thread that applies the same request panics the same way.
@@ -169,7 +178,7 @@ where
     pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let mem = Memory::heap(layout.total_words(Self::records(max_threads)), NoPersist);
-        Ok(Self::create_in(mem, layout, &init))
+        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
     }
 }
 
@@ -202,7 +211,7 @@ where
     pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let mem = Memory::heap(layout.total_words(Self::records(max_threads)), persist);
-        Ok(Self::create_in(mem, layout, &init))
+        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
     }
 
     fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
@@ -230,12 +239,12 @@ where
 
     /// Initializes `mem` (zeroed) as a fresh object holding `init` and persists it:
     /// `S := &MemState[n][0]`, holding `<init, <0..>, <0..>, <0..>, 0>`.
-    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D) -> Self {
+    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D, type_id: u64) -> Self {
         let dummy = 2 * layout.threads;
         Record::<D, D::Response>::at(mem.words(), &layout, dummy).set_state(init);
         // Relaxed: not shared yet; `init_header` persists and the handover publishes.
         mem.index_word().store(dummy as u64, Ordering::Relaxed);
-        mem.init_header(Kind::PWFComb, &layout, Self::sizes());
+        mem.init_header(Kind::PWFComb, &layout, Self::sizes(), type_id);
         Self::with_memory(mem, layout)
     }
 
@@ -286,9 +295,41 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+        Self::create_with_type_id(region, init, max_threads, type_fingerprint::<D>())
+    }
+
+    /// [`create`](Self::create) with the type fingerprint `type_id` chosen by the caller
+    /// instead of [`type_fingerprint::<D>()`](crate::type_fingerprint) (which changes when `D`
+    /// is renamed or moved); the object then opens only with
+    /// [`open_with_type_id`](Self::open_with_type_id) and the same id.
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PWFComb};
+    ///
+    /// const MY_COUNTER_V1: u64 = 0xC0_0001;
+    /// let c = PWFComb::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 2, MY_COUNTER_V1)?;
+    /// let region = c.into_region().expect("in a region");
+    /// let c = PWFComb::<Counter, _>::open_with_type_id(region, MY_COUNTER_V1)?;
+    /// assert_eq!(c.register()?.execute(()), 1);
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PWFComb::<Counter, _>::open(region).is_err()); // the default fingerprint differs
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_type_id(
+        region: Region<P>,
+        init: D,
+        max_threads: usize,
+        type_id: u64,
+    ) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let (mem, off) = Memory::allocate(region, layout.total_words(Self::records(max_threads)))?;
-        let obj = Self::create_in(mem, layout, &init);
+        let obj = Self::create_in(mem, layout, &init, type_id);
         obj.mem.publish(off)?;
         Ok(obj)
     }
@@ -319,6 +360,27 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        Self::open_with_type_id(region, type_fingerprint::<D>())
+    }
+
+    /// [`open`](Self::open) for an object created by
+    /// [`create_with_type_id`](Self::create_with_type_id) with `type_id`.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open); [`BuildError::LayoutMismatch`] when the object was created
+    /// with another type id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PWFComb};
+    /// let c = PWFComb::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 1, 42)?;
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PWFComb::<Counter, _>::open_with_type_id(region, 42).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
         let (mem, head) = Memory::open(region, "PWFComb")?;
         let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
             BuildError::LayoutMismatch {
@@ -326,7 +388,7 @@ where
                 detail: "bad max_threads in the header",
             }
         })?;
-        mem.check_header(Kind::PWFComb, &layout, Self::sizes())?;
+        mem.check_header(Kind::PWFComb, &layout, Self::sizes(), type_id)?;
         // Relaxed: single-threaded reopening.
         let s = mem.index_word().load(Ordering::Relaxed);
         if (s & RECORD_MASK) as usize >= Self::records(layout.threads) {
@@ -335,7 +397,14 @@ where
                 detail: "S names no record (corrupt)",
             });
         }
-        Ok(Self::with_memory(mem, layout))
+        let obj = Self::with_memory(mem, layout);
+        if !obj.record(s).flags_valid(true) {
+            return Err(BuildError::LayoutMismatch {
+                kind: "PWFComb",
+                detail: "a Deactivate or Index flag of the current record is not 0 or 1 (corrupt)",
+            });
+        }
+        Ok(obj)
     }
 
     /// Gives back the region of a persistent object (`None` for a volatile one), e.g. to
@@ -528,7 +597,10 @@ where
                 // Line 26: VL.
                 dst.set_index(p, 1 - ind as u8); // line 27
                 let (addr, len) = dst.span();
-                persist.pwb(addr, len); // line 28
+                // SAFETY:
+                // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+                //   as `self`.
+                unsafe { persist.pwb(addr, len) }; // line 28
                 persist.pfence(); // line 29
                                   // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`,
                                   // which happens after that thread's Acquire load of the S our CAS writes.
@@ -736,14 +808,17 @@ where
     pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
         let act = seq & ACTIVATE;
         self.seq = seq;
-        self.obj.announce(self.id, &op, act); // line 4
-        let (cur, rec) = self.obj.current();
-        if u64::from(rec.deact(self.id)) != act {
-            Recovered::Reexecuted(self.obj.perform(self.id)) // lines 5-6
+        // Line 4 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
+        let (_, rec) = self.obj.current();
+        if u64::from(rec.deact(self.id)) == act {
+            Recovered::Applied(rec.ret(self.id)) // line 7
         } else {
-            let ret = rec.ret(self.id); // line 7
-            self.obj.ensure_persisted(cur);
-            Recovered::Applied(ret)
+            self.obj.announce(self.id, &op, act); // line 4
+            Recovered::Reexecuted(self.obj.perform(self.id)) // lines 5-6
         }
     }
 }

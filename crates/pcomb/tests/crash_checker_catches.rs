@@ -41,11 +41,12 @@ struct Broken {
 }
 
 impl Persist for Broken {
-    fn pwb(&self, addr: *const u8, len: usize) {
+    unsafe fn pwb(&self, addr: *const u8, len: usize) {
         // Relaxed: single-threaded runs only.
         let first = self.first.swap(false, Ordering::Relaxed);
         if !(first && self.mutant == Mutant::NoFirstPwb) {
-            self.inner.pwb(addr, len);
+            // SAFETY: the caller's guarantee, passed on unchanged.
+            unsafe { self.inner.pwb(addr, len) };
         }
     }
 

@@ -75,12 +75,39 @@ impl Subject for AtomicFloat {
 }
 
 /// What a thread did before the crash.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct ThreadLog {
     /// Operations that returned before the crash.
     completed: u64,
     /// Sequence number of an operation invoked but not known to have returned before the crash.
     pending: Option<u64>,
+    /// Sequence number of the thread's first operation.
+    first_seq: u64,
+    /// The simulator's stamp (`Simulated::stamp`) taken at each return, in order.
+    stamps: Vec<u64>,
+    /// Whether `is_crashed()` was already true right after the last return (the old check).
+    crashed_after_last: bool,
+}
+
+impl ThreadLog {
+    /// Fills `completed` and `pending` from the return stamps and the crash's stamp (issue 11,
+    /// defect 6): an operation returned before the crash exactly when its stamp is at most the
+    /// crash's; the first one that did not is pending (the thread stops after it). Returns
+    /// whether the old check (`is_crashed()` after the return) would have called a returned
+    /// operation pending.
+    fn settle(&mut self, crash_stamp: Option<u64>) -> bool {
+        let before = |s: &&u64| crash_stamp.map_or(true, |c| **s <= c);
+        self.completed = self.stamps.iter().take_while(|s| before(s)).count() as u64;
+        let returned_all = self.completed == self.stamps.len() as u64;
+        self.pending = (!returned_all).then_some(self.first_seq + self.completed);
+        returned_all && self.crashed_after_last
+    }
+}
+
+/// Settles every log; returns how many returned operations the old check called pending.
+fn settle(logs: &mut [ThreadLog], sim: &Simulated) -> u64 {
+    let c = sim.crash_stamp();
+    logs.iter_mut().map(|l| u64::from(l.settle(c))).sum()
 }
 
 /// The two protocols behind one interface for the test.
@@ -110,16 +137,18 @@ macro_rules! protocol {
                             let (obj, sim) = (&obj, &sim);
                             s.spawn(move || {
                                 let mut h = obj.register_as(t).expect("free slot");
-                                let mut log = ThreadLog::default();
+                                let mut log = ThreadLog {
+                                    first_seq: h.seq() + 1,
+                                    ..ThreadLog::default()
+                                };
                                 for i in 0..D::OPS {
-                                    log.pending = Some(h.seq() + 1);
                                     let r = h.execute_mut(D::op(t));
+                                    log.stamps.push(sim.stamp());
                                     assert_eq!(D::count(r, t), i, "response of op {i} of {t}");
                                     if sim.is_crashed() {
+                                        log.crashed_after_last = true;
                                         return log;
                                     }
-                                    log.completed += 1;
-                                    log.pending = None;
                                 }
                                 log
                             })
@@ -133,8 +162,12 @@ macro_rules! protocol {
             fn recover(region: Region<Simulated>, logs: &[ThreadLog]) -> Result<(), String> {
                 let obj = match $obj::<D, Simulated>::open(region) {
                     Ok(obj) => obj,
-                    // Crashed before `create` persisted the root: fine if no op completed.
-                    Err(_) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
+                    // Crashed before `create` persisted the root: fine if no op completed. Only
+                    // a missing root is: a root naming an unpersisted object is a violation.
+                    Err(pcomb::BuildError::LayoutMismatch {
+                        detail: "the region has no root object",
+                        ..
+                    }) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
                     Err(e) => return Err(format!("reopen failed after ops completed: {e}")),
                 };
                 let state = obj.register().map_err(|e| e.to_string())?.execute(());
@@ -195,7 +228,7 @@ where
     let (_, sim) = P::run(region, 3);
     let events = sim.events().max(1);
     static RNG: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
-    let mut crashed_mid_run = 0;
+    let (mut crashed_mid_run, mut rescued) = (0, 0);
     for i in 0..crash_points() {
         let r = RNG
             .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
@@ -203,7 +236,7 @@ where
         let k = (r >> 11) % (events + events / 8);
         let cfg = SimConfig::new(seed ^ i).crash_at(k);
         let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
-        let (logs, sim) = P::run(region, threads_for(i));
+        let (mut logs, sim) = P::run(region, threads_for(i));
         let image = match sim.crash_image() {
             Some(image) => {
                 crashed_mid_run += 1;
@@ -211,6 +244,7 @@ where
             }
             None => sim.crash(),
         };
+        rescued += settle(&mut logs, &sim);
         let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("image opens");
         if let Err(e) = P::recover(recovered, &logs) {
             panic!("{name}: crash point {i} (event {k} of ~{events}, seed {seed}): {e}");
@@ -219,6 +253,11 @@ where
     assert!(
         crashed_mid_run > 0 || crash_points() < 10,
         "{name}: no run crashed mid-way"
+    );
+    eprintln!(
+        "{name}: {} crash points, {crashed_mid_run} mid-run; {rescued} operations returned \
+         before the crash but found it crashed right after (pending under the old check)",
+        crash_points()
     );
 }
 
@@ -257,8 +296,9 @@ where
     for k in 0..=events {
         let region =
             Region::simulated(LAYOUT, SIZE, SimConfig::new(k).crash_at(k)).expect("region");
-        let (logs, sim) = P::run(region, 1);
+        let (mut logs, sim) = P::run(region, 1);
         let image = sim.crash_image().unwrap_or_else(|| sim.crash());
+        settle(&mut logs, &sim);
         let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("image opens");
         if let Err(e) = P::recover(recovered, &logs) {
             panic!("{name}: systematic crash at event {k} of {events}: {e}");

@@ -23,7 +23,7 @@ use pcomb::{PBComb, Persist};
 struct CountPasses(Arc<AtomicUsize>);
 
 impl Persist for CountPasses {
-    fn pwb(&self, _addr: *const u8, _len: usize) {}
+    unsafe fn pwb(&self, _addr: *const u8, _len: usize) {}
     fn pfence(&self) {}
     fn psync(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);

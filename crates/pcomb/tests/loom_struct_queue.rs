@@ -52,7 +52,7 @@ impl CountPsyncs {
 }
 
 impl Persist for CountPsyncs {
-    fn pwb(&self, _addr: *const u8, _len: usize) {}
+    unsafe fn pwb(&self, _addr: *const u8, _len: usize) {}
     fn pfence(&self) {}
     fn psync(&self) {
         self.0.fetch_add(1, Ordering::SeqCst);

@@ -25,6 +25,8 @@
 
 mod struct_common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use pcomb::pmem::sim::{SimConfig, Simulated};
 use pcomb::pmem::Region;
 use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
@@ -38,6 +40,9 @@ const OPS: usize = 6;
 type Op<S> = <<S as Subject>::M as Model>::Op;
 type Ret<S> = <<S as Subject>::M as Model>::Ret;
 
+/// An operation that returned when the domain had crashed: `(id, op, seq, response, stamp)`.
+type AtCrash<S> = (PendingOp, Op<S>, u64, Ret<S>, u64);
+
 /// What a thread did before the crash.
 struct Outcome<S: Subject> {
     rec: ThreadRecorder<Op<S>, Ret<S>>,
@@ -46,6 +51,36 @@ struct Outcome<S: Subject> {
     /// The last mutating operation that returned before the crash: `(op, seq, response)`.
     last: Option<(Op<S>, u64, Ret<S>)>,
     completed: usize,
+    /// The operation that returned when the domain had already crashed, with its return stamp
+    /// (`Simulated::stamp`): `settle` decides whether it returned before the crash.
+    at_crash: Option<AtCrash<S>>,
+}
+
+impl<S: Subject> Outcome<S> {
+    /// Issue 11, defect 6: the operation that found the domain crashed after it returned is
+    /// complete if its return stamp is at most the crash's (the crash came later), else
+    /// pending. Returns whether it was complete (the old check called it pending).
+    fn settle(&mut self, crash_stamp: Option<u64>) -> bool {
+        let Some((id, op, seq, ret, stamp)) = self.at_crash.take() else {
+            return false;
+        };
+        if crash_stamp.is_some_and(|c| stamp > c) {
+            self.pending = Some((id, op, seq));
+            return false;
+        }
+        self.rec.complete(id, ret.clone());
+        self.completed += 1;
+        if !S::is_read(&op) {
+            self.last = Some((op, seq, ret));
+        }
+        true
+    }
+}
+
+/// Settles every outcome; returns how many returned operations the old check called pending.
+fn settle<S: Subject>(outcomes: &mut [Outcome<S>], sim: &Simulated) -> u64 {
+    let c = sim.crash_stamp();
+    outcomes.iter_mut().map(|o| u64::from(o.settle(c))).sum()
 }
 
 fn options_for(i: u64) -> Options {
@@ -65,12 +100,44 @@ where
     Op<S>: Send + Sync,
     Ret<S>: Send,
 {
+    run_with_evictor::<S>(region, scripts, options, recorder, None)
+}
+
+/// `run`, plus (with `Some(k)`) a thread beside the workers that evicts between persistence
+/// events (`Simulated::evict_now`, yielding between calls) and crashes the domain after `k`
+/// evictions: crash points and evictions between events (issue 11, defect 7).
+fn run_with_evictor<S: Subject<P = Simulated>>(
+    region: Region<Simulated>,
+    scripts: &[Vec<Op<S>>],
+    options: Options,
+    recorder: &Recorder<Op<S>, Ret<S>>,
+    evictor: Option<u64>,
+) -> (Vec<Outcome<S>>, Simulated)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
     let sim = region.persist().clone();
     let threads = scripts.len();
     // Room for every push of the scripts (tests never fill a structure).
     let capacity = scripts.iter().map(Vec::len).sum::<usize>() as u32;
     let obj = S::create(region, capacity, threads, options);
+    let done = AtomicBool::new(false);
     let outcomes = std::thread::scope(|s| {
+        if let Some(k) = evictor {
+            let (sim, done) = (&sim, &done);
+            s.spawn(move || {
+                for _ in 0..k {
+                    // Relaxed: a stop request; the workers' joins order everything else.
+                    if done.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    sim.evict_now();
+                    std::thread::yield_now();
+                }
+                sim.crash();
+            });
+        }
         let handles: Vec<_> = scripts
             .iter()
             .enumerate()
@@ -83,13 +150,15 @@ where
                         pending: None,
                         last: None,
                         completed: 0,
+                        at_crash: None,
                     };
                     for op in script {
                         let seq = S::next_seq(&h, op);
                         let id = out.rec.invoke(op.clone());
                         let ret = S::run(&mut h, op);
+                        let stamp = sim.stamp();
                         if sim.is_crashed() {
-                            out.pending = Some((id, op.clone(), seq));
+                            out.at_crash = Some((id, op.clone(), seq, ret, stamp));
                             return out;
                         }
                         out.rec.complete(id, ret.clone());
@@ -102,10 +171,13 @@ where
                 })
             })
             .collect();
-        handles
+        let outcomes = handles
             .into_iter()
             .map(|h| h.join().expect("no panic"))
-            .collect()
+            .collect();
+        // Relaxed: see the evictor.
+        done.store(true, Ordering::Relaxed);
+        outcomes
     });
     drop(obj);
     (outcomes, sim)
@@ -119,8 +191,12 @@ fn recover<S: Subject<P = Simulated>>(
 ) -> Result<(), String> {
     let mut obj = match S::open(region) {
         Ok(obj) => obj,
-        // Crashed before `create` published the root: fine if nothing returned.
-        Err(_) if outcomes.iter().all(|o| o.completed == 0) => return Ok(()),
+        // Crashed before `create` published the root: fine if nothing returned. Only a missing
+        // root is: a root naming an unpersisted structure is a violation.
+        Err(pcomb::BuildError::LayoutMismatch {
+            detail: "the region has no root object",
+            ..
+        }) if outcomes.iter().all(|o| o.completed == 0) => return Ok(()),
         Err(e) => return Err(format!("reopen failed after ops returned: {e}")),
     };
     obj.audit().map_err(|e| format!("after open: {e}"))?;
@@ -179,7 +255,7 @@ where
         &recorder,
     );
     let events = sim.events().max(1);
-    let mut mid_run = 0;
+    let (mut mid_run, mut rescued) = (0, 0);
     for i in 0..points {
         let r = mix(seed ^ mix(i));
         let k = r % (events + events / 8);
@@ -188,7 +264,7 @@ where
         let cfg = SimConfig::new(seed ^ i).crash_at(k);
         let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
-        let (outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
+        let (mut outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
         let image = match sim.crash_image() {
             Some(image) => {
                 mid_run += 1;
@@ -196,6 +272,7 @@ where
             }
             None => sim.crash(),
         };
+        rescued += settle(&mut outcomes, &sim);
         let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
         if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
             panic!(
@@ -211,9 +288,138 @@ where
         S::NAME
     );
     eprintln!(
-        "{}: {points} crash points ({mid_run} mid-run), 0 violations",
+        "{}: {points} crash points ({mid_run} mid-run), 0 violations; {rescued} operations \
+         returned before the crash but found it crashed right after (pending under the old check)",
         S::NAME
     );
+}
+
+/// Crash points between persistence events: an evictor thread writes dirty lines back while
+/// the workers run and crashes at a random moment (`PCOMB_EVICTOR_CRASH_POINTS`, default 200,
+/// per structure).
+fn evictor_crashes<S: Subject<P = Simulated>>(seed: u64)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
+    let points = env_or("PCOMB_EVICTOR_CRASH_POINTS", 200);
+    let (mut mid_run, mut evictions) = (0, 0);
+    for i in 0..points {
+        let r = mix(seed ^ mix(i) ^ 0xE71C);
+        let threads = 2 + (i % 3) as usize;
+        let script = scripts::<S>(r, threads, OPS);
+        // Event evictions off: every eviction in these runs happens between events.
+        let cfg = SimConfig::new(seed ^ i).evictions(0.0);
+        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let recorder = Recorder::new();
+        let k = r % 16;
+        let (mut outcomes, sim) =
+            run_with_evictor::<S>(region, &script, options_for(i), &recorder, Some(k));
+        evictions += sim.evictions();
+        let image = match sim.crash_image() {
+            Some(image) => {
+                mid_run += 1;
+                image
+            }
+            None => sim.crash(),
+        };
+        settle(&mut outcomes, &sim);
+        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
+        if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
+            panic!(
+                "{}: evictor crash {i} (after {k} evictions, seed {seed}): {e}",
+                S::NAME
+            );
+        }
+    }
+    assert!(evictions > 0, "{}: the evictor evicted nothing", S::NAME);
+    eprintln!(
+        "{}: {points} evictor crash points ({mid_run} mid-run, {evictions} evictions between \
+         events), 0 violations",
+        S::NAME
+    );
+}
+
+/// Crashes during recovery: a run crashes at a random event, then `open` of that image (with
+/// its repairs: `PWFQueue` re-links a pending node and rewrites its state) and a few
+/// removals crash again at a random event, and the second image must open to a well-formed
+/// structure (`audit`). `PCOMB_NESTED_CRASH_POINTS` (default 300) per structure.
+fn nested_crashes<S: Subject<P = Simulated>>(seed: u64)
+where
+    Op<S>: Send + Sync,
+    Ret<S>: Send,
+{
+    let points = env_or("PCOMB_NESTED_CRASH_POINTS", 300);
+    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let (_, sim) = run::<S>(
+        region,
+        &scripts::<S>(seed, 3, OPS),
+        Options::default(),
+        &Recorder::new(),
+    );
+    let events = sim.events().max(1);
+    let mut opened_twice = 0;
+    for i in 0..points {
+        let r = mix(seed ^ mix(i) ^ 0x2E57);
+        let script = scripts::<S>(r, 2 + (i % 3) as usize, OPS);
+        let cfg = SimConfig::new(seed ^ i).crash_at(r % events);
+        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let (_, sim) = run::<S>(region, &script, options_for(i), &Recorder::new());
+        let first = sim.crash_image().unwrap_or_else(|| sim.crash());
+        // The second crash: somewhere in open + a few operations (at most ~40 events).
+        let cfg = SimConfig::new(i).crash_at(mix(r) % 40);
+        let Ok(region) = Region::from_image(&first, LAYOUT, cfg) else {
+            continue;
+        };
+        let sim2 = region.persist().clone();
+        if let Ok(obj) = S::open(region) {
+            // Removals only: the structure may be full (capacity is the first run's pushes).
+            let mut h = obj.handle(0);
+            for _ in 0..3 {
+                S::run(&mut h, &S::drain_op());
+            }
+        }
+        let second = sim2.crash_image().unwrap_or_else(|| sim2.crash());
+        let region = Region::from_image(&second, LAYOUT, SimConfig::new(i)).expect("opens");
+        match S::open(region) {
+            Ok(mut obj) => {
+                opened_twice += 1;
+                if let Err(e) = obj.audit() {
+                    panic!("{}: nested crash {i}: after the second crash: {e}", S::NAME);
+                }
+            }
+            Err(pcomb::BuildError::LayoutMismatch {
+                detail: "the region has no root object",
+                ..
+            }) => {}
+            Err(e) => panic!(
+                "{}: nested crash {i}: the second image does not open: {e}",
+                S::NAME
+            ),
+        }
+    }
+    eprintln!(
+        "{}: {points} nested crash points ({opened_twice} reopened twice), 0 violations",
+        S::NAME
+    );
+}
+
+#[test]
+fn crashes_during_recovery() {
+    nested_crashes::<PBStack<Simulated>>(41);
+    nested_crashes::<PWFStack<Simulated>>(44);
+    nested_crashes::<PBQueue<Simulated>>(42);
+    nested_crashes::<PWFQueue<Simulated>>(45);
+    nested_crashes::<PBHeap<HEAP_CAP, Simulated>>(43);
+}
+
+#[test]
+fn evictor_crashes_between_events() {
+    evictor_crashes::<PBStack<Simulated>>(31);
+    evictor_crashes::<PWFStack<Simulated>>(34);
+    evictor_crashes::<PBQueue<Simulated>>(32);
+    evictor_crashes::<PWFQueue<Simulated>>(35);
+    evictor_crashes::<PBHeap<HEAP_CAP, Simulated>>(33);
 }
 
 #[test]
@@ -256,8 +462,9 @@ where
             let cfg = SimConfig::new(k ^ (o << 32)).crash_at(k);
             let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
             let recorder = Recorder::new();
-            let (outcomes, sim) = run::<S>(region, &script, options_for(o), &recorder);
+            let (mut outcomes, sim) = run::<S>(region, &script, options_for(o), &recorder);
             let image = sim.crash_image().unwrap_or_else(|| sim.crash());
+            settle(&mut outcomes, &sim);
             let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("opens");
             if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
                 panic!(

@@ -223,12 +223,12 @@ impl<P: Persist> ChunkAllocator<'_, P> {
             }
         };
         // Durable before use: after a crash the mark covers every chunk handed out.
-        self.region.persist().pwb(
-            // SAFETY:
-            // - `HWM_OFFSET` is inside the header.
-            unsafe { base.add(HWM_OFFSET as usize) }.cast_const(),
-            8,
-        );
+        // SAFETY:
+        // - `HWM_OFFSET` is inside the header, so `base + HWM_OFFSET` stays in the region;
+        let hwm_ptr = unsafe { base.add(HWM_OFFSET as usize) }.cast_const();
+        // SAFETY:
+        // - the 8 bytes at `hwm_ptr` are a header word of the region, mapped while it lives.
+        unsafe { self.region.persist().pwb(hwm_ptr, 8) };
         self.region.persist().psync();
         self.next = start;
         self.end = start + bytes;

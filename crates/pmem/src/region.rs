@@ -22,8 +22,13 @@ use crate::{Hardware, NoPersist, Offset, Persist, Pod, RegionError};
 pub(crate) enum Backing {
     /// A shared file mapping or an anonymous mapping, owned by the region.
     Map(MmapRaw),
-    /// Memory owned by the persistence domain the region holds (the simulator's view).
-    Domain,
+    /// Memory owned by a simulated persistence domain (the simulator's view). The region keeps
+    /// its own handle to the domain, so the memory outlives any change of `persist`
+    /// ([`Region::map_persist`] drops the old backend).
+    Domain {
+        /// Never read: holding it is the point.
+        _domain: crate::sim::Simulated,
+    },
 }
 
 /// A persistent region: a header (magic, version, layout id, size, checksum, root slots,
@@ -49,7 +54,8 @@ pub(crate) enum Backing {
 ///     let p = region.ptr::<u64>(off)?;
 ///     // SAFETY: `p` is in bounds, aligned and not shared with another thread.
 ///     unsafe { p.as_ptr().write(41) };
-///     region.persist().pwb(p.as_ptr().cast(), 8);
+///     // SAFETY: inside the region (checked by `ptr`), mapped while it lives.
+///     unsafe { region.persist().pwb(p.as_ptr().cast(), 8) };
 ///     region.persist().pfence();
 ///     region.set_root(off)?; // persisted (pwb + psync) by set_root
 /// }
@@ -68,16 +74,16 @@ pub struct Region<P: Persist> {
 }
 
 // SAFETY:
-// - the region owns (or, through `persist`, keeps alive) the memory `base` points to, so moving
+// - the region owns (or, through `backing`, keeps alive) the memory `base` points to, so moving
 //   the region to another thread moves the ownership with it;
-// - `P: Send` (required by `Persist`), and `MmapRaw` is `Send`.
+// - `P: Send` (required by `Persist`), and `MmapRaw` and `Simulated` are `Send`.
 unsafe impl<P: Persist> Send for Region<P> {}
 // SAFETY:
 // - every access the region itself makes to its memory through `&self` is atomic (header words
 //   via the sync shim) or a persistence instruction;
 // - access to the user area goes through raw pointers that the caller dereferences under its
 //   own `unsafe` contract;
-// - `P: Sync` (required by `Persist`), and `MmapRaw` is `Sync`.
+// - `P: Sync` (required by `Persist`), and `MmapRaw` and `Simulated` are `Sync`.
 unsafe impl<P: Persist> Sync for Region<P> {}
 
 impl<P: Persist> std::fmt::Debug for Region<P> {
@@ -97,7 +103,7 @@ impl<P: Persist> Region<P> {
     /// # Safety
     ///
     /// - `base` points to `len` bytes, readable and writable, 4096-byte aligned, that stay valid
-    ///   as long as `backing` (or `persist`, for [`Backing::Domain`]) lives;
+    ///   as long as `backing` lives (whatever happens to `persist`);
     /// - those bytes hold a header that passed [`header::validate`] for `len` and `layout`.
     pub(crate) unsafe fn from_parts(
         base: NonNull<u8>,
@@ -397,7 +403,9 @@ impl<P: Persist> Region<P> {
         // - `slot` is an aligned header word inside the region, only accessed atomically.
         // Release: pairs with the Acquire load in `read_root`.
         unsafe { store_word(slot, off.0, Ordering::Release) };
-        self.persist.pwb(slot.cast_const().cast(), 8);
+        // SAFETY:
+        // - `slot` is a header word of this region, mapped while the region lives.
+        unsafe { self.persist.pwb(slot.cast_const().cast(), 8) };
         self.persist.psync();
         Ok(())
     }
@@ -420,7 +428,10 @@ impl<P: Persist> Region<P> {
     /// #[derive(Debug, Default)]
     /// struct CountFences<P> { inner: P, fences: AtomicU64 }
     /// impl<P: Persist> Persist for CountFences<P> {
-    ///     fn pwb(&self, addr: *const u8, len: usize) { self.inner.pwb(addr, len) }
+    ///     unsafe fn pwb(&self, addr: *const u8, len: usize) {
+    ///         // SAFETY: the caller's guarantee, passed on unchanged.
+    ///         unsafe { self.inner.pwb(addr, len) }
+    ///     }
     ///     fn pfence(&self) { self.fences.fetch_add(1, Ordering::Relaxed); self.inner.pfence() }
     ///     fn psync(&self) { self.inner.psync() }
     /// }
@@ -552,7 +563,9 @@ impl Region<Hardware> {
         // - the mapping is `size >= MIN_REGION_SIZE` bytes (checked above and by
         //   `check_new_size`), page aligned, writable, unshared.
         unsafe { header::write_fresh(base.as_ptr(), layout, size) };
-        hw.pwb(base.as_ptr(), HEADER_SIZE as usize);
+        // SAFETY:
+        // - the first `HEADER_SIZE <= size` bytes of the mapping just created.
+        unsafe { hw.pwb(base.as_ptr(), HEADER_SIZE as usize) };
         hw.psync();
         // Also push the header through the page cache for file systems without DAX.
         map.flush_range(0, HEADER_SIZE as usize)
@@ -692,7 +705,7 @@ impl Region<Hardware> {
                 op: "msync",
                 source: e,
             }),
-            Backing::Domain => Ok(()),
+            Backing::Domain { .. } => Ok(()),
         }
     }
 }

@@ -90,6 +90,34 @@ mod imp {
 
 pub(crate) use imp::*;
 
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicU64 as ClockWord;
+
+#[cfg(loom)]
+use loom::sync::atomic::AtomicU64 as ClockWord;
+
+/// A shared counter whose every access is `SeqCst` (the simulator's event clock).
+#[derive(Debug)]
+pub(crate) struct Clock(ClockWord);
+
+impl Clock {
+    pub(crate) fn new() -> Self {
+        Self(ClockWord::new(0))
+    }
+
+    /// Adds one, returning the value before.
+    pub(crate) fn tick(&self) -> u64 {
+        // SeqCst: see `Clock`'s users: a read that sees a value `<= t` precedes the tick that
+        // returned `t` in the single total order of SeqCst operations.
+        self.0.fetch_add(1, Ordering::SeqCst)
+    }
+
+    pub(crate) fn read(&self) -> u64 {
+        // SeqCst: pairs with the SeqCst `fetch_add` in `tick`.
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 /// Atomically loads the 8-byte word at `ptr`.
 ///
 /// # Safety

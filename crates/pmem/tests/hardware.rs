@@ -27,15 +27,17 @@ fn pwb_counts_every_overlapping_line() {
     assert!(!kinds().is_empty());
     for hw in kinds() {
         pmem::reset_stats();
-        hw.pwb(base, 3 * CACHE_LINE); // exactly 3 lines
+        // SAFETY: 3 lines inside `buf`.
+        unsafe { hw.pwb(base, 3 * CACHE_LINE) }; // exactly 3 lines
         assert_eq!(pmem::stats().pwbs, 3, "{:?}", hw.kind());
-        // SAFETY: 63 < the buffer's length.
-        hw.pwb(unsafe { base.add(63) }, 2); // straddles a boundary: 2 lines
+        // SAFETY: bytes 63..65 of `buf` (63 + 2 <= the buffer's length).
+        unsafe { hw.pwb(base.add(63), 2) }; // straddles a boundary: 2 lines
         assert_eq!(pmem::stats().pwbs, 5);
-        // SAFETY: 10 < the buffer's length.
-        hw.pwb(unsafe { base.add(10) }, 64 * 7); // 10..458: 8 lines
+        // SAFETY: bytes 10..458 of `buf` (458 <= the buffer's length).
+        unsafe { hw.pwb(base.add(10), 64 * 7) }; // 10..458: 8 lines
         assert_eq!(pmem::stats().pwbs, 13);
-        hw.pwb(base, 0);
+        // SAFETY: a zero-length range needs nothing.
+        unsafe { hw.pwb(base, 0) };
         assert_eq!(pmem::stats().pwbs, 13);
         hw.pfence();
         hw.psync();
@@ -56,7 +58,8 @@ fn counters_are_per_thread() {
     let hw = Hardware::new();
     let buf = Lines([0; 64 * 8]);
     pmem::reset_stats();
-    hw.pwb(buf.0.as_ptr(), 64);
+    // SAFETY: inside `buf`.
+    unsafe { hw.pwb(buf.0.as_ptr(), 64) };
     std::thread::scope(|s| {
         s.spawn(|| {
             assert_eq!(pmem::stats(), PersistStats::default());
@@ -81,7 +84,8 @@ fn counters_are_per_thread() {
 fn no_persist_does_not_count() {
     pmem::reset_stats();
     let buf = [0u8; 256];
-    NoPersist.pwb(buf.as_ptr(), 256);
+    // SAFETY: inside `buf`.
+    unsafe { NoPersist.pwb(buf.as_ptr(), 256) };
     NoPersist.pwb_val(&buf);
     NoPersist.pfence();
     NoPersist.psync();
@@ -116,7 +120,8 @@ fn every_kind_flushes_a_file_region() {
             unsafe { p.as_ptr().add(k).write(k as u64) };
         }
         pmem::reset_stats();
-        r.persist().pwb(p.as_ptr().cast(), 4096);
+        // SAFETY: inside the region, mapped while it lives.
+        unsafe { r.persist().pwb(p.as_ptr().cast(), 4096) };
         r.persist().psync();
         assert_eq!(pmem::stats().pwbs, 64, "{:?}", hw.kind());
         r.set_root(off).unwrap();
@@ -146,4 +151,22 @@ fn cpuid_detection_agrees_with_the_kernel() {
         "clflushopt: {flags}"
     );
     assert_eq!(supported(FlushKind::Clflush), has("clflush"), "clflush");
+}
+
+/// `Region::create` writes the fresh header back and waits for it (a pwb of every header line,
+/// then a psync) before returning: a crash right after `create` must find the header. The
+/// simulator cannot see a file mapping's flushes, so the per-thread counters check it (the
+/// mutation table's "create header pwb/psync" rows).
+#[test]
+fn create_writes_back_the_header_before_returning() {
+    let dir = tempfile::tempdir().unwrap();
+    pmem::reset_stats();
+    let region = Region::create(dir.path().join("r"), 1, 1 << 16).unwrap();
+    let s = pmem::stats();
+    assert!(
+        s.pwbs >= pmem::HEADER_SIZE / CACHE_LINE as u64,
+        "every header line written back: {s:?}"
+    );
+    assert!(s.psyncs >= 1, "and waited for: {s:?}");
+    drop(region);
 }

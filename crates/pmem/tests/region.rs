@@ -42,7 +42,8 @@ fn create_open_round_trip_keeps_data_and_header() {
             // SAFETY: in bounds (4 elements checked), single-threaded.
             unsafe { p.as_ptr().add(i).write(100 + i as u64) };
         }
-        r.persist().pwb(p.as_ptr().cast(), 32);
+        // SAFETY: inside the region (checked by `ptr`), mapped while it lives.
+        unsafe { r.persist().pwb(p.as_ptr().cast(), 32) };
         r.persist().pfence();
         r.set_root(off).unwrap();
         r.sync_file().unwrap();

@@ -172,6 +172,12 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         Record::at(w, &self.layout, mi & 1)
     }
 
+    /// Whether the current record's flags are 0 or 1 (checked by `open`; `MIndex` itself always
+    /// names a record: only its low bit is used).
+    pub(crate) fn valid(&self, words: &[AtomicU64]) -> bool {
+        self.current(words).flags_valid(false)
+    }
+
     /// The current state (single-threaded use: opening, auditing).
     pub(crate) fn state_now(&self, words: &[AtomicU64]) -> S {
         self.current(words).state()
@@ -234,13 +240,17 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         seq: u64,
     ) -> Result<R, R> {
         let act = seq & ACTIVATE;
-        self.announce(p, op, act); // line 3
+        // Line 3 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
         let cur = self.current(words);
-        if u64::from(cur.deact(p)) != act {
-            Err(self.perform(words, persist, batch, p, act as u8)) // lines 4-5
-        } else {
-            Ok(cur.ret(p)) // line 6
+        if u64::from(cur.deact(p)) == act {
+            return Ok(cur.ret(p)); // line 6
         }
+        self.announce(p, op, act); // line 3
+        Err(self.perform(words, persist, batch, p, act as u8)) // lines 4-5
     }
 
     /// Algorithm 2 `PerformRequest`.
@@ -343,14 +353,17 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         }
         new.set_state(&st);
         let (addr, len) = new.span();
-        persist.pwb(addr, len); // line 22
+        // SAFETY:
+        // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+        //   as `self`.
+        unsafe { persist.pwb(addr, len) }; // line 22
         persist.pfence(); // line 23
 
         // Line 24. Release: pairs with the Acquire in `perform` (line 12).
         self.lock_val.store(lval, Ordering::Release);
         // Line 25. Release: pairs with the Acquire in `current`.
         w[INDEX_WORD].store(ind as u64, Ordering::Release);
-        persist.pwb((&w[INDEX_WORD] as *const AtomicU64).cast::<u8>(), 8); // line 26
+        persist.pwb_val(&w[INDEX_WORD]); // line 26
         persist.psync(); // line 27
         batch.published(me, &st); // Algorithm 5 line 31 (and recycling)
         let ret = new.ret(me); // line 29 (read before the unlock; same value)

@@ -4,10 +4,13 @@
 //! Each one has a volatile mode (`new`: heap memory, no persistence instruction) and a
 //! persistent mode (`create` in a [`Region`](pmem::Region), `open` after a crash), a
 //! per-thread handle from `register` / `register_as`, and detectable recovery: a thread that
-//! persisted `(operation, seq)` before each call (the handle's `*_seq()` says which `seq` the
-//! next call gets) calls `recover_*` with them after a crash and learns whether the operation had
-//! taken effect ([`Recovered::Applied`](crate::Recovered::Applied), with the response it had)
+//! persisted `(operation, seq)` before each call (the handle's `seq()` / `*_seq()` is the number
+//! of its *last* call, so the next call gets that plus one) calls `recover_*` with them after a
+//! crash and learns whether the operation had taken effect ([`Recovered::Applied`](crate::Recovered::Applied), with the response it had)
 //! or runs it now ([`Recovered::Reexecuted`](crate::Recovered::Reexecuted)).
+//! Only the parity of a thread's number is persisted (its `Deactivate` bit), so a handle made
+//! after `open` starts at 0 or 1, not at the number the thread had reached; `recover_*(op,
+//! seq)` sets the handle's number to `seq`, and later calls continue from there.
 //!
 //! | structure | state in the combined record | paper |
 //! |---|---|---|

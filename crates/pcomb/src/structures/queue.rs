@@ -500,6 +500,10 @@ impl<P: Persist> PBQueue<P> {
             return Err(mismatch("the header's sizes do not match"));
         }
         let q = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        let w = q.shared.store.words();
+        if !q.enq.valid(w) || !q.deq.valid(w) {
+            return Err(mismatch("a Deactivate flag is not 0 or 1 (corrupt)"));
+        }
         let (on_list, tail) = q
             .walk()
             .map_err(|_| mismatch("the persisted list does not lead from Head to Tail"))?;

@@ -439,6 +439,9 @@ impl<P: Persist> PBStack<P> {
             return Err(mismatch("the header's sizes do not match"));
         }
         let stack = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        if !stack.inst.valid(stack.core.store.words()) {
+            return Err(mismatch("a Deactivate flag is not 0 or 1 (corrupt)"));
+        }
         let free = stack
             .free_nodes()
             .map_err(|_| mismatch("the persisted list is malformed"))?;

@@ -133,7 +133,7 @@ impl<P: Persist> Store<P> {
         Ok((store, off))
     }
 
-    /// Writes `head`, then persists every word (pwb of everything, pfence, psync): a crash at
+    /// Writes `head`, then persists every word (pwb of everything, psync): a crash at
     /// any later point finds a complete initial structure.
     pub(crate) fn init(&self, head: &Header) {
         let w = self.words();
@@ -142,8 +142,8 @@ impl<P: Persist> Store<P> {
             w[i].store(*v, Ordering::Relaxed);
         }
         let persist = self.persist();
-        persist.pwb(w.as_ptr().cast::<u8>(), w.len() * 8);
-        persist.pfence();
+        persist.pwb_val(w);
+        // No pfence before it: see `Memory::init_header`.
         persist.psync();
     }
 
@@ -345,8 +345,7 @@ impl Pool {
 }
 
 fn pwb_lines<P: Persist>(w: &[AtomicU64], persist: &P, first: usize, last: usize) {
-    let addr = (&w[first * LINE_WORDS] as *const AtomicU64).cast::<u8>();
-    persist.pwb(addr, (last + 1 - first) * LINE_WORDS * 8);
+    persist.pwb_val(&w[first * LINE_WORDS..(last + 1) * LINE_WORDS]);
 }
 
 /// FNV-1a over the header words.

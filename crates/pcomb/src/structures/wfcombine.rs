@@ -165,11 +165,12 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         w[INDEX_WORD].store(dummy as u64, Ordering::Relaxed);
     }
 
-    /// Whether the persisted `S` names a record (checked by `open`).
+    /// Whether the persisted `S` names a record whose flags are 0 or 1 (checked by `open`).
     pub(crate) fn valid(&self, words: &[AtomicU64]) -> bool {
         // Relaxed: single-threaded reopening.
         let s = self.mine(words)[INDEX_WORD].load(Ordering::Relaxed);
         ((s & RECORD_MASK) as usize) < Self::records(self.layout.threads)
+            && self.current(words).1.flags_valid(true)
     }
 
     /// The current state (single-threaded use: opening, auditing).
@@ -184,7 +185,10 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         let (_, rec) = self.current(words);
         rec.set_state(st);
         let (addr, len) = rec.span();
-        persist.pwb(addr, len);
+        // SAFETY:
+        // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+        //   as `self`.
+        unsafe { persist.pwb(addr, len) };
         persist.pfence();
         persist.psync();
     }
@@ -287,15 +291,17 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         seq: u64,
     ) -> Result<R, R> {
         let act = seq & ACTIVATE;
-        self.announce(p, &op, act); // line 4
-        let (cur, rec) = self.current(words);
-        if u64::from(rec.deact(p)) != act {
-            Err(self.perform(words, persist, batch, p)) // lines 5-6
-        } else {
-            let ret = rec.ret(p); // line 7
-            self.ensure_persisted(words, persist, cur);
-            Ok(ret)
+        // Line 4 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
+        // `p` announces, so read before announcing it says whether the operation took effect
+        // *before the crash* (the value in every record since `open` is the persisted one).
+        // Read after announcing, a concurrent combiner may already have applied the request
+        // without persisting it, and "applied" would be neither true of the crash nor durable.
+        let (_, rec) = self.current(words);
+        if u64::from(rec.deact(p)) == act {
+            return Ok(rec.ret(p)); // line 7
         }
+        self.announce(p, &op, act); // line 4
+        Err(self.perform(words, persist, batch, p)) // lines 5-6
     }
 
     /// Algorithm 4 `PerformRequest` for thread `p`.
@@ -353,7 +359,10 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
             if s.load(Ordering::Acquire) == ll {
                 dst.set_index(p, 1 - ind as u8); // line 27
                 let (addr, len) = dst.span();
-                persist.pwb(addr, len); // line 28
+                // SAFETY:
+                // - `span` is the record's own bytes, inside the region's mapping, which lives as long
+                //   as `self`.
+                unsafe { persist.pwb(addr, len) }; // line 28
                 persist.pfence(); // line 29
                                   // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`.
                 self.flush[p].store(lval, Ordering::Release);
@@ -363,7 +372,7 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
                 if s.compare_exchange(ll, next, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
-                    persist.pwb((s as *const AtomicU64).cast::<u8>(), 8); // line 32
+                    persist.pwb_val(s); // line 32
                     persist.psync(); // line 33
                                      // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
                     let _ = self.flush[p].compare_exchange(
@@ -393,7 +402,7 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         // Line 42, without the CombRound condition (see `pwfcomb.rs`).
         if lval % 2 == 1 {
             let s = &self.mine(words)[INDEX_WORD];
-            persist.pwb((s as *const AtomicU64).cast::<u8>(), 8); // line 44
+            persist.pwb_val(s); // line 44
             persist.psync(); // line 46
                              // Line 48 (on Flush[pid]). Release: pairs with the Acquire on line 40.
             let _ = self.flush[pid].compare_exchange(

@@ -144,12 +144,16 @@ impl Hardware {
 
 impl Persist for Hardware {
     #[inline]
-    fn pwb(&self, addr: *const u8, len: usize) {
+    unsafe fn pwb(&self, addr: *const u8, len: usize) {
         let (start, lines) = line_span(addr, len);
         count_pwbs(lines);
         for i in 0..lines {
             let line = (start + i * CACHE_LINE) as *const u8;
-            write_back(self.kind, line);
+            // SAFETY:
+            // - `line` is the start of a cache line overlapping `[addr, addr + len)`, which the
+            //   caller guarantees is mapped (a line is never split across pages, so a line
+            //   holding one mapped byte is wholly mapped).
+            unsafe { write_back(self.kind, line) };
         }
     }
 
@@ -220,16 +224,20 @@ fn supports(kind: FlushKind) -> bool {
     }
 }
 
+/// Writes back the cache line at `line`.
+///
+/// # Safety
+///
+/// - `line` is mapped memory of this process (an unmapped address faults).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn write_back(kind: FlushKind, line: *const u8) {
+unsafe fn write_back(kind: FlushKind, line: *const u8) {
     // The asm blocks are deliberately not `nomem`: the compiler must treat them as touching
     // memory, so stores before a pwb in program order are not moved after it.
     match kind {
         // SAFETY:
         // - `clwb` only writes back a cache line and never changes memory contents; the caller
-        //   of `pwb` passes addresses of its own mapped memory (an unmapped address faults like
-        //   a read, it cannot corrupt anything);
+        //   of `write_back` guarantees `line` is mapped;
         // - the kind was selected only if CPUID reports the instruction.
         FlushKind::Clwb => unsafe {
             core::arch::asm!("clwb [{0}]", in(reg) line, options(nostack, preserves_flags));
@@ -249,9 +257,14 @@ fn write_back(kind: FlushKind, line: *const u8) {
     }
 }
 
+/// Writes back the cache line at `line` (nothing on this target).
+///
+/// # Safety
+///
+/// - `line` is mapped memory of this process (the same contract as on x86-64).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn write_back(_kind: FlushKind, _line: *const u8) {}
+unsafe fn write_back(_kind: FlushKind, _line: *const u8) {}
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]

@@ -29,20 +29,37 @@ pub const CACHE_LINE: usize = 64;
 /// use pmem::{Persist, Hardware};
 ///
 /// fn persist_u64<P: Persist>(p: &P, value: &u64) {
-///     p.pwb((value as *const u64).cast(), 8);
+///     p.pwb_val(value); // the safe form: a reference is always mapped memory
+///     p.psync();
+/// }
+///
+/// fn persist_raw<P: Persist>(p: &P, value: *const u64) {
+///     // SAFETY: the callers below pass a pointer to a live `u64`.
+///     unsafe { p.pwb(value.cast(), 8) };
 ///     p.psync();
 /// }
 ///
 /// let x = 42u64;
 /// persist_u64(&Hardware::new(), &x);
 /// persist_u64(&pmem::NoPersist, &x);
+/// persist_raw(&Hardware::new(), &x);
 /// ```
 pub trait Persist: Send + Sync + 'static {
     /// Writes back every cache line overlapping `[addr, addr + len)` (nothing when `len == 0`).
     ///
-    /// The lines must be mapped memory of this process (flushing an unmapped address faults like
-    /// a read of it would). Not ordered with other `pwb`s until a `pfence` or `psync`.
-    fn pwb(&self, addr: *const u8, len: usize);
+    /// Not ordered with other `pwb`s until a `pfence` or `psync`. This is the raw layer;
+    /// [`Persist::pwb_val`] is the safe form for anything a reference points to.
+    ///
+    /// # Safety
+    ///
+    /// - when `len > 0`, every byte of `[addr, addr + len)` lies in memory mapped in this
+    ///   process and stays mapped for the duration of the call (on [`Hardware`] a write-back of
+    ///   an unmapped address faults like a read of it would: `clflush` raises #PF/SIGSEGV);
+    /// - `addr + len` does not overflow the address space.
+    ///
+    /// The range need not be initialized nor exclusively owned: a write-back does not read the
+    /// bytes into the program, and other threads may store to them concurrently.
+    unsafe fn pwb(&self, addr: *const u8, len: usize);
 
     /// Orders the calling thread's earlier `pwb`s before its later ones (`sfence` on x86).
     fn pfence(&self);
@@ -50,7 +67,8 @@ pub trait Persist: Send + Sync + 'static {
     /// Waits until the calling thread's earlier `pwb`s are durable (`sfence` on x86).
     fn psync(&self);
 
-    /// `pwb` of the bytes of `value`.
+    /// `pwb` of the bytes of `value`: the safe form of [`Persist::pwb`] (a reference always
+    /// points to mapped memory of its size).
     ///
     /// # Examples
     ///
@@ -62,10 +80,16 @@ pub trait Persist: Send + Sync + 'static {
     /// ```
     #[inline]
     fn pwb_val<T: ?Sized>(&self, value: &T) {
-        self.pwb(
-            (value as *const T).cast::<u8>(),
-            core::mem::size_of_val(value),
-        );
+        // SAFETY:
+        // - `value` is a live reference, so its `size_of_val` bytes are mapped (dereferenceable)
+        //   for at least the duration of this call, and do not wrap the address space; a
+        //   zero-sized value gives `len == 0`, for which nothing is required.
+        unsafe {
+            self.pwb(
+                (value as *const T).cast::<u8>(),
+                core::mem::size_of_val(value),
+            )
+        };
     }
 }
 
@@ -79,7 +103,7 @@ pub trait Persist: Send + Sync + 'static {
 /// ```
 /// use pmem::{Persist, NoPersist};
 /// pmem::reset_stats();
-/// NoPersist.pwb(core::ptr::null(), 4096);
+/// NoPersist.pwb_val(&[0u8; 4096]);
 /// NoPersist.psync();
 /// assert_eq!(pmem::stats(), pmem::PersistStats::default());
 /// ```
@@ -88,7 +112,7 @@ pub struct NoPersist;
 
 impl Persist for NoPersist {
     #[inline(always)]
-    fn pwb(&self, _addr: *const u8, _len: usize) {}
+    unsafe fn pwb(&self, _addr: *const u8, _len: usize) {}
 
     #[inline(always)]
     fn pfence(&self) {}

@@ -22,7 +22,7 @@ thread_local! {
 /// pmem::reset_stats();
 /// let buf = [0u8; 256];
 /// let hw = Hardware::new();
-/// hw.pwb(buf.as_ptr(), buf.len());
+/// hw.pwb_val(&buf);
 /// hw.pfence();
 /// let s = pmem::stats();
 /// assert!(s.pwbs >= 4 && s.pwbs <= 5); // 256 bytes span 4 or 5 cache lines

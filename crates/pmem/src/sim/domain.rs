@@ -53,7 +53,7 @@ use memmap2::MmapRaw;
 
 use super::{Image, SimConfig};
 use crate::rng::SplitMix64;
-use crate::sync::{current_thread_id, load_word, Mutex, MutexGuard, Ordering, ThreadId};
+use crate::sync::{current_thread_id, load_word, Clock, Mutex, MutexGuard, Ordering, ThreadId};
 
 /// Words per cache line.
 pub(crate) const LINE_WORDS: usize = crate::CACHE_LINE / 8;
@@ -74,6 +74,9 @@ pub(crate) struct Domain {
     words: usize,
     /// Owns the view's memory (an anonymous mapping); never accessed through this field.
     _map: MmapRaw,
+    /// Tickets handed out so far: one per persistence call and per explicit crash, before and
+    /// after a crash alike (taken under `state`'s lock, read without it by `stamp`).
+    clock: Clock,
     state: Mutex<State>,
 }
 
@@ -106,6 +109,8 @@ struct State {
     events: u64,
     evictions: u64,
     crashed: Option<Image>,
+    /// The ticket of the call (or explicit crash) that crashed.
+    crash_ticket: Option<u64>,
     /// Lines known to have been dirty (eviction candidates, re-checked before use).
     candidates: Vec<usize>,
     /// `is_candidate[line]`: whether `line` is in `candidates`.
@@ -135,6 +140,7 @@ impl Domain {
             view,
             words,
             _map: map,
+            clock: Clock::new(),
             state: Mutex::new(State {
                 rng: SplitMix64::new(cfg.seed),
                 cfg,
@@ -144,6 +150,7 @@ impl Domain {
                 events: 0,
                 evictions: 0,
                 crashed: None,
+                crash_ticket: None,
                 candidates: Vec::new(),
                 is_candidate: vec![false; words / LINE_WORDS],
                 sweep_cursor: 0,
@@ -153,6 +160,23 @@ impl Domain {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
+    }
+
+    /// Takes the next ticket (the caller holds the lock, so tickets follow the lock's order).
+    fn ticket(&self) -> u64 {
+        // A stamp that reads a value `<= t` precedes, in the single total order of SeqCst
+        // operations, the call holding ticket `t` (`Clock` is SeqCst throughout); so a return
+        // stamped `s <= crash_ticket` came before the crash.
+        self.clock.tick()
+    }
+
+    /// The clock now: tickets handed out so far (lock-free).
+    pub(crate) fn stamp(&self) -> u64 {
+        self.clock.read()
+    }
+
+    pub(crate) fn crash_ticket(&self) -> Option<u64> {
+        self.lock().crash_ticket
     }
 
     /// Reads view word `i`.
@@ -192,7 +216,8 @@ impl Domain {
     /// `pwb` of `[addr, addr + len)` by the calling thread.
     pub(crate) fn pwb(&self, addr: *const u8, len: usize) {
         let mut st = self.lock();
-        let Some(seq) = self.begin_event(&mut st) else {
+        let ticket = self.ticket();
+        let Some(seq) = self.begin_event(&mut st, ticket) else {
             return;
         };
         let lines = self.lines_of(addr, len);
@@ -213,7 +238,8 @@ impl Domain {
     /// `pfence` or `psync` by the calling thread: commits its pending snapshots.
     pub(crate) fn fence(&self) {
         let mut st = self.lock();
-        if self.begin_event(&mut st).is_none() {
+        let ticket = self.ticket();
+        if self.begin_event(&mut st, ticket).is_none() {
             return;
         }
         let tid = current_thread_id();
@@ -230,17 +256,20 @@ impl Domain {
 
     /// Starts an event: crashes if this is the configured crash point, else counts it and maybe
     /// evicts. Returns the event's sequence number, `None` once crashed.
-    fn begin_event(&self, st: &mut State) -> Option<u64> {
+    fn begin_event(&self, st: &mut State, ticket: u64) -> Option<u64> {
         if st.crashed.is_some() {
             return None;
         }
         let n = st.events;
         if st.cfg.crash_at == Some(n) {
-            self.crash_locked(st);
+            self.crash_locked(st, ticket);
             return None;
         }
         st.events += 1;
-        let seq = n + 1;
+        // Even sequence numbers for events, odd ones for `evict_now` between events (so an
+        // eviction between events `n` and `n + 1` is newer than every snapshot of event `n`
+        // and older than every snapshot of event `n + 1`).
+        let seq = 2 * (n + 1);
         self.sweep(st);
         if st.rng.chance(st.cfg.evict_probability) {
             self.evict(st, seq);
@@ -298,26 +327,49 @@ impl Domain {
             }
             st.remove_candidate(k);
         };
-        let range = if whole_line {
-            0..LINE_WORDS
-        } else {
-            let w = dirty[st.rng.below(dirty.len() as u64) as usize];
-            w..w + 1
-        };
-        st.evictions += 1;
-        let first = line * LINE_WORDS;
-        for w in range {
-            st.media[first + w] = words[w];
-            st.media_seq[first + w] = seq;
+        st.write_back(line, &words, &dirty, whole_line, seq);
+    }
+
+    /// An eviction now, between persistence events (issue 11, defect 7): one dirty line of the
+    /// whole view, chosen uniformly (found by a full scan, so a line stored to a moment ago is a
+    /// candidate at once), written back whole or one dirty word of it, as at an event. Returns
+    /// whether anything was written back. Called by a thread that runs beside the program, it
+    /// lets a word that the program writes twice between two persistence events reach the
+    /// media with the value in between.
+    pub(crate) fn evict_now(&self) -> bool {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.crashed.is_some() {
+            return false;
         }
+        let seq = 2 * st.events + 1;
+        let lines = self.words / LINE_WORDS;
+        let dirty: Vec<usize> = (0..lines).filter(|&l| self.line_dirty(st, l)).collect();
+        if dirty.is_empty() {
+            return false;
+        }
+        let line = dirty[st.rng.below(dirty.len() as u64) as usize];
+        let whole_line = st.rng.chance(st.cfg.evict_line_probability);
+        // One read of the line: the program may be storing to it right now.
+        let words = self.view_line(line);
+        let first = line * LINE_WORDS;
+        let changed: Vec<usize> = (0..LINE_WORDS)
+            .filter(|&w| words[w] != st.media[first + w])
+            .collect();
+        if changed.is_empty() {
+            return false;
+        }
+        st.write_back(line, &words, &changed, whole_line, seq);
+        true
     }
 
     /// Freezes the crash image (see the module docs) unless already crashed.
-    fn crash_locked(&self, st: &mut State) {
+    fn crash_locked(&self, st: &mut State, ticket: u64) {
         if st.crashed.is_some() {
             return;
         }
-        let seq = st.events + 1;
+        st.crash_ticket = Some(ticket);
+        let seq = 2 * (st.events + 1);
         let mut image = st.media.clone();
         let mut image_seq = st.media_seq.clone();
         let p_pending = st.cfg.crash_pending_probability;
@@ -353,7 +405,10 @@ impl Domain {
     /// Crashes now (if not already crashed) and returns the frozen image.
     pub(crate) fn crash(&self) -> Image {
         let mut st = self.lock();
-        self.crash_locked(&mut st);
+        if st.crashed.is_none() {
+            let ticket = self.ticket();
+            self.crash_locked(&mut st, ticket);
+        }
         st.crashed
             .clone()
             .expect("invariant: crash_locked always leaves an image")
@@ -392,6 +447,30 @@ impl Domain {
 }
 
 impl State {
+    /// An eviction of `line`, whose view contents are `words` and whose words `dirty` differ
+    /// from the media: the whole line, or one of the dirty words chosen at random.
+    fn write_back(
+        &mut self,
+        line: usize,
+        words: &[u64; LINE_WORDS],
+        dirty: &[usize],
+        whole_line: bool,
+        seq: u64,
+    ) {
+        let range = if whole_line {
+            0..LINE_WORDS
+        } else {
+            let w = dirty[self.rng.below(dirty.len() as u64) as usize];
+            w..w + 1
+        };
+        self.evictions += 1;
+        let first = line * LINE_WORDS;
+        for w in range {
+            self.media[first + w] = words[w];
+            self.media_seq[first + w] = seq;
+        }
+    }
+
     fn add_candidate(&mut self, line: usize) {
         self.is_candidate[line] = true;
         self.candidates.push(line);

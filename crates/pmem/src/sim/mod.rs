@@ -36,7 +36,8 @@
 //! let p = region.ptr::<u64>(off)?;
 //! // SAFETY: in bounds, aligned, no other thread.
 //! unsafe { p.as_ptr().write(7) };
-//! region.persist().pwb(p.as_ptr().cast(), 8);
+//! // SAFETY: inside the region (checked by `ptr`), mapped while it lives.
+//! unsafe { region.persist().pwb(p.as_ptr().cast(), 8) };
 //! region.persist().psync();
 //! // SAFETY: as above.
 //! unsafe { p.as_ptr().write(8) }; // never written back
@@ -189,7 +190,10 @@ pub struct Simulated {
 }
 
 impl Persist for Simulated {
-    fn pwb(&self, addr: *const u8, len: usize) {
+    // Needs no precondition itself: the domain only reads lines of its own view that overlap
+    // the range, so any address is harmless here; the trait's contract is for the other
+    // implementations.
+    unsafe fn pwb(&self, addr: *const u8, len: usize) {
         count_pwbs(line_span(addr, len).1);
         self.domain.pwb(addr, len);
     }
@@ -213,13 +217,91 @@ impl Simulated {
     /// ```
     /// use pmem::{Persist, Region, sim::SimConfig};
     /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
-    /// r.persist().pwb(r.base().as_ptr(), 1);
+    /// // SAFETY: the region's first byte, mapped while it lives.
+    /// unsafe { r.persist().pwb(r.base().as_ptr(), 1) };
     /// r.persist().psync();
     /// assert_eq!(r.persist().events(), 2);
     /// # Ok::<(), pmem::RegionError>(())
     /// ```
     pub fn events(&self) -> u64 {
         self.domain.events()
+    }
+
+    /// A stamp for the return of an operation: the simulator's clock now (lock-free, so taking
+    /// it does not wait behind other threads' persistence calls).
+    ///
+    /// The clock hands one ticket to every persistence call and explicit [`crash`](Self::crash),
+    /// before and after a crash alike. An operation whose return was stamped `s` returned
+    /// before the crash exactly when `s <= crash_stamp()`: the crashing call took its ticket
+    /// after the stamp was read. Crash checkers stamp each return and classify afterwards,
+    /// instead of asking [`is_crashed`](Self::is_crashed) after the return, which waits for the
+    /// simulator's lock while other threads' calls (the crash among them) go first, and so
+    /// counts operations that returned before the crash as pending.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Persist, Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_at(1))?;
+    /// r.persist().pfence(); // ticket 0
+    /// let before = r.persist().stamp(); // 1
+    /// r.persist().pfence(); // ticket 1: crashes
+    /// r.persist().pfence(); // ticket 2: does nothing
+    /// let after = r.persist().stamp(); // 3
+    /// assert_eq!(r.persist().crash_stamp(), Some(1));
+    /// assert!(before <= 1 && after > 1);
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn stamp(&self) -> u64 {
+        self.domain.stamp()
+    }
+
+    /// The ticket of the call (or explicit [`crash`](Self::crash)) that crashed; `None` before
+    /// a crash. See [`stamp`](Self::stamp).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// assert_eq!(r.persist().crash_stamp(), None);
+    /// r.persist().crash();
+    /// assert_eq!(r.persist().crash_stamp(), Some(0));
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn crash_stamp(&self) -> Option<u64> {
+        self.domain.crash_ticket()
+    }
+
+    /// Evicts one dirty line (or one dirty word of it) now, between persistence events; `true`
+    /// if something was written back, `false` when nothing is dirty or after a crash.
+    ///
+    /// Evictions at events (`SimConfig::evict_probability`) see the view only at persistence
+    /// instructions, and only lines the incremental sweep or a `pwb` has noted. This one scans
+    /// the whole view, so a thread calling it in a loop beside the program (and
+    /// [`crash`](Self::crash)ing at a random moment) adds the schedules those miss: a word
+    /// written twice between two persistence events reaching the media with the value in
+    /// between, and a line stored to a moment ago being written back at once. It does not
+    /// count as an event (crash points keep their numbers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_keeps(0.0))?;
+    /// let off = r.user_offset();
+    /// let p = r.ptr::<u64>(off)?.as_ptr();
+    /// // SAFETY: in bounds, aligned, single-threaded.
+    /// unsafe { p.write(2) }; // a value the program overwrites before any persistence event...
+    /// assert!(r.persist().evict_now()); // ...reaches the media here...
+    /// // SAFETY: as above.
+    /// unsafe { p.write(3) };
+    /// let image = r.persist().crash(); // ...and is what a crash now keeps.
+    /// assert_eq!(image.word(off.get()), Some(2));
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn evict_now(&self) -> bool {
+        self.domain.evict_now()
     }
 
     /// Evictions (dirty lines or words written back at random) so far.
@@ -537,9 +619,21 @@ impl Region<Simulated> {
         let persist = Simulated {
             domain: Arc::new(domain),
         };
+        let keep_alive = persist.clone();
         // SAFETY:
-        // - the view memory is owned by the domain, kept alive by `persist` (Backing::Domain);
+        // - the view memory is owned by the domain, kept alive by the region's own handle to it
+        //   (`Backing::Domain`), whatever becomes of `persist`;
         // - the header is valid for `len` and `layout` (caller).
-        unsafe { Self::from_parts(base, len, layout, persist, Backing::Domain) }
+        unsafe {
+            Self::from_parts(
+                base,
+                len,
+                layout,
+                persist,
+                Backing::Domain {
+                    _domain: keep_alive,
+                },
+            )
+        }
     }
 }

@@ -91,11 +91,13 @@ impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for SystematicErr
 ///         let (v, f) = (r.ptr::<u64>(VALUE).unwrap(), r.ptr::<u64>(FLAG).unwrap());
 ///         // SAFETY: in bounds, aligned, single-threaded.
 ///         unsafe { v.as_ptr().write(42) };
-///         r.persist().pwb(v.as_ptr().cast(), 8);
+///         // SAFETY: inside the region, mapped while it lives.
+///         unsafe { r.persist().pwb(v.as_ptr().cast(), 8) };
 ///         r.persist().psync();
 ///         // SAFETY: as above.
 ///         unsafe { f.as_ptr().write(1) };
-///         r.persist().pwb(f.as_ptr().cast(), 8);
+///         // SAFETY: as above.
+///         unsafe { r.persist().pwb(f.as_ptr().cast(), 8) };
 ///         r.persist().psync();
 ///     },
 ///     |k, image| {

@@ -1,0 +1,38 @@
+//! Issue 11, defect 5: an object opens only as the type it was created with, not as any type
+//! of the same size. `PBComb<Counter>` and `PBComb<AtomicFloat>` have equal sizes (one word of
+//! state, of response and of operation), so before the fingerprint the second opened the
+//! first's region and read a counter's bits as a float.
+
+use pcomb::objects::{AtomicFloat, Counter};
+use pcomb::pmem::Region;
+use pcomb::{BuildError, PBComb, PWFComb};
+
+fn region() -> Region<pcomb::NoPersist> {
+    Region::anonymous(1, 1 << 16).expect("valid size")
+}
+
+#[test]
+fn pbcomb_does_not_open_as_another_type_of_the_same_size() {
+    let c = PBComb::create(region(), Counter::new(5), 2).expect("room");
+    let r = c.into_region().expect("in a region");
+    let err = PBComb::<AtomicFloat, _>::open(r).expect_err("another type");
+    assert!(matches!(err, BuildError::LayoutMismatch { .. }), "{err}");
+}
+
+#[test]
+fn pwfcomb_does_not_open_as_another_type_of_the_same_size() {
+    let c = PWFComb::create(region(), Counter::new(5), 2).expect("room");
+    let r = c.into_region().expect("in a region");
+    let err = PWFComb::<AtomicFloat, _>::open(r).expect_err("another type");
+    assert!(matches!(err, BuildError::LayoutMismatch { .. }), "{err}");
+}
+
+#[test]
+fn same_type_reopens() {
+    let c = PBComb::create(region(), Counter::new(5), 2).expect("room");
+    let c = PBComb::<Counter, _>::open(c.into_region().expect("in a region")).expect("same type");
+    assert_eq!(c.register().expect("slot").execute(()), 5);
+    let c = PWFComb::create(region(), Counter::new(6), 2).expect("room");
+    let c = PWFComb::<Counter, _>::open(c.into_region().expect("in a region")).expect("same type");
+    assert_eq!(c.register().expect("slot").execute(()), 6);
+}
