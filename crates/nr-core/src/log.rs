@@ -180,14 +180,15 @@ impl<T> Log<T> {
         f(op.expect("invariant: a filled log entry holds an operation"))
     }
 
-    /// The first unreserved index.
-    #[inline]
-    pub(crate) fn tail(&self) -> usize {
-        // Relaxed: used as a replay bound; each entry below it is checked through `is_filled`.
-        self.tail.load(Ordering::Relaxed)
-    }
-
     /// The index below which every operation has completed.
+    ///
+    /// The invariant readers rely on: **no replica exposes an entry at or above
+    /// `completed_tail` to a read.** A replica's state reaches past `completed_tail` only while
+    /// its combiner holds the writer side (readers excluded), and that combiner raises
+    /// `completed_tail` past everything it applied before it lets readers back in. Every other
+    /// replay (a reader catching up, a combiner helping a laggard) stops at a `completed_tail`
+    /// it read. So a read that starts after another read returned waits (through
+    /// `completed_tail`) for every entry the earlier read saw, on whichever replica.
     #[inline]
     pub(crate) fn completed_tail(&self) -> usize {
         // Acquire: pairs with the Release in `advance_completed_tail`, so a reader that starts

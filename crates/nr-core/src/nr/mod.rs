@@ -330,6 +330,10 @@ where
         // and need not reflect later ones. (A single replica is always current: its writers
         // apply their batches under the writer side, without the log.)
         if !self.single() {
+            // Relied on: `completed_tail` is the only thing a read waits for, so it must cover
+            // every entry any replica has exposed to a read (the invariant documented on
+            // `Log::completed_tail`). A read that returned a value containing entry `e` left
+            // `completed_tail > e` behind it, and this read, starting later, waits for `e` too.
             let read_tail = self.log.completed_tail();
             if self.log.local_tail(r) < read_tail {
                 self.catch_up(r, read_tail)?;
@@ -360,8 +364,12 @@ where
             self.check()?;
             if replica.try_lock_combiner(true) {
                 let _combiner = CombinerGuard { nr: self, replica };
-                // Every index below `completed_tail` is filled, so this reaches `read_tail`.
-                self.replay(r, self.log.tail(), false)?;
+                // Only up to `read_tail` (Algorithm 1, line 46), never to `tail`: entries past
+                // `completed_tail` may be written but not completed, and exposing them here
+                // would let a later read on another replica (which waits only for
+                // `completed_tail`) return an older state. Every index below `completed_tail`
+                // is filled, so this reaches `read_tail` without waiting.
+                self.replay(r, read_tail, false)?;
             } else {
                 waiter.snooze();
             }
@@ -480,7 +488,11 @@ where
     #[cold]
     fn help_laggards(&self, own: usize) -> Result<bool, Poisoned> {
         let head = self.log.advance_head();
-        let tail = self.log.tail();
+        // Only up to `completed_tail`, not `tail`: a replica brought past it here would expose
+        // entries that are not completed to its readers once we let go of it (see `catch_up`).
+        // Entries between the two belong to combiners that already reserved them, which finish
+        // without needing log space, so `completed_tail` keeps moving and this cannot deadlock.
+        let tail = self.log.completed_tail();
         for q in 0..self.replicas.len() {
             if self.log.local_tail(q) > head {
                 continue;
