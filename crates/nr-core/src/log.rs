@@ -212,15 +212,20 @@ impl<T> Log<T> {
     /// `completed_tail`) for every entry the earlier read saw, on whichever replica.
     #[inline]
     pub(crate) fn completed_tail(&self) -> usize {
-        // Acquire: pairs with the Release in `advance_completed_tail`, so a reader that starts
-        // after a write completed sees the write's index (and, through `is_filled`, its entry).
+        // Acquire: pairs with the Release in `advance_completed_tail`, so the entries below the
+        // value read are seen filled and a catching-up reader's replay does not stop short and
+        // retry. Safety does not rest on it (the loom mutation table records both orderings
+        // weakened to Relaxed as surviving): a read that starts after a write completed is
+        // ordered after it by the caller's own happens-before, which by coherence makes this
+        // load return the write's index or more, even Relaxed; the replica's contents reach the
+        // reader through `local_tail` and the reader lock.
         self.completed_tail.load(Ordering::Acquire)
     }
 
     /// Raises `completed_tail` to at least `idx` (Algorithm 1, lines 30-31).
     #[inline]
     pub(crate) fn advance_completed_tail(&self, idx: usize) {
-        // Release: pairs with the Acquire in `completed_tail`.
+        // Release: pairs with the Acquire in `completed_tail` (see there for what it buys).
         self.completed_tail.fetch_max(idx, Ordering::Release);
     }
 
