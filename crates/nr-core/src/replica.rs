@@ -241,6 +241,14 @@ impl<D: Dispatch> Replica<D> {
         self.pending.load(Ordering::Relaxed) != 0
     }
 
+    /// How many operations are posted and not yet collected (a hint, never below the number of
+    /// `POSTED` slots; see `post`). The §5.2 `MIN_BATCH` wait counts on it.
+    #[inline]
+    pub(crate) fn pending(&self) -> usize {
+        // Relaxed: see `post`; a stale value only shortens or lengthens a bounded wait.
+        self.pending.load(Ordering::Relaxed)
+    }
+
     /// Tries to become this node's combiner (Algorithm 1, line 21); with `exclude_readers`,
     /// also takes the writer side at once (see `ReplicaLock::try_lock_combiner`).
     #[inline]

@@ -6,8 +6,9 @@
 //! written value distinct; a small log (so it wraps); threads released together by a barrier;
 //! in half of the histories `dispatch_mut` yields the CPU in the middle of the update, which
 //! widens the windows between writing the log and completing. KV objects also try their writes
-//! as reads first in a quarter of the histories (`Builder::writes_as_reads`). The stack has
-//! reads (`Peek`).
+//! as reads first in a quarter of the histories (`Builder::writes_as_reads`). In a third of the
+//! histories combiners wait for batches of 2-3 (`Builder::min_batch`, bounded by 200 µs). The
+//! stack has reads (`Peek`).
 //!
 //! 2,000 histories per test by default (`NR_LIN_HISTORIES` for more, `NR_LIN_SEED` for another
 //! seed); each test prints its share of operations that overlapped another thread's.
@@ -19,6 +20,7 @@
 mod common;
 
 use std::sync::Barrier;
+use std::time::Duration;
 
 use common::{Kv, KvWrite, Stack};
 use nr_core::{Dispatch, NodeReplicated, ThreadHandle};
@@ -85,6 +87,8 @@ struct Setting {
     log: usize,
     yield_in_update: bool,
     writes_as_reads: bool,
+    /// `Builder::min_batch` (1: off), with a 200 µs bound.
+    min_batch: usize,
 }
 
 impl Setting {
@@ -95,6 +99,11 @@ impl Setting {
             log: [4, 8, 64][rng.below(3) as usize],
             yield_in_update: rng.below(2) == 0,
             writes_as_reads: writes_as_reads && rng.below(4) == 0,
+            min_batch: if rng.below(3) == 0 {
+                2 + rng.below(2) as usize
+            } else {
+                1
+            },
         }
     }
 }
@@ -118,6 +127,7 @@ where
         .log_size(s.log)
         .threads_per_replica(s.threads)
         .writes_as_reads(s.writes_as_reads)
+        .min_batch(s.min_batch, Duration::from_micros(200))
         .build(|_| Yielding {
             inner: init(),
             yield_in_update: s.yield_in_update,

@@ -6,6 +6,8 @@ mod handle;
 pub use builder::Builder;
 pub use handle::ThreadHandle;
 
+use std::time::{Duration, Instant};
+
 use crossbeam_utils::CachePadded;
 
 use crate::lock::ReplicaLock;
@@ -89,6 +91,10 @@ pub struct NodeReplicated<D: Dispatch> {
     topology: Option<Topology>,
     /// Try each write as a read first (`Builder::writes_as_reads`).
     writes_as_reads: bool,
+    /// §5.2 `MIN_BATCH` (`Builder::min_batch`); 1 when off.
+    min_batch: usize,
+    /// The longest a combiner waits for `min_batch` operations.
+    min_batch_wait: Duration,
 }
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
@@ -99,6 +105,8 @@ impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
             .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
             .field("topology", &self.topology)
             .field("writes_as_reads", &self.writes_as_reads)
+            .field("min_batch", &self.min_batch)
+            .field("min_batch_wait", &self.min_batch_wait)
             .finish_non_exhaustive()
     }
 }
@@ -284,6 +292,9 @@ where
         // (it never visits the slot, and its response needs no hand-off).
         if replica.try_lock_combiner(self.single()) {
             let combiner = CombinerGuard::new(self, replica);
+            if self.min_batch > 1 {
+                self.wait_for_batch(r, 1)?;
+            }
             let response = if self.single() {
                 self.combine_single(replica, op)
             } else {
@@ -319,6 +330,9 @@ where
             self.check()?;
             if replica.try_lock_combiner(self.single()) {
                 let _combiner = CombinerGuard::new(self, replica);
+                if self.min_batch > 1 {
+                    self.wait_for_batch(r, 0)?;
+                }
                 // Our own operation was posted before we took the lock, so this batch serves it
                 // (unless an earlier combiner already did).
                 if self.single() {
@@ -401,6 +415,62 @@ where
             } else {
                 waiter.snooze();
             }
+        }
+        Ok(())
+    }
+
+    /// §5.2 `MIN_BATCH`: the combiner of replica `r`, holding its combiner lock and `own`
+    /// operations in hand (not posted), waits until at least `min_batch` operations are at hand
+    /// or `min_batch_wait` has passed, whichever comes first. The caller has changed nothing in
+    /// the replica yet under this lock.
+    ///
+    /// Readers are not held up meanwhile. With several replicas the combiner does not hold the
+    /// writer side here; it refreshes its replica from the log up to `completed_tail` while it
+    /// waits (the paper's "rather than idle waiting"), under the writer side only for the
+    /// replay, which also serves local readers waiting in `catch_up`. With a single replica
+    /// the combiner took the writer side with the lock; it gives it back for the wait and takes
+    /// it again before returning.
+    ///
+    /// Adds no hand-off of its own: posters wait on their slots as they do for any busy
+    /// combiner, and the bound on the wait makes it end even when fewer than `min_batch`
+    /// threads exist.
+    #[cold]
+    fn wait_for_batch(&self, r: usize, own: usize) -> Result<(), Poisoned> {
+        let replica = &self.replicas[r];
+        if replica.pending() + own >= self.min_batch {
+            return Ok(());
+        }
+        let single = self.single();
+        if single {
+            // SAFETY: we hold the combiner lock (the caller's contract) and have changed nothing
+            // in the replica under it, so readers may see it as it is; we take the writer side
+            // back below before anything changes it.
+            unsafe { replica.lock.unlock_writer() };
+        }
+        let deadline = Instant::now() + self.min_batch_wait;
+        let mut waiter = Waiter::new();
+        loop {
+            self.check()?;
+            if !single {
+                let completed = self.log.completed_tail();
+                if self.log.local_tail(r) < completed {
+                    replica.lock.lock_writer();
+                    // Only up to `completed_tail` (see `catch_up`); every index below it is
+                    // filled, so this does not wait.
+                    self.replay(r, completed, false)?;
+                    // SAFETY: we hold `r`'s combiner lock, and the replica now shows only
+                    // entries below `completed_tail`; `combine` takes the writer side again
+                    // before changing it.
+                    unsafe { replica.lock.unlock_writer() };
+                }
+            }
+            if replica.pending() + own >= self.min_batch || Instant::now() >= deadline {
+                break;
+            }
+            waiter.snooze();
+        }
+        if single {
+            replica.lock.lock_writer();
         }
         Ok(())
     }
