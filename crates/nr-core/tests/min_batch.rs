@@ -5,9 +5,9 @@
 //!   first of two writers waits for the second and applies both operations in one batch (both
 //!   run on the same thread); without the option the same schedule applies each on its own
 //!   thread. Deterministic: no timing decides the outcome.
-//! - The wait is bounded: a lone thread with `min_batch(8, ..)` finishes every write, each
-//!   taking at least the wait bound (so the wait really happened) and the whole run ending
-//!   (a watchdog catches a hang).
+//! - The wait is bounded: with `min_batch(8, ..)` and three threads registered, one writing,
+//!   every write takes at least the wait bound (so the wait really happened) and the whole run
+//!   ends (a watchdog catches a hang). A replica with a single registered thread never waits.
 //! - Readers are not held up by a waiting combiner, on one replica (the writer side is given
 //!   back during the wait) and on two (the waiting combiner refreshes its replica).
 //! - No lost wake-ups, every response right: many threads, short bounds, counters checked.
@@ -49,7 +49,7 @@ impl Dispatch for Tracked {
     }
 }
 
-/// Two writers on the last replica: the second starts 50 ms after the first. Returns whether
+/// Two writers on the last replica: the second writes 50 ms after the first. Returns whether
 /// both writes were applied to that replica by the same thread, i.e. in one batch.
 fn two_writers_one_batch(replicas: usize, min_batch: Option<usize>) -> bool {
     let mut builder = NodeReplicated::builder().replicas(replicas);
@@ -59,11 +59,22 @@ fn two_writers_one_batch(replicas: usize, min_batch: Option<usize>) -> bool {
     }
     let nr = builder.build(|_| Tracked::default()).expect("valid");
     let r = replicas - 1;
+    // Both threads register before either writes: a combiner waits for at most as many
+    // operations as threads ever registered with its replica.
+    let registered = Barrier::new(2);
     std::thread::scope(|s| {
-        let nr = &nr;
-        let first = s.spawn(move || nr.register(r).unwrap().execute_mut(1).unwrap().0);
-        std::thread::sleep(Duration::from_millis(50));
-        let second = s.spawn(move || nr.register(r).unwrap().execute_mut(2).unwrap().0);
+        let (nr, registered) = (&nr, &registered);
+        let first = s.spawn(move || {
+            let mut h = nr.register(r).unwrap();
+            registered.wait();
+            h.execute_mut(1).unwrap().0
+        });
+        let second = s.spawn(move || {
+            let mut h = nr.register(r).unwrap();
+            registered.wait();
+            std::thread::sleep(Duration::from_millis(50));
+            h.execute_mut(2).unwrap().0
+        });
         let (a, b) = (first.join().unwrap(), second.join().unwrap());
         assert_eq!(a.max(b), 3, "both writes applied");
     });
@@ -104,19 +115,40 @@ fn fewer_threads_than_min_batch_wait_at_most_the_bound() {
                 .min_batch(8, WAIT)
                 .build(|_| Tracked::default())
                 .expect("valid");
+            // Three threads registered (fewer than 8), two of them idle: every batch of the
+            // third waits for operations that never come, until the bound.
             let mut h = nr.register(0).unwrap();
+            let _idle = [nr.register(0).unwrap(), nr.register(0).unwrap()];
             let start = Instant::now();
             for i in 1..=10u64 {
                 assert_eq!(h.execute_mut(1).unwrap().0, i);
             }
             start.elapsed()
         });
-        // A lower bound only (time only grows): each lone write waited for the batch that never
-        // came, so the option is really on; the watchdog is the upper bound (no hang).
+        // A lower bound only (time only grows): each write waited for a batch that never came,
+        // so the option is really on; the watchdog is the upper bound (no hang).
         assert!(
             elapsed >= WAIT * 10,
-            "{replicas} replica(s): 10 lone writes took {elapsed:?}, less than 10 waits"
+            "{replicas} replica(s): 10 writes took {elapsed:?}, less than 10 waits"
         );
+    }
+}
+
+#[test]
+fn a_replica_with_one_thread_never_waits() {
+    for replicas in [1, 2] {
+        with_deadlock_watchdog(50, move || {
+            // A wait bound far above the watchdog's: the test ends only if no write waits.
+            let nr = NodeReplicated::builder()
+                .replicas(replicas)
+                .min_batch(4, Duration::from_secs(3_600))
+                .build(|_| Tracked::default())
+                .expect("valid");
+            let mut h = nr.register(0).unwrap();
+            for i in 1..=100u64 {
+                assert_eq!(h.execute_mut(1).unwrap().0, i);
+            }
+        });
     }
 }
 
@@ -131,6 +163,8 @@ fn readers_run_while_a_combiner_waits_for_its_batch() {
                 .expect("valid");
             let r = replicas - 1;
             let done = AtomicBool::new(false);
+            // Registered before the writer writes, so that its combiner waits for a batch of 2.
+            let mut second_writer = nr.register(r).unwrap();
             std::thread::scope(|s| {
                 let (nr, done) = (&nr, &done);
                 let writer = s.spawn(move || {
@@ -147,7 +181,7 @@ fn readers_run_while_a_combiner_waits_for_its_batch() {
                 }
                 assert!(!done.load(Ordering::SeqCst), "the combiner did not wait");
                 // A second write completes the batch and releases the first.
-                let second = nr.register(r).unwrap().execute_mut(1).unwrap().0;
+                let second = second_writer.execute_mut(1).unwrap().0;
                 let first = writer.join().unwrap().0;
                 assert_eq!(first.max(second), 6);
             });

@@ -433,11 +433,16 @@ where
     ///
     /// Adds no hand-off of its own: posters wait on their slots as they do for any busy
     /// combiner, and the bound on the wait makes it end even when fewer than `min_batch`
-    /// threads exist.
+    /// threads post. It spins, then yields (never parks: a blind park would overshoot a
+    /// microsecond bound), and waits for no more operations than threads ever registered with
+    /// the replica (a replica with one thread never waits).
     #[cold]
     fn wait_for_batch(&self, r: usize, own: usize) -> Result<(), Poisoned> {
         let replica = &self.replicas[r];
-        if replica.pending() + own >= self.min_batch {
+        // A batch can hold at most one operation per thread ever registered with the replica:
+        // waiting for more than that would always run into the bound.
+        let min_batch = self.min_batch.min(replica.registered());
+        if replica.pending() + own >= min_batch {
             return Ok(());
         }
         let single = self.single();
@@ -464,10 +469,10 @@ where
                     unsafe { replica.lock.unlock_writer() };
                 }
             }
-            if replica.pending() + own >= self.min_batch || Instant::now() >= deadline {
+            if replica.pending() + own >= min_batch || Instant::now() >= deadline {
                 break;
             }
-            waiter.snooze();
+            waiter.snooze_without_parking();
         }
         if single {
             replica.lock.lock_writer();
