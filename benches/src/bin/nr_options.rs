@@ -22,7 +22,7 @@ use nr_core::{Dispatch, NodeReplicated, ThreadHandle, Topology};
 
 /// NR with and without the §5.2 MIN_BATCH wait, side by side on the hash map.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     /// Thread counts (comma-separated); counts above the CPUs run oversubscribed, and say so.
     #[arg(long, value_delimiter = ',', default_value = "2,4")]
