@@ -9,7 +9,10 @@
 //!   every write takes at least the wait bound (so the wait really happened) and the whole run
 //!   ends (a watchdog catches a hang). A replica with a single registered thread never waits.
 //! - Readers are not held up by a waiting combiner, on one replica (the writer side is given
-//!   back during the wait) and on two (the waiting combiner refreshes its replica).
+//!   back during the wait) and on two (the waiting combiner refreshes its replica, so a read
+//!   there sees a write completed on another replica meanwhile).
+//! - The combiner takes the writer side back before applying: reads that overlap writes
+//!   never see a write half applied.
 //! - No lost wake-ups, every response right: many threads, short bounds, counters checked.
 //!   (Linearizability with the option on is checked in `tests/linearizability.rs`.)
 
@@ -179,11 +182,20 @@ fn readers_run_while_a_combiner_waits_for_its_batch() {
                     let (sum, _) = nr.register(q).unwrap().execute(()).unwrap();
                     assert_eq!(sum, 0, "replica {q}: the pending write is not visible yet");
                 }
+                if replicas > 1 {
+                    // A write completes on another replica; a read on the waiting combiner's
+                    // replica must see it, and only the waiting combiner can bring its replica
+                    // up to date (it holds the combiner lock): it refreshes while it waits.
+                    assert_eq!(nr.register(0).unwrap().execute_mut(10).unwrap().0, 10);
+                    let (sum, _) = nr.register(r).unwrap().execute(()).unwrap();
+                    assert_eq!(sum, 10, "the completed write is visible on replica {r}");
+                }
                 assert!(!done.load(Ordering::SeqCst), "the combiner did not wait");
                 // A second write completes the batch and releases the first.
                 let second = second_writer.execute_mut(1).unwrap().0;
                 let first = writer.join().unwrap().0;
-                assert_eq!(first.max(second), 6);
+                let extra = if replicas > 1 { 10 } else { 0 };
+                assert_eq!(first.max(second), 6 + extra);
             });
         });
     }
@@ -245,19 +257,23 @@ fn many_threads_short_waits_every_response_right() {
     }
 }
 
-/// A plain counter.
+/// A counter kept twice, updated in two steps with a yield between them: a read that overlaps
+/// a write (a combiner applying without the writer side) sees the two halves differ.
 #[derive(Default)]
-struct Sum(u64);
+struct Sum(u64, u64);
 
 impl Dispatch for Sum {
     type ReadOperation<'a> = ();
     type WriteOperation = u64;
     type Response = u64;
     fn dispatch(&self, _: ()) -> u64 {
+        assert_eq!(self.0, self.1, "a read saw a write half applied");
         self.0
     }
     fn dispatch_mut(&mut self, v: u64) -> u64 {
         self.0 += v;
+        std::thread::yield_now();
+        self.1 += v;
         self.0
     }
 }
