@@ -20,7 +20,9 @@
 //! bits with a single CAS, and unlocking is a single swap: two read-modify-writes per batch,
 //! as few as a plain mutex. With several replicas the combiner takes `WRITER` only after it has
 //! reserved and filled its log entries, so that readers keep running meanwhile (the paper's
-//! §5.5 point), and keeps it until it unlocks.
+//! §5.5 point), and keeps it until it unlocks. The one exception: a combiner that waits for log
+//! space and brings its own lagging replica up to `completed_tail` meanwhile gives `WRITER` back
+//! ([`unlock_writer`](ReplicaLock::unlock_writer)) while it waits (§5.4).
 //!
 //! # Readers against the writer bit: a Dekker pair
 //!
@@ -157,10 +159,31 @@ impl ReplicaLock {
         }
     }
 
+    /// Combiner: gives the write side back while keeping the combiner lock, so that readers
+    /// may run on the replica again (a combiner waiting for log space, §5.4).
+    ///
+    /// # Safety
+    ///
+    /// - The caller holds the combiner lock (it set `WRITER` itself, or did not set it).
+    /// - The replica is in a state readers may see: every change the caller made to it is
+    ///   below `completed_tail` (see `Log::completed_tail`), and the caller makes no further
+    ///   change before taking the write side again with [`lock_writer`](Self::lock_writer).
+    #[inline]
+    pub(crate) unsafe fn unlock_writer(&self) {
+        // Release: pairs with the Acquire load in `read_lock`, publishing our changes to the
+        // replica to the readers let in by this.
+        self.state.fetch_and(!WRITER, Ordering::Release);
+    }
+
     /// Releases the combiner lock and the write side. Returns whether an owner announced that it
     /// parked, in which case the caller must wake the parked owners whose operations are pending.
+    ///
+    /// # Safety
+    ///
+    /// - The caller holds the combiner lock (a successful `try_lock_combiner` not yet unlocked);
+    ///   unlocking a lock another thread holds lets two combiners mutate the replica at once.
     #[inline]
-    pub(crate) fn unlock(&self) -> bool {
+    pub(crate) unsafe fn unlock(&self) -> bool {
         // Release: pairs with the Acquire of the next `try_lock_combiner` and of `read_lock`'s
         // check, publishing our changes to the replica. Acquire: pairs with the Release CAS in
         // `announce_parked`, so the parked flags set before it are visible to the caller.
@@ -221,8 +244,14 @@ impl ReplicaLock {
     }
 
     /// Leaves the read side.
+    ///
+    /// # Safety
+    ///
+    /// - The caller holds the read side for reader slot `reader` (a `read_lock(reader, ..)`
+    ///   that returned true and was not unlocked yet) and takes no reference to the replica
+    ///   from now on; otherwise a writer could mutate the replica under a live reader.
     #[inline]
-    pub(crate) fn read_unlock(&self, reader: usize) {
+    pub(crate) unsafe fn read_unlock(&self, reader: usize) {
         // Release: pairs with the SeqCst (Acquire) loads in `wait_for_readers`, so this reader's
         // reads of the replica happen before the writer's next changes.
         self.readers[reader].store(false, Ordering::Release);

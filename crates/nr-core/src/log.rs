@@ -93,10 +93,11 @@ impl<T> Log<T> {
         &self.entries[idx & (self.size - 1)]
     }
 
-    /// The `alive` value that marks index `idx` as filled.
+    /// The `alive` value that marks index `idx` as filled: `true` on even laps. The size is a
+    /// power of two, so the lap's parity is the bit of `idx` worth `size` (no division).
     #[inline]
     fn filled_parity(&self, idx: usize) -> bool {
-        (idx / self.size) % 2 == 0
+        idx & self.size == 0
     }
 
     /// Reserves `n` consecutive entries with one CAS on the tail (Algorithm 1, lines 9-12) and
@@ -135,23 +136,33 @@ impl<T> Log<T> {
         }
     }
 
-    /// Writes `op` at reserved index `idx` and publishes it (Algorithm 1, line 16).
+    /// Writes `op` at reserved index `idx` and publishes it (Algorithm 1, line 16). Returns the
+    /// previous lap's operation of that slot, if any, *without dropping it*: its `Drop` is user
+    /// code, and the caller runs it only after every entry it reserved is published, so that a
+    /// panicking `Drop` can never leave a reserved entry unfilled.
     ///
-    /// Must be called exactly once per index returned by `try_reserve`, by the reserving thread.
-    pub(crate) fn write(&self, idx: usize, op: T) {
+    /// # Safety
+    ///
+    /// - `idx` was returned (as one of the `n` indices) by a `try_reserve` of the calling thread;
+    /// - `write` was not called for `idx` before.
+    ///
+    /// Breaking either lets two threads write the slot at once, or overwrites an entry that
+    /// replicas are reading.
+    pub(crate) unsafe fn write(&self, idx: usize, op: T) -> Option<T> {
         let entry = self.entry(idx);
         // SAFETY:
-        // - exclusive access: `idx` was reserved by this thread alone (tail CAS), and the slot's
-        //   previous occupant `idx - size` is below `head` (checked in `try_reserve`), so every
-        //   replica finished reading it: their reads happen before this write through
-        //   local_tail (Release) -> advance_head (Acquire, then Release on head) -> our Acquire
-        //   load of head;
+        // - exclusive access: `idx` was reserved by this thread alone (tail CAS, the caller's
+        //   contract), and the slot's previous occupant `idx - size` is below `head` (checked in
+        //   `try_reserve`), so every replica finished reading it: their reads happen before this
+        //   write through local_tail (Release) -> advance_head (Acquire, then Release on head)
+        //   -> our Acquire load of head;
         // - no reader touches the slot for index `idx` before the Release store below.
-        entry.op.with_mut(|cell| unsafe { *cell = Some(op) });
+        let previous = entry.op.with_mut(|cell| unsafe { (*cell).replace(op) });
         // Release: pairs with the Acquire in `is_filled`, publishing the value written above.
         entry
             .alive
             .store(self.filled_parity(idx), Ordering::Release);
+        previous
     }
 
     /// Whether index `idx` (which must be below `tail`, and at or above `head`) has been written.
@@ -163,13 +174,16 @@ impl<T> Log<T> {
 
     /// Runs `f` on the operation at index `idx`.
     ///
-    /// The caller must have seen `is_filled(idx)` and must hold the combiner lock of a replica
-    /// whose local tail is at most `idx` (which keeps `head <= idx`, so the entry cannot be
-    /// reused while `f` runs).
+    /// # Safety
+    ///
+    /// - The caller saw `is_filled(idx)` return true (which publishes the value to it);
+    /// - the caller holds the combiner lock of a replica whose local tail is at most `idx`
+    ///   until `f` returns (which keeps `head <= idx`, so the slot cannot be overwritten for the
+    ///   next lap while `f` runs).
     #[inline]
-    pub(crate) fn read<R>(&self, idx: usize, f: impl FnOnce(&T) -> R) -> R {
+    pub(crate) unsafe fn read<R>(&self, idx: usize, f: impl FnOnce(&T) -> R) -> R {
         let entry = self.entry(idx);
-        // SAFETY:
+        // SAFETY: from the caller's contract,
         // - the value is initialized and visible: the caller observed `is_filled(idx)` (Acquire,
         //   pairing with the Release in `write`);
         // - no writer mutates it meanwhile: the next write to this slot is for `idx + size`,
@@ -183,22 +197,35 @@ impl<T> Log<T> {
     /// The first unreserved index.
     #[inline]
     pub(crate) fn tail(&self) -> usize {
-        // Relaxed: used as a replay bound; each entry below it is checked through `is_filled`.
+        // Relaxed: a bound for debug assertions and the mutation tests only.
         self.tail.load(Ordering::Relaxed)
     }
 
     /// The index below which every operation has completed.
+    ///
+    /// The invariant readers rely on: **no replica exposes an entry at or above
+    /// `completed_tail` to a read.** A replica's state reaches past `completed_tail` only while
+    /// its combiner holds the writer side (readers excluded), and that combiner raises
+    /// `completed_tail` past everything it applied before it lets readers back in. Every other
+    /// replay (a reader catching up, a combiner helping a laggard) stops at a `completed_tail`
+    /// it read. So a read that starts after another read returned waits (through
+    /// `completed_tail`) for every entry the earlier read saw, on whichever replica.
     #[inline]
     pub(crate) fn completed_tail(&self) -> usize {
-        // Acquire: pairs with the Release in `advance_completed_tail`, so a reader that starts
-        // after a write completed sees the write's index (and, through `is_filled`, its entry).
+        // Acquire: pairs with the Release in `advance_completed_tail`, so the entries below the
+        // value read are seen filled and a catching-up reader's replay does not stop short and
+        // retry. Safety does not rest on it (the loom mutation table records both orderings
+        // weakened to Relaxed as surviving): a read that starts after a write completed is
+        // ordered after it by the caller's own happens-before, which by coherence makes this
+        // load return the write's index or more, even Relaxed; the replica's contents reach the
+        // reader through `local_tail` and the reader lock.
         self.completed_tail.load(Ordering::Acquire)
     }
 
     /// Raises `completed_tail` to at least `idx` (Algorithm 1, lines 30-31).
     #[inline]
     pub(crate) fn advance_completed_tail(&self, idx: usize) {
-        // Release: pairs with the Acquire in `completed_tail`.
+        // Release: pairs with the Acquire in `completed_tail` (see there for what it buys).
         self.completed_tail.fetch_max(idx, Ordering::Release);
     }
 
@@ -242,22 +269,30 @@ mod tests {
             assert!(!log.is_filled(i));
         }
         assert_eq!(log.try_reserve(3), Ok(0));
-        log.write(0, 10);
-        log.write(1, 11);
-        assert!(log.is_filled(0) && log.is_filled(1) && !log.is_filled(2));
-        log.write(2, 12);
-        assert_eq!(log.read(1, |v| *v), 11);
+        // SAFETY: indices 0..3 were reserved above by this thread, each written once; reads
+        // follow `is_filled` and nothing else reuses the log.
+        unsafe {
+            assert_eq!(log.write(0, 10), None);
+            log.write(1, 11);
+            assert!(log.is_filled(0) && log.is_filled(1) && !log.is_filled(2));
+            log.write(2, 12);
+            assert_eq!(log.read(1, |v| *v), 11);
+        }
         // Full until replica 0 consumes.
         assert_eq!(log.try_reserve(2), Err(LogFull));
         log.set_local_tail(0, 3);
         assert_eq!(log.advance_head(), 3);
         assert_eq!(log.try_reserve(2), Ok(3));
-        log.write(3, 13);
-        log.write(4, 14);
-        // Index 4 is slot 0 on lap 1: filled with the opposite parity.
-        assert!(log.is_filled(4));
-        assert!(!log.is_filled(5), "slot 1 still holds lap 0's value");
-        assert_eq!(log.read(4, |v| *v), 14);
+        // SAFETY: as above, for the reserved indices 3 and 4.
+        unsafe {
+            assert_eq!(log.write(3, 13), None);
+            // Index 4 is slot 0 on lap 1: the write hands back lap 0's operation.
+            assert_eq!(log.write(4, 14), Some(10));
+            // Filled with the opposite parity.
+            assert!(log.is_filled(4));
+            assert!(!log.is_filled(5), "slot 1 still holds lap 0's value");
+            assert_eq!(log.read(4, |v| *v), 14);
+        }
     }
 
     #[test]
@@ -270,6 +305,17 @@ mod tests {
         // Never moves back.
         log.set_local_tail(1, 1);
         assert_eq!(log.advance_head(), 2);
+    }
+
+    #[test]
+    fn lap_parity_alternates_for_every_power_of_two_size() {
+        for shift in 1..8 {
+            let size = 1usize << shift;
+            let log: Log<u32> = Log::new(size, 1);
+            for idx in 0..size * 6 {
+                assert_eq!(log.filled_parity(idx), (idx / size) % 2 == 0, "size {size}");
+            }
+        }
     }
 
     #[test]

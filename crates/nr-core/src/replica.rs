@@ -46,11 +46,17 @@ impl<W, R> Slot<W, R> {
     }
 
     /// Owner: posts `op` for the combiner (Algorithm 1, line 19).
+    ///
+    /// # Safety
+    ///
+    /// - The caller is the slot's owner (the thread whose live handle registered it), so no
+    ///   other thread posts to or takes from it;
+    /// - the slot is `EMPTY` (the owner's previous operation, if any, was taken back).
     #[inline]
-    pub(crate) fn post(&self, op: W) {
+    pub(crate) unsafe fn post(&self, op: W) {
         debug_assert_eq!(self.state.load(Ordering::Relaxed), EMPTY);
-        // SAFETY: the slot is `EMPTY`, so only its owner (this thread, through its `&mut`
-        // handle) may touch `op`; no combiner reads it before the Release store below.
+        // SAFETY: the slot is `EMPTY` and we are its owner (the caller's contract), so only we
+        // may touch `op`; no combiner reads it before the Release store below.
         self.op.with_mut(|p| unsafe { *p = Some(op) });
         // Release: pairs with the Acquire in `Replica::collect`, publishing `op`.
         self.state.store(POSTED, Ordering::Release);
@@ -64,10 +70,15 @@ impl<W, R> Slot<W, R> {
     }
 
     /// Owner: takes the response after `is_done` returned true.
+    ///
+    /// # Safety
+    ///
+    /// - The caller is the slot's owner and saw `is_done()` return true since it posted; before
+    ///   that, the combiner may still be writing the response cell.
     #[inline]
-    pub(crate) fn take_response(&self) -> R {
-        // SAFETY: the state is `DONE` (seen with Acquire by the caller), so the combiner has
-        // finished with the cell and ownership is back with the owner.
+    pub(crate) unsafe fn take_response(&self) -> R {
+        // SAFETY: the state is `DONE` (seen with Acquire by the caller, per the contract), so
+        // the combiner has finished with the cell and ownership is back with the owner.
         let r = self.response.with_mut(|p| unsafe { (*p).take() });
         // Relaxed: the slot is only read again by a combiner after the owner's next Release
         // store of `POSTED`.
@@ -99,6 +110,9 @@ pub(crate) struct Batch<W> {
     pub(crate) slots: Vec<usize>,
     /// The clones that go into the log.
     pub(crate) ops: Vec<W>,
+    /// Previous laps' operations taken out of the log slots this batch overwrote. They are
+    /// dropped (user code) only once every entry of the batch is published.
+    pub(crate) evicted: Vec<W>,
 }
 
 /// The combining slots of a replica, one per registered thread.
@@ -160,6 +174,7 @@ impl<D: Dispatch> Replica<D> {
             batch: UnsafeCell::new(Batch {
                 slots: Vec::with_capacity(threads),
                 ops: Vec::with_capacity(threads),
+                evicted: Vec::with_capacity(threads),
             }),
             data: CachePadded::new(UnsafeCell::new(data)),
         }
@@ -205,13 +220,18 @@ impl<D: Dispatch> Replica<D> {
     }
 
     /// Owner of slot `idx`: posts `op` for a combiner (Algorithm 1, line 19).
-    pub(crate) fn post(&self, idx: usize, op: D::WriteOperation) {
+    ///
+    /// # Safety
+    ///
+    /// As [`Slot::post`]: the caller owns slot `idx`, and the slot is `EMPTY`.
+    pub(crate) unsafe fn post(&self, idx: usize, op: D::WriteOperation) {
         // Relaxed: a hint counted *before* the slot turns `POSTED`, so it is never below the
         // number of posted slots; the slot's own Release/Acquire `state` publishes the op. A
         // combiner that reads a stale 0 misses an op posted concurrently, which its owner then
         // runs itself (it keeps trying the combiner lock, and a parked owner is woken at unlock).
         self.pending.fetch_add(1, Ordering::Relaxed);
-        self.slot(idx).post(op);
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.slot(idx).post(op) };
     }
 
     /// Whether some operation may be posted and not yet collected (a hint; see `post`).
@@ -219,6 +239,14 @@ impl<D: Dispatch> Replica<D> {
     pub(crate) fn has_pending(&self) -> bool {
         // Relaxed: see `post`.
         self.pending.load(Ordering::Relaxed) != 0
+    }
+
+    /// How many operations are posted and not yet collected (a hint, never below the number of
+    /// `POSTED` slots; see `post`). The §5.2 `MIN_BATCH` wait counts on it.
+    #[inline]
+    pub(crate) fn pending(&self) -> usize {
+        // Relaxed: see `post`; a stale value only shortens or lengthens a bounded wait.
+        self.pending.load(Ordering::Relaxed)
     }
 
     /// Tries to become this node's combiner (Algorithm 1, line 21); with `exclude_readers`,
@@ -230,9 +258,14 @@ impl<D: Dispatch> Replica<D> {
 
     /// Releases the combiner lock (and the writer side) and wakes the parked owners whose
     /// operations are still pending, so that one of them becomes the next combiner.
+    ///
+    /// # Safety
+    ///
+    /// As [`ReplicaLock::unlock`]: the caller holds this replica's combiner lock.
     #[inline]
-    pub(crate) fn unlock_combiner(&self) {
-        if self.lock.unlock() {
+    pub(crate) unsafe fn unlock_combiner(&self) {
+        // SAFETY: forwarded from the caller's contract.
+        if unsafe { self.lock.unlock() } {
             self.wake_pending();
         }
     }
@@ -262,9 +295,18 @@ impl<D: Dispatch> Replica<D> {
     /// With `for_log`, clones of them go to `batch.ops` (for the log); the originals stay in
     /// their slots until `apply_own`. Returns the batch size.
     ///
-    /// The caller must hold the combiner lock. User code (`Clone`) runs here, before anything is
-    /// reserved in the log, so a panic cannot leave a reserved entry unfilled.
-    pub(crate) fn collect(&self, batch: &mut Batch<D::WriteOperation>, for_log: bool) -> usize {
+    /// User code (`Clone`) runs here, before anything is reserved in the log, so a panic cannot
+    /// leave a reserved entry unfilled.
+    ///
+    /// # Safety
+    ///
+    /// - The caller holds this replica's combiner lock (only the combiner may read a `POSTED`
+    ///   slot's operation, and `batch` is the combiner's scratch space).
+    pub(crate) unsafe fn collect(
+        &self,
+        batch: &mut Batch<D::WriteOperation>,
+        for_log: bool,
+    ) -> usize {
         batch.slots.clear();
         batch.ops.clear();
         if !self.has_pending() {
@@ -275,8 +317,9 @@ impl<D: Dispatch> Replica<D> {
             // Acquire: pairs with the Release in `Slot::post`, making `op` visible.
             if slot.state.load(Ordering::Acquire) == POSTED {
                 if for_log {
-                    // SAFETY: the slot is `POSTED` and we hold the combiner lock, so we alone may
-                    // read `op`; the owner does not touch it until it sees `DONE`.
+                    // SAFETY: the slot is `POSTED` and we hold the combiner lock (the caller's
+                    // contract), so we alone may read `op`; the owner does not touch it until it
+                    // sees `DONE`.
                     let op = slot.op.with(|p| unsafe { (*p).clone() });
                     batch
                         .ops
@@ -297,10 +340,16 @@ impl<D: Dispatch> Replica<D> {
     /// Combiner, holding the writer side: applies the operation posted in slot `idx` to the
     /// replica and stores the response (Algorithm 1, line 33). The slot stays `POSTED` until
     /// `respond`.
-    pub(crate) fn apply_own(&self, data: &mut D, idx: usize) {
+    ///
+    /// # Safety
+    ///
+    /// - The caller holds this replica's combiner lock, and collected slot `idx` into its
+    ///   current batch under that lock (so the slot is `POSTED` and its owner waits for `DONE`);
+    /// - `apply_own` was not called for `idx` in this batch yet.
+    pub(crate) unsafe fn apply_own(&self, data: &mut D, idx: usize) {
         let slot = self.slot(idx);
-        // SAFETY: slot `idx` is in the batch we collected under the combiner lock we still hold;
-        // its owner waits for `DONE` and does not touch the cells.
+        // SAFETY: slot `idx` is in the batch we collected under the combiner lock we still hold
+        // (the caller's contract); its owner waits for `DONE` and does not touch the cells.
         let op = slot.op.with_mut(|p| unsafe { (*p).take() });
         let response = data.dispatch_mut(op.expect("invariant: a batched slot holds its op"));
         // SAFETY: as above.

@@ -73,6 +73,10 @@ mod imp {
         pub(crate) fn fetch_or(&self, v: u8, o: Ordering) -> u8 {
             self.0.fetch_or(v, o)
         }
+        #[inline(always)]
+        pub(crate) fn fetch_and(&self, v: u8, o: Ordering) -> u8 {
+            self.0.fetch_and(v, o)
+        }
     }
 
     /// What a `SeqCst` read-modify-write followed by `SeqCst` loads needs to act as the
@@ -110,9 +114,12 @@ mod imp {
         std::hint::spin_loop();
     }
 
-    /// Sleeps the calling thread until unparked or until `micros` microseconds have passed.
+    /// Sleeps the calling thread for `micros` microseconds: the blind, bounded park of a
+    /// [`Waiter`](crate::wait::Waiter) that nobody wakes. It deliberately does not use the
+    /// thread's std park token (`std::thread::park_timeout`): that token belongs to the user,
+    /// and consuming it would swallow an `unpark` meant for the user's own `thread::park()`.
     pub(crate) fn park_timeout(micros: u64) {
-        std::thread::park_timeout(std::time::Duration::from_micros(micros));
+        std::thread::sleep(std::time::Duration::from_micros(micros));
     }
 
     /// A wake-up token a thread can sleep on with a timeout; `unpark` before `park_timeout`
@@ -242,3 +249,70 @@ pub(crate) use imp::*;
 pub(crate) fn panicking() -> bool {
     std::thread::panicking()
 }
+
+/// Debug builds: the objects (by address) whose operation the current thread is inside, to
+/// detect a re-entrant call from user code (`dispatch`, `dispatch_mut`, `Clone` or `Drop` of an
+/// operation) back into the same object, which would otherwise wait for itself forever.
+/// Compiled out of release builds and loom models (loom runs its threads on one OS thread).
+#[cfg(all(debug_assertions, not(loom)))]
+mod reentrancy {
+    use std::cell::RefCell;
+
+    std::thread_local! {
+        static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Marks the current thread as inside an operation of `object` until dropped.
+    #[derive(Debug)]
+    pub(crate) struct Entered(usize);
+
+    impl Entered {
+        /// # Panics
+        ///
+        /// If the current thread is already inside an operation of `object`.
+        #[inline]
+        pub(crate) fn new(object: usize) -> Self {
+            INSIDE.with(|inside| {
+                let mut inside = inside.borrow_mut();
+                assert!(
+                    !inside.contains(&object),
+                    "nr_core: re-entrant call: user code running inside an operation of this \
+                     NodeReplicated object (dispatch, dispatch_mut, or Clone/Drop of an \
+                     operation) called back into the same object, which would deadlock"
+                );
+                inside.push(object);
+            });
+            Self(object)
+        }
+    }
+
+    impl Drop for Entered {
+        fn drop(&mut self) {
+            // `try_with`: a handle used from another thread-local's destructor at thread exit
+            // may find this one already gone; there is nothing left to check then.
+            let _ = INSIDE.try_with(|inside| {
+                let mut inside = inside.borrow_mut();
+                if let Some(pos) = inside.iter().rposition(|&o| o == self.0) {
+                    inside.remove(pos);
+                }
+            });
+        }
+    }
+}
+
+/// Release builds and loom: no re-entrancy bookkeeping.
+#[cfg(not(all(debug_assertions, not(loom))))]
+mod reentrancy {
+    /// A no-op marker.
+    #[derive(Debug)]
+    pub(crate) struct Entered;
+
+    impl Entered {
+        #[inline(always)]
+        pub(crate) fn new(_object: usize) -> Self {
+            Self
+        }
+    }
+}
+
+pub(crate) use reentrancy::Entered;

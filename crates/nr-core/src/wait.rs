@@ -56,6 +56,18 @@ impl Waiter {
         self.round = self.round.saturating_add(1);
     }
 
+    /// Like `snooze`, but never parks: spin, then yield from then on. For a wait bounded by its
+    /// caller's own clock (the §5.2 `MIN_BATCH` wait), where a blind park would overshoot a
+    /// microsecond bound by the timer's slack.
+    #[inline]
+    pub(crate) fn snooze_without_parking(&mut self) {
+        if self.phase() == Phase::Park {
+            yield_now();
+        } else {
+            self.snooze();
+        }
+    }
+
     /// Like `snooze`, but a park step calls `park(micros)` instead of sleeping blindly, so that
     /// callers with a wake-up protocol can register first.
     #[inline]

@@ -1,7 +1,17 @@
 //! Concurrent histories of NR objects, recorded and checked for linearizability against the
-//! sequential models of `testkit`: proptest picks 2-4 threads, 1-4 replicas, a small log (so it
-//! wraps) and a random mix of reads and writes over a few keys (so operations conflict); KV
-//! objects also try their writes as reads first in half of the cases (`Builder::writes_as_reads`).
+//! sequential models of `testkit`, with concurrency *across replicas* (issue 9).
+//!
+//! Every history: 2-3 replicas, 3-4 threads, each thread holding a handle on **every**
+//! replica and moving to another replica from one operation to the next; 1-2 keys; every
+//! written value distinct; a small log (so it wraps); threads released together by a barrier;
+//! in half of the histories `dispatch_mut` yields the CPU in the middle of the update, which
+//! widens the windows between writing the log and completing. KV objects also try their writes
+//! as reads first in a quarter of the histories (`Builder::writes_as_reads`). In a third of the
+//! histories combiners wait for batches of 2-3 (`Builder::min_batch`, bounded by 200 µs). The
+//! stack has reads (`Peek`).
+//!
+//! 2,000 histories per test by default (`NR_LIN_HISTORIES` for more, `NR_LIN_SEED` for another
+//! seed); each test prints its share of operations that overlapped another thread's.
 
 // Integration tests drive the crate from real std threads; the loom-shim rule of clippy.toml
 // applies to the library, not to its callers.
@@ -10,65 +20,134 @@
 mod common;
 
 use std::sync::Barrier;
+use std::time::Duration;
 
 use common::{Kv, KvWrite, Stack};
 use nr_core::{Dispatch, NodeReplicated, ThreadHandle};
-use proptest::prelude::*;
-use testkit::models::{KvMap, KvOp, KvRet, StackOp, StackRet};
-use testkit::{check, Recorder};
+use testkit::models::{KvMap, KvOp, KvRet, PeekStack, PeekStackOp, PeekStackRet};
+use testkit::{check, History, Recorder};
 
-const CASES: u32 = 200;
+/// xorshift64*: deterministic, and the seed is printed on failure.
+struct Rng(u64);
 
-fn kv_op() -> impl Strategy<Value = KvOp> {
-    prop_oneof![
-        4 => (0u64..4).prop_map(KvOp::Get),
-        4 => (0u64..4, 1u64..100).prop_map(|(k, v)| KvOp::Put(k, v)),
-        1 => (0u64..4).prop_map(KvOp::Remove),
-    ]
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
 }
 
-fn stack_op() -> impl Strategy<Value = StackOp> {
-    prop_oneof![
-        3 => (1u64..1000).prop_map(StackOp::Push),
-        2 => Just(StackOp::Pop),
-    ]
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Wraps a structure so that its updates may yield the CPU half way.
+struct Yielding<D> {
+    inner: D,
+    yield_in_update: bool,
+}
+
+impl<D: Dispatch> Dispatch for Yielding<D> {
+    type ReadOperation<'a>
+        = D::ReadOperation<'a>
+    where
+        Self: 'a;
+    type WriteOperation = D::WriteOperation;
+    type Response = D::Response;
+
+    fn dispatch(&self, op: Self::ReadOperation<'_>) -> D::Response {
+        self.inner.dispatch(op)
+    }
+
+    fn dispatch_mut(&mut self, op: D::WriteOperation) -> D::Response {
+        if self.yield_in_update {
+            std::thread::yield_now();
+        }
+        self.inner.dispatch_mut(op)
+    }
+
+    fn dispatch_as_read(&self, op: &D::WriteOperation) -> Option<D::Response> {
+        self.inner.dispatch_as_read(op)
+    }
+}
+
+/// One history's configuration.
+#[derive(Debug, Clone, Copy)]
+struct Setting {
+    replicas: usize,
+    threads: usize,
+    log: usize,
+    yield_in_update: bool,
+    writes_as_reads: bool,
+    /// `Builder::min_batch` (1: off), with a 200 µs bound.
+    min_batch: usize,
+}
+
+impl Setting {
+    fn random(rng: &mut Rng, writes_as_reads: bool) -> Self {
+        Self {
+            replicas: 2 + rng.below(2) as usize,
+            threads: 3 + rng.below(2) as usize,
+            log: [4, 8, 64][rng.below(3) as usize],
+            yield_in_update: rng.below(2) == 0,
+            writes_as_reads: writes_as_reads && rng.below(4) == 0,
+            min_batch: if rng.below(3) == 0 {
+                2 + rng.below(2) as usize
+            } else {
+                1
+            },
+        }
+    }
 }
 
 /// Runs each thread's program against one NR object built from `init`, recording every call;
-/// `apply` performs one model operation through a thread's handle and returns the response in
-/// the model's terms.
+/// thread `t`'s `i`-th operation goes through its handle on replica `(t + i) % replicas`.
+/// `apply` performs one model operation through a handle and returns the model's response.
 fn run<D, Op, Ret>(
-    replicas: usize,
-    writes_as_reads: bool,
-    log: usize,
+    s: Setting,
     programs: &[Vec<Op>],
     init: impl Fn() -> D + Send + Sync,
-    apply: impl Fn(&mut ThreadHandle<'_, D>, &Op) -> Ret + Sync,
-) -> testkit::History<Op, Ret>
+    apply: impl Fn(&mut ThreadHandle<'_, Yielding<D>>, &Op) -> Ret + Sync,
+) -> History<Op, Ret>
 where
     D: Dispatch + Send + Sync,
     Op: Clone + Send + Sync,
     Ret: Clone + Send,
 {
     let nr = NodeReplicated::builder()
-        .replicas(replicas)
-        .log_size(log)
-        .threads_per_replica(4)
-        .writes_as_reads(writes_as_reads)
-        .build(|_| init())
+        .replicas(s.replicas)
+        .log_size(s.log)
+        .threads_per_replica(s.threads)
+        .writes_as_reads(s.writes_as_reads)
+        .min_batch(s.min_batch, Duration::from_micros(200))
+        .build(|_| Yielding {
+            inner: init(),
+            yield_in_update: s.yield_in_update,
+        })
         .expect("valid configuration");
     let recorder = Recorder::new();
     let start = Barrier::new(programs.len());
-    std::thread::scope(|s| {
+    std::thread::scope(|scope| {
         for (t, program) in programs.iter().enumerate() {
             let (nr, start, apply) = (&nr, &start, &apply);
             let mut rec = recorder.thread();
-            s.spawn(move || {
-                let mut h = nr.register(t % replicas).expect("slot available");
+            scope.spawn(move || {
+                let mut handles: Vec<_> = (0..s.replicas)
+                    .map(|r| nr.register(r).expect("slot available"))
+                    .collect();
                 start.wait();
-                for op in program {
+                for (i, op) in program.iter().enumerate() {
+                    let h = &mut handles[(t + i) % s.replicas];
                     let id = rec.invoke(op.clone());
-                    let ret = apply(&mut h, op);
+                    let ret = apply(h, op);
                     rec.complete(id, ret);
                 }
             });
@@ -77,72 +156,90 @@ where
     recorder.into_history()
 }
 
-fn run_kv(
-    replicas: usize,
-    writes_as_reads: bool,
-    log: usize,
-    programs: &[Vec<KvOp>],
-) -> testkit::History<KvOp, KvRet> {
-    run(
-        replicas,
-        writes_as_reads,
-        log,
-        programs,
-        Kv::default,
-        |h, op| match *op {
+/// Runs `NR_LIN_HISTORIES` random histories through `one` and checks each; prints the overlap
+/// share of all of them together.
+fn many(name: &str, mut one: impl FnMut(&mut Rng, u64) -> f64) {
+    let histories = env("NR_LIN_HISTORIES", 2_000);
+    let seed = env("NR_LIN_SEED", 0x0009_2026) | 1;
+    let mut rng = Rng(seed);
+    let mut share = 0.0;
+    for h in 0..histories {
+        share += one(&mut rng, h);
+    }
+    let share = share / histories as f64;
+    println!(
+        "{name}: {histories} histories linearizable (seed {seed}); overlap share {:.1}%",
+        100.0 * share
+    );
+    assert!(
+        share > 0.3,
+        "{name}: only {:.1}% of operations overlapped; the check proves little",
+        100.0 * share
+    );
+}
+
+#[test]
+fn kv_histories_across_replicas_are_linearizable() {
+    let mut next_value = 0u64;
+    many("kv", |rng, h| {
+        let s = Setting::random(rng, true);
+        let keys = 1 + rng.below(2);
+        let programs: Vec<Vec<KvOp>> = (0..s.threads)
+            .map(|_| {
+                (0..6 + rng.below(7))
+                    .map(|_| match rng.below(9) {
+                        0..=3 => KvOp::Get(rng.below(keys)),
+                        4..=7 => {
+                            next_value += 1;
+                            KvOp::Put(rng.below(keys), next_value)
+                        }
+                        _ => KvOp::Remove(rng.below(keys)),
+                    })
+                    .collect()
+            })
+            .collect();
+        let history = run(s, &programs, Kv::default, |h, op| match *op {
             KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
             KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
             KvOp::Remove(k) => KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap()),
-        },
-    )
-}
-
-fn run_stack(
-    replicas: usize,
-    log: usize,
-    programs: &[Vec<StackOp>],
-) -> testkit::History<StackOp, StackRet> {
-    run(
-        replicas,
-        false,
-        log,
-        programs,
-        Stack::default,
-        |h, op| match *op {
-            StackOp::Push(v) => {
-                h.execute_mut(Some(v)).unwrap();
-                StackRet::Pushed
-            }
-            StackOp::Pop => StackRet::Popped(h.execute_mut(None).unwrap()),
-        },
-    )
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
-
-    #[test]
-    fn kv_histories_are_linearizable(
-        replicas in 1usize..=4,
-        writes_as_reads in any::<bool>(),
-        log in prop::sample::select(vec![4usize, 8, 64]),
-        programs in prop::collection::vec(prop::collection::vec(kv_op(), 5..40), 2..=4),
-    ) {
-        let history = run_kv(replicas, writes_as_reads, log, &programs);
+        });
         if let Err(v) = check(KvMap::new(), &history) {
-            panic!("{replicas} replicas, log {log}, writes as reads {writes_as_reads}: {v}");
+            panic!("history {h}, {s:?}, {keys} keys: {v}");
         }
-    }
+        history.overlap_share()
+    });
+}
 
-    #[test]
-    fn stack_histories_are_linearizable(
-        replicas in 1usize..=4,
-        log in prop::sample::select(vec![4usize, 8, 64]),
-        programs in prop::collection::vec(prop::collection::vec(stack_op(), 5..30), 2..=4),
-    ) {
-        let history = run_stack(replicas, log, &programs);
-        if let Err(v) = check(testkit::models::Stack::new(), &history) {
-            panic!("{replicas} replicas, log {log}: {v}");
+#[test]
+fn stack_histories_with_reads_across_replicas_are_linearizable() {
+    let mut next_value = 0u64;
+    many("stack", |rng, h| {
+        let s = Setting::random(rng, false);
+        let programs: Vec<Vec<PeekStackOp>> = (0..s.threads)
+            .map(|_| {
+                (0..6 + rng.below(7))
+                    .map(|_| match rng.below(7) {
+                        0..=2 => PeekStackOp::Peek,
+                        3..=4 => {
+                            next_value += 1;
+                            PeekStackOp::Push(next_value)
+                        }
+                        _ => PeekStackOp::Pop,
+                    })
+                    .collect()
+            })
+            .collect();
+        let history = run(s, &programs, Stack::default, |h, op| match *op {
+            PeekStackOp::Push(v) => {
+                h.execute_mut(Some(v)).unwrap();
+                PeekStackRet::Pushed
+            }
+            PeekStackOp::Pop => PeekStackRet::Popped(h.execute_mut(None).unwrap()),
+            PeekStackOp::Peek => PeekStackRet::Peeked(h.execute(()).unwrap()),
+        });
+        if let Err(v) = check(PeekStack::new(), &history) {
+            panic!("history {h}, {s:?}: {v}");
         }
-    }
+        history.overlap_share()
+    });
 }

@@ -182,3 +182,51 @@ fn panic_under_load_wakes_every_waiter() {
         }
     });
 }
+
+/// Runs a write, then a read on another replica (which must catch up with it, as the combiner
+/// of that replica), from a `Drop` while an unrelated panic unwinds.
+/// (It records the results instead of asserting: a second panic while unwinding would abort.)
+struct OperateOnDrop<'a, 'b> {
+    writer: &'a mut nr_core::ThreadHandle<'b, Fragile>,
+    reader: &'a mut nr_core::ThreadHandle<'b, Fragile>,
+    results: &'a mut Vec<Result<u64, Poisoned>>,
+}
+
+impl Drop for OperateOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.results.push(self.writer.execute_mut(Op::Add(1)));
+        self.results.push(self.reader.execute(false));
+    }
+}
+
+/// As `std::sync::Mutex`: only a panic that *starts* while the object is being changed
+/// poisons it. Operations run from a `Drop` during an unrelated panic (a write, and a read that
+/// replays the log into its replica) complete normally and leave the object usable.
+#[test]
+fn operation_during_unrelated_unwinding_does_not_poison() {
+    quiet_panics();
+    for replicas in [1, 2] {
+        let nr = NodeReplicated::builder()
+            .replicas(replicas)
+            .build(|_| Fragile::default())
+            .unwrap();
+        let mut w = nr.register(0).unwrap();
+        let mut r = nr.register(replicas - 1).unwrap();
+        let mut results = Vec::new();
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            let _on_drop = OperateOnDrop {
+                writer: &mut w,
+                reader: &mut r,
+                results: &mut results,
+            };
+            panic!("unrelated panic, before and outside the object");
+        }));
+        assert!(caught.is_err());
+        assert_eq!(results, [Ok(1), Ok(1)], "{replicas} replica(s)");
+        assert!(
+            !nr.is_poisoned(),
+            "{replicas} replica(s): a panic that started outside the object poisoned it"
+        );
+        assert_eq!(w.execute(false), Ok(1), "the write from Drop took effect");
+    }
+}

@@ -169,7 +169,10 @@ where
     ///
     /// # Panics
     ///
-    /// Propagates a panic of `dispatch` (without poisoning the object).
+    /// Propagates a panic of `dispatch` (without poisoning the object). In debug builds, panics
+    /// if called from user code (`dispatch`, `dispatch_mut`, `Clone` or `Drop` of an operation)
+    /// running inside an operation of the same object, which would otherwise wait for itself
+    /// forever; release builds do not check.
     ///
     /// # Examples
     ///
@@ -189,8 +192,10 @@ where
     /// # Panics
     ///
     /// Propagates a panic of `dispatch_mut` or of the operation's `clone` when it happens on this
-    /// thread (this thread may be combining other threads' operations); the object is then
-    /// poisoned.
+    /// thread (this thread may be combining other threads' operations), or of the `Drop` of an
+    /// earlier operation whose log entry this one reuses; the object is then poisoned. In debug
+    /// builds, panics if called from user code running inside an operation of the same object
+    /// (see [`execute`](Self::execute)).
     ///
     /// # Examples
     ///

@@ -6,12 +6,14 @@ mod handle;
 pub use builder::Builder;
 pub use handle::ThreadHandle;
 
+use std::time::{Duration, Instant};
+
 use crossbeam_utils::CachePadded;
 
 use crate::lock::ReplicaLock;
 use crate::log::Log;
 use crate::replica::Replica;
-use crate::sync::{panicking, AtomicBool, Ordering};
+use crate::sync::{panicking, AtomicBool, Entered, Ordering};
 use crate::wait::Waiter;
 use crate::{Dispatch, Poisoned, Topology};
 
@@ -72,7 +74,16 @@ use crate::{Dispatch, Poisoned, Topology};
 /// inside the object wakes up and returns [`Poisoned`], and every later operation or
 /// registration fails with [`Poisoned`]. Nothing deadlocks and no lock stays held. An operation
 /// that returned `Poisoned` may or may not have been applied. A panic in `dispatch` (a read) does
-/// not poison: it releases the reader lock and propagates.
+/// not poison: it releases the reader lock and propagates. As with `Mutex`, only a panic that
+/// *starts* while the thread works inside the object poisons it: an operation called from a
+/// `Drop` while an unrelated panic unwinds completes normally. Because a panic inside is made
+/// visible this way, the object is [`RefUnwindSafe`](std::panic::RefUnwindSafe).
+///
+/// # Re-entrancy
+///
+/// User code must not call back into the object it runs inside (from `dispatch`,
+/// `dispatch_mut`, or an operation's `Clone` or `Drop`): the inner call would wait for the
+/// outer one. Debug builds detect this and panic with a message saying so.
 pub struct NodeReplicated<D: Dispatch> {
     log: Log<D::WriteOperation>,
     replicas: Box<[Box<Replica<D>>]>,
@@ -80,6 +91,10 @@ pub struct NodeReplicated<D: Dispatch> {
     topology: Option<Topology>,
     /// Try each write as a read first (`Builder::writes_as_reads`).
     writes_as_reads: bool,
+    /// §5.2 `MIN_BATCH` (`Builder::min_batch`); 1 when off.
+    min_batch: usize,
+    /// The longest a combiner waits for `min_batch` operations.
+    min_batch_wait: Duration,
 }
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
@@ -90,6 +105,8 @@ impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
             .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
             .field("topology", &self.topology)
             .field("writes_as_reads", &self.writes_as_reads)
+            .field("min_batch", &self.min_batch)
+            .field("min_batch_wait", &self.min_batch_wait)
             .finish_non_exhaustive()
     }
 }
@@ -220,13 +237,18 @@ where
     }
 
     /// With a single replica there is nothing to replicate: the combiner applies its batch
-    /// directly, without the log, and takes the writer side together with the combiner lock.
+    /// directly, without the log, and takes the writer side together with the combiner lock
+    /// (`combine_single` and `serve_posted_single`; several replicas go through `combine`).
     #[inline]
     fn single(&self) -> bool {
         self.replicas.len() == 1
     }
 
     /// A write, from the thread registered in `slot` of replica `r` (Algorithm 1, `Combine`).
+    ///
+    /// # Panics
+    ///
+    /// In debug builds, if called from user code running inside an operation of this object.
     #[inline]
     fn execute_mut(
         &self,
@@ -234,6 +256,7 @@ where
         slot: usize,
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
+        let _entered = Entered::new(self as *const Self as usize);
         if self.writes_as_reads {
             return self.execute_mut_read_first(r, slot, op);
         }
@@ -268,7 +291,10 @@ where
         // Fast path: nobody is combining, so become the combiner with the operation in hand
         // (it never visits the slot, and its response needs no hand-off).
         if replica.try_lock_combiner(self.single()) {
-            let combiner = CombinerGuard { nr: self, replica };
+            let combiner = CombinerGuard::new(self, replica);
+            if self.min_batch > 1 {
+                self.wait_for_batch(r, 1)?;
+            }
             let response = if self.single() {
                 self.combine_single(replica, op)
             } else {
@@ -290,19 +316,30 @@ where
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
         let replica = &self.replicas[r];
-        replica.post(slot, op);
+        // SAFETY: `slot` is the calling thread's own (its handle, borrowed mutably for this
+        // call, registered it), and it is `EMPTY`: every earlier operation through the handle
+        // took its response back before returning.
+        unsafe { replica.post(slot, op) };
         let own = replica.slot(slot);
         let mut waiter = Waiter::new();
         loop {
             if own.is_done() {
-                return Ok(own.take_response());
+                // SAFETY: our own slot, and `is_done` just returned true.
+                return Ok(unsafe { own.take_response() });
             }
             self.check()?;
             if replica.try_lock_combiner(self.single()) {
-                let _combiner = CombinerGuard { nr: self, replica };
+                let _combiner = CombinerGuard::new(self, replica);
+                if self.min_batch > 1 {
+                    self.wait_for_batch(r, 0)?;
+                }
                 // Our own operation was posted before we took the lock, so this batch serves it
                 // (unless an earlier combiner already did).
-                self.combine(r, None)?;
+                if self.single() {
+                    self.serve_posted_single(replica);
+                } else {
+                    self.combine(r, None)?;
+                }
                 continue;
             }
             // Lines 38-39: wait while the response is missing and some combiner is at work.
@@ -311,6 +348,10 @@ where
     }
 
     /// A read, from the thread registered in `slot` of replica `r` (Algorithm 1, `ReadOnly`).
+    ///
+    /// # Panics
+    ///
+    /// In debug builds, if called from user code running inside an operation of this object.
     #[inline]
     fn execute(
         &self,
@@ -318,6 +359,7 @@ where
         slot: usize,
         op: D::ReadOperation<'_>,
     ) -> Result<D::Response, Poisoned> {
+        let _entered = Entered::new(self as *const Self as usize);
         self.read_with(r, slot, |data| data.dispatch(op))
     }
 
@@ -330,6 +372,10 @@ where
         // and need not reflect later ones. (A single replica is always current: its writers
         // apply their batches under the writer side, without the log.)
         if !self.single() {
+            // Relied on: `completed_tail` is the only thing a read waits for, so it must cover
+            // every entry any replica has exposed to a read (the invariant documented on
+            // `Log::completed_tail`). A read that returned a value containing entry `e` left
+            // `completed_tail > e` behind it, and this read, starting later, waits for `e` too.
             let read_tail = self.log.completed_tail();
             if self.log.local_tail(r) < read_tail {
                 self.catch_up(r, read_tail)?;
@@ -359,12 +405,77 @@ where
         while self.log.local_tail(r) < read_tail {
             self.check()?;
             if replica.try_lock_combiner(true) {
-                let _combiner = CombinerGuard { nr: self, replica };
-                // Every index below `completed_tail` is filled, so this reaches `read_tail`.
-                self.replay(r, self.log.tail(), false)?;
+                let _combiner = CombinerGuard::new(self, replica);
+                // Only up to `read_tail` (Algorithm 1, line 46), never to `tail`: entries past
+                // `completed_tail` may be written but not completed, and exposing them here
+                // would let a later read on another replica (which waits only for
+                // `completed_tail`) return an older state. Every index below `completed_tail`
+                // is filled, so this reaches `read_tail` without waiting.
+                self.replay(r, read_tail, false)?;
             } else {
                 waiter.snooze();
             }
+        }
+        Ok(())
+    }
+
+    /// §5.2 `MIN_BATCH`: the combiner of replica `r`, holding its combiner lock and `own`
+    /// operations in hand (not posted), waits until at least `min_batch` operations are at hand
+    /// or `min_batch_wait` has passed, whichever comes first. The caller has changed nothing in
+    /// the replica yet under this lock.
+    ///
+    /// Readers are not held up meanwhile. With several replicas the combiner does not hold the
+    /// writer side here; it refreshes its replica from the log up to `completed_tail` while it
+    /// waits (the paper's "rather than idle waiting"), under the writer side only for the
+    /// replay, which also serves local readers waiting in `catch_up`. With a single replica
+    /// the combiner took the writer side with the lock; it gives it back for the wait and takes
+    /// it again before returning.
+    ///
+    /// Adds no hand-off of its own: posters wait on their slots as they do for any busy
+    /// combiner, and the bound on the wait makes it end even when fewer than `min_batch`
+    /// threads post. It spins, then yields (never parks: a blind park would overshoot a
+    /// microsecond bound), and waits for no more operations than threads ever registered with
+    /// the replica (a replica with one thread never waits).
+    #[cold]
+    fn wait_for_batch(&self, r: usize, own: usize) -> Result<(), Poisoned> {
+        let replica = &self.replicas[r];
+        // A batch can hold at most one operation per thread ever registered with the replica:
+        // waiting for more than that would always run into the bound.
+        let min_batch = self.min_batch.min(replica.registered());
+        if replica.pending() + own >= min_batch {
+            return Ok(());
+        }
+        let single = self.single();
+        if single {
+            // SAFETY: we hold the combiner lock (the caller's contract) and have changed nothing
+            // in the replica under it, so readers may see it as it is; we take the writer side
+            // back below before anything changes it.
+            unsafe { replica.lock.unlock_writer() };
+        }
+        let deadline = Instant::now() + self.min_batch_wait;
+        let mut waiter = Waiter::new();
+        loop {
+            self.check()?;
+            if !single {
+                let completed = self.log.completed_tail();
+                if self.log.local_tail(r) < completed {
+                    replica.lock.lock_writer();
+                    // Only up to `completed_tail` (see `catch_up`); every index below it is
+                    // filled, so this does not wait.
+                    self.replay(r, completed, false)?;
+                    // SAFETY: we hold `r`'s combiner lock, and the replica now shows only
+                    // entries below `completed_tail`; `combine` takes the writer side again
+                    // before changing it.
+                    unsafe { replica.lock.unlock_writer() };
+                }
+            }
+            if replica.pending() + own >= min_batch || Instant::now() >= deadline {
+                break;
+            }
+            waiter.snooze_without_parking();
+        }
+        if single {
+            replica.lock.lock_writer();
         }
         Ok(())
     }
@@ -384,77 +495,82 @@ where
         response
     }
 
-    /// With a single replica: applies the operations posted in the slots and answers them. The
-    /// caller holds the combiner lock and the writer side.
+    /// With a single replica (its own path: no log, no replay, no completed tail): applies the
+    /// operations posted in the slots and answers them. The caller holds the combiner lock and
+    /// the writer side.
     #[cold]
     fn serve_posted_single(&self, replica: &Replica<D>) {
         // SAFETY: the batch scratch is only used under the combiner lock, which the caller holds.
         let batch = replica.batch.with_mut(|p| unsafe { &mut *p });
-        if replica.collect(batch, false) == 0 {
+        // SAFETY: the caller holds the combiner lock.
+        if unsafe { replica.collect(batch, false) } == 0 {
             return;
         }
         // SAFETY: as in `combine_single`.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
         for &slot in &batch.slots {
-            replica.apply_own(data, slot);
+            // SAFETY: we hold the combiner lock and collected `slot` into this batch above;
+            // each slot appears once in it.
+            unsafe { replica.apply_own(data, slot) };
         }
         replica.respond(&batch.slots);
     }
 
-    /// The combiner's work for replica `r` (Algorithm 1, lines 22-35): the operations posted in
-    /// the slots, plus `own` (the combiner's operation, if it did not post it). Returns the
-    /// response to `own`. The caller holds the combiner lock of `r` (and, with a single replica,
-    /// the writer side).
+    /// The combiner's work for replica `r` with several replicas (Algorithm 1, lines 22-35):
+    /// the operations posted in the slots, plus `own` (the combiner's operation, if it did not
+    /// post it). Returns the response to `own`. The caller holds the combiner lock of `r`, not
+    /// its writer side. (A single replica has its own path: `combine_single`.)
     fn combine(
         &self,
         r: usize,
         own: Option<D::WriteOperation>,
     ) -> Result<Option<D::Response>, Poisoned> {
         let replica = &self.replicas[r];
-        let single = self.single();
         // SAFETY: the batch scratch is only used under the combiner lock, which the caller holds.
         let batch = replica.batch.with_mut(|p| unsafe { &mut *p });
         // User code (`Clone`) runs here, before anything is reserved in the log, so a panic
         // cannot leave a reserved entry unfilled.
-        let posted = replica.collect(batch, !single);
-        let own_entry = match &own {
-            Some(op) if !single => Some(op.clone()),
-            _ => None,
-        };
+        // SAFETY: the caller holds the combiner lock.
+        let posted = unsafe { replica.collect(batch, true) };
+        let own_entry = own.clone();
         let n = posted + usize::from(own.is_some());
         if n == 0 {
             return Ok(None);
         }
-        let mut end = 0;
-        if !single {
-            let start = self.reserve(r, n)?;
-            // The combiner's own operation goes first, then the slots' in scan order: the same
-            // order in which they are applied below.
-            let entries = own_entry.into_iter().chain(batch.ops.drain(..));
-            for (k, op) in entries.enumerate() {
-                self.log.write(start + k, op);
-            }
-            replica.lock.lock_writer();
-            // Line 27: replay everything before our batch, waiting for entries still being
-            // written.
-            self.replay(r, start, true)?;
-            end = start + n;
+        let start = self.reserve(r, n)?;
+        // The combiner's own operation goes first, then the slots' in scan order: the same
+        // order in which they are applied below.
+        let entries = own_entry.into_iter().chain(batch.ops.drain(..));
+        for (k, op) in entries.enumerate() {
+            // SAFETY: `start..start + n` was reserved by this thread in `reserve`, and each
+            // index is written once.
+            let previous = unsafe { self.log.write(start + k, op) };
+            batch.evicted.extend(previous);
         }
+        // Only now, with every reserved entry published, may user code run again: dropping the
+        // previous laps' operations runs their `Drop`, and a panic there leaves no entry
+        // unfilled for other replicas to wait on.
+        batch.evicted.clear();
+        replica.lock.lock_writer();
+        // Line 27: replay everything before our batch, waiting for entries still being written.
+        self.replay(r, start, true)?;
+        let end = start + n;
         // SAFETY: we hold the combiner lock and the writer side of replica `r`: no reader and no
         // other writer touches `data` until we unlock.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
         // Lines 32-33: apply the batch from the slots (local), not from the log.
         let response = own.map(|op| data.dispatch_mut(op));
         for &slot in &batch.slots {
-            replica.apply_own(data, slot);
+            // SAFETY: we hold the combiner lock and collected `slot` into this batch above;
+            // each slot appears once in it.
+            unsafe { replica.apply_own(data, slot) };
         }
-        if !single {
-            // Lines 29-31. The local tail moves only after the batch is applied, because
-            // applying reads the slots' originals; `completed_tail` then tells readers
-            // everywhere.
-            self.log.set_local_tail(r, end);
-            self.log.advance_completed_tail(end);
-        }
+        // Lines 29-31. The local tail moves only after the batch is applied, because applying
+        // reads the slots' originals. Then `completed_tail` covers everything this replica now
+        // shows, before `CombinerGuard` lets its readers back in (the invariant readers rely
+        // on; see `Log::completed_tail`).
+        self.log.set_local_tail(r, end);
+        self.log.advance_completed_tail(end);
         replica.respond(&batch.slots);
         Ok(response)
     }
@@ -476,11 +592,17 @@ where
     }
 
     /// Replays the replicas whose local tail holds the log head back. Returns whether it moved
-    /// the head. The caller holds replica `own`'s combiner lock.
+    /// the head. The caller holds replica `own`'s combiner lock, not its writer side, and does
+    /// not hold it on return either: local readers keep running while the caller waits for log
+    /// space (§5.4).
     #[cold]
     fn help_laggards(&self, own: usize) -> Result<bool, Poisoned> {
         let head = self.log.advance_head();
-        let tail = self.log.tail();
+        // Only up to `completed_tail`, not `tail`: a replica brought past it here would expose
+        // entries that are not completed to its readers once we let go of it (see `catch_up`).
+        // Entries between the two belong to combiners that already reserved them, which finish
+        // without needing log space, so `completed_tail` keeps moving and this cannot deadlock.
+        let tail = self.log.completed_tail();
         for q in 0..self.replicas.len() {
             if self.log.local_tail(q) > head {
                 continue;
@@ -489,10 +611,14 @@ where
             if q == own {
                 replica.lock.lock_writer();
                 self.replay(q, tail, false)?;
+                // SAFETY: we hold `own`'s combiner lock (the caller's contract), and the replica
+                // now shows only entries below `completed_tail`, so its readers may run while we
+                // wait; `combine` takes the writer side again before changing it.
+                unsafe { replica.lock.unlock_writer() };
             } else if replica.try_lock_combiner(true) {
                 // Only ever *try* another node's lock: a node whose combiner is busy is making
                 // progress on its own, and never blocking here rules out lock-order deadlocks.
-                let _combiner = CombinerGuard { nr: self, replica };
+                let _combiner = CombinerGuard::new(self, replica);
                 self.replay(q, tail, false)?;
             }
         }
@@ -503,6 +629,7 @@ where
     /// With `wait`, waits for entries still being written; otherwise stops at the first one.
     /// The caller holds replica `r`'s combiner lock and its writer side.
     fn replay(&self, r: usize, to: usize, wait: bool) -> Result<(), Poisoned> {
+        debug_assert!(to <= self.log.tail(), "replay past the reserved tail");
         let replica = &self.replicas[r];
         let from = self.log.local_tail(r);
         if from >= to {
@@ -519,7 +646,9 @@ where
                 self.wait_filled(idx)?;
             }
             // A replayed operation's response is dropped: it belongs to another node's thread.
-            self.log.read(idx, |op| drop(data.dispatch_mut(op.clone())));
+            // SAFETY: `is_filled(idx)` was seen above (or in `wait_filled`), and we hold `r`'s
+            // combiner lock with `local_tail(r) <= idx` until the loop ends.
+            unsafe { self.log.read(idx, |op| drop(data.dispatch_mut(op.clone()))) };
             idx += 1;
         }
         self.log.set_local_tail(r, idx);
@@ -539,28 +668,45 @@ where
     }
 }
 
-/// Holds a replica's combiner lock (and its writer side, if taken); releasing it during a
-/// panic poisons the object.
+/// Holds a replica's combiner lock (and its writer side, if taken); releasing it while a panic
+/// that started during the hold unwinds poisons the object (as `std::sync::Mutex` does).
 struct CombinerGuard<'a, D: Dispatch + Send + Sync> {
     nr: &'a NodeReplicated<D>,
     replica: &'a Replica<D>,
+    /// Whether the thread was already unwinding when it took the lock (an operation run from a
+    /// `Drop` during an unrelated panic): only a panic that starts while the lock is held can
+    /// leave the replica half-updated.
+    panicking_before: bool,
 }
 
-impl<D: Dispatch + Send + Sync> CombinerGuard<'_, D> {
+impl<'a, D: Dispatch + Send + Sync> CombinerGuard<'a, D> {
+    /// Wraps the combiner lock of `replica`, which the caller has just taken.
+    #[inline]
+    fn new(nr: &'a NodeReplicated<D>, replica: &'a Replica<D>) -> Self {
+        Self {
+            nr,
+            replica,
+            panicking_before: panicking(),
+        }
+    }
+
     /// Unlocks on the normal path, without asking whether the thread is panicking.
     #[inline]
     fn release(self) {
-        self.replica.unlock_combiner();
+        // SAFETY: a guard is only created by the thread that took the combiner lock, and this
+        // consumes it, so the lock is released exactly once.
+        unsafe { self.replica.unlock_combiner() };
         std::mem::forget(self);
     }
 }
 
 impl<D: Dispatch + Send + Sync> Drop for CombinerGuard<'_, D> {
     fn drop(&mut self) {
-        if panicking() {
+        if !self.panicking_before && panicking() {
             self.nr.poison();
         }
-        self.replica.unlock_combiner();
+        // SAFETY: as in `release` (exactly one of `release` and `drop` runs).
+        unsafe { self.replica.unlock_combiner() };
     }
 }
 
@@ -572,6 +718,13 @@ struct ReadGuard<'a> {
 
 impl Drop for ReadGuard<'_> {
     fn drop(&mut self) {
-        self.lock.read_unlock(self.reader);
+        // SAFETY: the guard is created right after `read_lock(reader)` succeeded, by the reader
+        // that holds it, and the reference to the replica it protects does not outlive it.
+        unsafe { self.lock.read_unlock(self.reader) };
     }
 }
+
+// Poisoning makes a panic observable instead of leaving broken state hidden, as with
+// `std::sync::Mutex`, so the object may be used across `catch_unwind`.
+impl<D: Dispatch> std::panic::RefUnwindSafe for NodeReplicated<D> {}
+impl<D: Dispatch> std::panic::UnwindSafe for NodeReplicated<D> {}

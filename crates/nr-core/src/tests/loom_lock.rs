@@ -41,7 +41,8 @@ fn read(g: &Guarded, reader: usize) -> (u32, u32) {
     assert!(g.lock.read_lock(reader, || false));
     // SAFETY: under the reader lock; loom reports any concurrent write.
     let v = g.pair.with(|p| unsafe { *p });
-    g.lock.read_unlock(reader);
+    // SAFETY: we hold the read side for `reader` (asserted above) and keep no reference.
+    unsafe { g.lock.read_unlock(reader) };
     v
 }
 
@@ -59,7 +60,8 @@ fn combine_single(g: &Guarded) {
         thread::yield_now();
     }
     bump(g);
-    g.lock.unlock();
+    // SAFETY: we hold the combiner lock (taken above).
+    unsafe { g.lock.unlock() };
 }
 
 /// A multi-replica combiner: takes the combiner lock, then the writer side separately.
@@ -69,7 +71,8 @@ fn combine_multi(g: &Guarded) {
     }
     g.lock.lock_writer();
     bump(g);
-    g.lock.unlock();
+    // SAFETY: we hold the combiner lock (taken above).
+    unsafe { g.lock.unlock() };
 }
 
 #[test]
@@ -167,7 +170,8 @@ fn parked_announcement_is_never_lost() {
                 g.lock.announce_parked()
             })
         };
-        let saw_parked = g.lock.unlock();
+        // SAFETY: this thread took the combiner lock above.
+        let saw_parked = unsafe { g.lock.unlock() };
         // Read before joining the owner (a join would synchronize by itself). Relaxed: visible
         // only through the unlocking swap (Acquire) reading the owner's CAS (Release).
         let saw_flag = parked_flag.load(Ordering::Relaxed);
@@ -186,5 +190,34 @@ fn parked_announcement_is_never_lost() {
             g.lock.try_lock_combiner(false),
             "unlock leaves the word free"
         );
+    });
+}
+
+/// A combiner that gives the writer side back half way (as one waiting for log space does) and
+/// takes it again: a reader let in meanwhile sees the first change whole and never a torn pair.
+#[test]
+fn writer_side_given_back_mid_combine_admits_readers_consistently() {
+    loom::model(|| {
+        let g = Guarded::new(1);
+        let reader = {
+            let g = g.clone();
+            thread::spawn(move || {
+                let (a, b) = read(&g, 0);
+                assert_eq!(a, b, "torn read");
+                a
+            })
+        };
+        while !g.lock.try_lock_combiner(false) {
+            thread::yield_now();
+        }
+        g.lock.lock_writer();
+        bump(&g);
+        // SAFETY: we hold the combiner lock and make no change until `lock_writer` below.
+        unsafe { g.lock.unlock_writer() };
+        g.lock.lock_writer();
+        bump(&g);
+        // SAFETY: we hold the combiner lock.
+        unsafe { g.lock.unlock() };
+        assert!(reader.join().unwrap() <= 2);
     });
 }

@@ -232,6 +232,47 @@ impl<Op, Ret> History<Op, Ret> {
         self.events.is_empty()
     }
 
+    /// The share of completed operations whose interval (invocation to response) intersects
+    /// the interval of an operation of another thread, in `0.0..=1.0`; `0.0` for a history
+    /// without completed operations or one that is not well formed. A linearizability check
+    /// of a history with no overlap proves little: report this next to it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut h = testkit::lin::History::<u8, u8>::new();
+    /// h.invoke(0, 1).invoke(1, 2).respond(0, 1).respond(1, 2); // these two overlap
+    /// h.invoke(0, 3).respond(0, 3); // this one does not
+    /// assert!((h.overlap_share() - 2.0 / 3.0).abs() < 1e-9);
+    /// ```
+    pub fn overlap_share(&self) -> f64 {
+        let Ok(ops) = self.operations() else {
+            return 0.0;
+        };
+        let done: Vec<(usize, u64, u64)> = ops
+            .iter()
+            .filter_map(|o| o.response.map(|(end, _)| (o.thread, o.invoked, end)))
+            .collect();
+        if done.is_empty() {
+            return 0.0;
+        }
+        // Pending operations overlap everything after their invocation.
+        let pending: Vec<(usize, u64)> = ops
+            .iter()
+            .filter(|o| o.response.is_none())
+            .map(|o| (o.thread, o.invoked))
+            .collect();
+        let overlapping = done
+            .iter()
+            .filter(|&&(t, a0, a1)| {
+                done.iter()
+                    .any(|&(u, b0, b1)| u != t && a0 <= b1 && b0 <= a1)
+                    || pending.iter().any(|&(u, b0)| u != t && b0 <= a1)
+            })
+            .count();
+        overlapping as f64 / done.len() as f64
+    }
+
     fn push_now(&mut self, thread: usize, kind: EventKind<Op, Ret>) -> &mut Self {
         let time = self.next_time;
         self.push(Event { thread, time, kind });

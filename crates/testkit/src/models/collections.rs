@@ -100,6 +100,110 @@ impl Model for Stack {
     }
 }
 
+/// An operation on a [`PeekStack`]: a [`Stack`] that can also be read.
+///
+/// # Examples
+///
+/// ```
+/// use testkit::models::PeekStackOp;
+///
+/// assert_ne!(PeekStackOp::Peek, PeekStackOp::Pop);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PeekStackOp {
+    /// Pushes a value on top.
+    Push(u64),
+    /// Removes the top value.
+    Pop,
+    /// Reads the top value without removing it.
+    Peek,
+}
+
+/// The result of a [`PeekStackOp`].
+///
+/// # Examples
+///
+/// ```
+/// use testkit::models::PeekStackRet;
+///
+/// assert_ne!(PeekStackRet::Popped(None), PeekStackRet::Peeked(None));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PeekStackRet {
+    /// [`PeekStackOp::Push`] completed.
+    Pushed,
+    /// [`PeekStackOp::Pop`]: the value removed, or `None` if the stack was empty.
+    Popped(Option<u64>),
+    /// [`PeekStackOp::Peek`]: the top value, or `None` if the stack was empty.
+    Peeked(Option<u64>),
+}
+
+/// A LIFO stack of `u64`s with a read-only `Peek`, for objects that separate reads from
+/// writes (a read that returns a stale top is caught, which a push/pop-only history cannot
+/// show as directly).
+///
+/// # Examples
+///
+/// ```
+/// use testkit::lin::Model;
+/// use testkit::models::{PeekStack, PeekStackOp, PeekStackRet};
+///
+/// let mut s = PeekStack::new();
+/// s.step(&PeekStackOp::Push(7));
+/// assert_eq!(s.step(&PeekStackOp::Peek), PeekStackRet::Peeked(Some(7)));
+/// assert_eq!(s.step(&PeekStackOp::Pop), PeekStackRet::Popped(Some(7)));
+/// assert_eq!(s.step(&PeekStackOp::Peek), PeekStackRet::Peeked(None));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PeekStack {
+    items: Vec<u64>,
+}
+
+impl PeekStack {
+    /// An empty stack.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(testkit::models::PeekStack::new().items().is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The items, bottom first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use testkit::lin::Model;
+    /// use testkit::models::{PeekStack, PeekStackOp};
+    ///
+    /// let mut s = PeekStack::new();
+    /// s.step(&PeekStackOp::Push(4));
+    /// assert_eq!(s.items(), &[4]);
+    /// ```
+    pub fn items(&self) -> &[u64] {
+        &self.items
+    }
+}
+
+impl Model for PeekStack {
+    type Op = PeekStackOp;
+    type Ret = PeekStackRet;
+
+    fn step(&mut self, op: &PeekStackOp) -> PeekStackRet {
+        match *op {
+            PeekStackOp::Push(value) => {
+                self.items.push(value);
+                PeekStackRet::Pushed
+            }
+            PeekStackOp::Pop => PeekStackRet::Popped(self.items.pop()),
+            PeekStackOp::Peek => PeekStackRet::Peeked(self.items.last().copied()),
+        }
+    }
+}
+
 /// An operation on a [`Queue`].
 ///
 /// # Examples

@@ -6,6 +6,7 @@
 //! | [`Counter`] | [`CounterOp`]: `Add(n)`, `Get` | [`CounterRet`]: the previous value, or the value |
 //! | [`Register`] | [`RegisterOp`]: `Read`, `Write(v)` | [`RegisterRet`]: `Value(v)`, `Written` |
 //! | [`Stack`] | [`StackOp`]: `Push(v)`, `Pop` | [`StackRet`]: `Pushed`, `Popped(Option<v>)` |
+//! | [`PeekStack`] | [`PeekStackOp`]: `Push(v)`, `Pop`, `Peek` | [`PeekStackRet`]: `Pushed`, `Popped(..)`, `Peeked(..)` |
 //! | [`Queue`] | [`QueueOp`]: `Enqueue(v)`, `Dequeue` | [`QueueRet`]: `Enqueued`, `Dequeued(Option<v>)` |
 //! | [`MinPq`] | [`PqOp`]: `Insert(v)`, `DeleteMin`, `FindMin` | [`PqRet`]: `Inserted`, `Deleted(..)`, `Min(..)` |
 //!
@@ -32,6 +33,9 @@ mod collections;
 mod map;
 mod scalar;
 
-pub use collections::{MinPq, PqOp, PqRet, Queue, QueueOp, QueueRet, Stack, StackOp, StackRet};
+pub use collections::{
+    MinPq, PeekStack, PeekStackOp, PeekStackRet, PqOp, PqRet, Queue, QueueOp, QueueRet, Stack,
+    StackOp, StackRet,
+};
 pub use map::{KvMap, KvOp, KvRet};
 pub use scalar::{Counter, CounterOp, CounterRet, Register, RegisterOp, RegisterRet};
