@@ -187,7 +187,8 @@ pub type Methods<'p> = [Box<dyn Bench + 'p>];
 
 /// Visits every panel of `figure` (not [`Figure::Cost`], which has no panels): builds its
 /// workload and the figure's methods (those `sweep` allows, placed as `sweep` says, sized for
-/// its largest thread count) and hands them to `visit`.
+/// its largest thread count) and hands them to `visit`, which may rebuild them
+/// ([`Bench::rebuild`]) between runs.
 ///
 /// # Errors
 ///
@@ -213,7 +214,7 @@ pub fn for_each_panel(
     figure: Figure,
     sweep: &Sweep,
     params: &Params,
-    visit: &mut dyn FnMut(&WorkloadInfo, &Methods<'_>) -> Result<(), BenchError>,
+    visit: &mut dyn FnMut(&WorkloadInfo, &mut Methods<'_>) -> Result<(), BenchError>,
 ) -> Result<(), BenchError> {
     match figure {
         Figure::HashMap => {
@@ -233,7 +234,7 @@ pub fn for_each_panel(
                 sweep.add_black_box(&mut m, &p)?;
                 sweep.add::<_, DashMapPeer>(&mut m, &p)?;
                 sweep.add::<_, NrCratePeer>(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::FakeUpdates => {
@@ -244,7 +245,7 @@ pub fn for_each_panel(
                 sweep.add::<_, Nr<_>>(&mut m, &p)?;
                 sweep.add::<_, NrWritesAsReads<_>>(&mut m, &p)?;
                 sweep.add::<_, RwLock<_>>(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::PqSkipList => {
@@ -254,7 +255,7 @@ pub fn for_each_panel(
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
                 sweep.add::<_, LfPq>(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::PqPairing => {
@@ -263,7 +264,7 @@ pub fn for_each_panel(
                 let p = sweep.prepare(w);
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::Dict => {
@@ -273,7 +274,7 @@ pub fn for_each_panel(
                     let mut m = Vec::new();
                     sweep.add_black_box(&mut m, &p)?;
                     sweep.add::<_, LfDict>(&mut m, &p)?;
-                    visit(&p.workload.info(), &m)?;
+                    visit(&p.workload.info(), &mut m)?;
                 }
             }
         }
@@ -282,7 +283,7 @@ pub fn for_each_panel(
             let mut m = Vec::new();
             sweep.add_black_box(&mut m, &p)?;
             sweep.add::<_, TreiberStack>(&mut m, &p)?;
-            visit(&p.workload.info(), &m)?;
+            visit(&p.workload.info(), &mut m)?;
         }
         Figure::Synthetic => {
             for mix in params.mixes(&[0, 10, 100]) {
@@ -290,7 +291,7 @@ pub fn for_each_panel(
                 let p = sweep.prepare(w);
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::SortedSet => {
@@ -298,7 +299,7 @@ pub fn for_each_panel(
                 let p = sweep.prepare(SortedSetWorkload::new(params.sortedset_items, mix));
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::Cost => {}
