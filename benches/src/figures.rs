@@ -7,8 +7,8 @@ use crate::workload::{
     DictWorkload, PqWorkload, SortedSetWorkload, StackWorkload, SyntheticWorkload,
 };
 use crate::{
-    Bench, BenchError, HashMapWorkload, KeyDist, Nr, NrWritesAsReads, RwLock, Workload,
-    WorkloadInfo,
+    Bench, BenchError, HashMapWorkload, KeyDist, Nr, NrWritesAsReads, Prepared, Replicas, RwLock,
+    Workload, WorkloadInfo,
 };
 
 /// A figure of the NR paper (scaled to this machine), or the hash-map anchor, or the cost table.
@@ -19,7 +19,7 @@ use crate::{
 /// use benches::figures::Figure;
 ///
 /// assert_eq!(Figure::PqSkipList.name(), "pq-skiplist");
-/// assert_eq!(Figure::ALL.len(), 9);
+/// assert_eq!(Figure::ALL.len(), 10);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Figure {
@@ -42,11 +42,15 @@ pub enum Figure {
     /// The NR paper's §6 "fake updates": hash map, 100% writes of which 0/50/90% change
     /// nothing, NR with and without `writes_as_reads` (NR-war), RWL.
     FakeUpdates,
+    /// NR against the `node-replication` crate on the hash map, with exactly 1 replica (NR
+    /// takes its log-free single-replica path; the crate always logs) and exactly 2 replicas
+    /// (both log). The crate runs `min(replicas, threads)` replicas (rows record what ran).
+    NrPeer,
 }
 
 impl Figure {
     /// Every figure, in the order `all` runs them.
-    pub const ALL: [Figure; 9] = [
+    pub const ALL: [Figure; 10] = [
         Figure::HashMap,
         Figure::PqSkipList,
         Figure::PqPairing,
@@ -55,6 +59,7 @@ impl Figure {
         Figure::Synthetic,
         Figure::SortedSet,
         Figure::FakeUpdates,
+        Figure::NrPeer,
         Figure::Cost,
     ];
 
@@ -74,6 +79,7 @@ impl Figure {
             Figure::SortedSet => "sortedset",
             Figure::Cost => "cost",
             Figure::FakeUpdates => "fake-updates",
+            Figure::NrPeer => "nr-peer",
         }
     }
 
@@ -86,7 +92,16 @@ impl Figure {
     /// ```
     pub fn caveat(self) -> &'static str {
         match self {
-            Figure::Cost => "1 thread, 1 replica: the price of NR's log and combining",
+            Figure::Cost => {
+                "1 thread, 1 replica, both fresh every run: the price of NR's combining (its \
+                 single-replica path has no log)"
+            }
+            Figure::NrPeer => {
+                "1 replica: NR skips its log, node-replication always logs; 2 replicas: both log \
+                 (node-replication runs min(replicas, threads): 1 at 1 thread, see the CSV \
+                 replicas column); node-replication's waiters only spin, so oversubscribed points \
+                 measure waiting policy"
+            }
             _ => {
                 "throughput vs threads; on a 1-node machine, replicas come from virtual nodes: \
                  multi-replica overheads, not NUMA speedups"
@@ -300,6 +315,28 @@ pub fn for_each_panel(
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
                 visit(&p.workload.info(), &mut m)?;
+            }
+        }
+        Figure::NrPeer => {
+            for mix in params.mixes(&[10, 100]) {
+                for replicas in [1, 2] {
+                    let p = Prepared::new(
+                        HashMapWorkload::new(params.hashmap_keys, mix),
+                        sweep.topology.clone(),
+                        Replicas::Exactly(replicas),
+                        sweep.max_threads(),
+                    );
+                    let mut m = Vec::new();
+                    sweep.add::<_, Nr<_>>(&mut m, &p)?;
+                    sweep.add::<_, NrCratePeer>(&mut m, &p)?;
+                    let mut info = p.workload.info();
+                    info.panel = if replicas == 1 {
+                        format!("{}, 1 replica", info.panel)
+                    } else {
+                        format!("{}, {replicas} replicas", info.panel)
+                    };
+                    visit(&info, &mut m)?;
+                }
             }
         }
         Figure::Cost => {}
