@@ -443,6 +443,48 @@ impl Summary {
         out
     }
 
+    /// How well the repetitions of `figure` agree: one line per (panel, threads), one column per
+    /// method, each cell the highest over the lowest throughput of its repetitions (`1.00`:
+    /// identical). Every run starts from a fresh structure, so repetitions should agree up to
+    /// machine noise; a structure that aged across runs shows as a large spread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use benches::report::{Row, Summary};
+    ///
+    /// let mut a = Row::example();
+    /// let mut b = Row::example();
+    /// b.rep = 1;
+    /// b.mops = a.mops * 1.25;
+    /// assert!(Summary::from_rows(&[a, b]).agreement("hashmap").contains("1.25"));
+    /// ```
+    pub fn agreement(&self, figure: &str) -> String {
+        let methods = self.methods(figure);
+        let mut out = String::new();
+        let _ = write!(out, "{:<22} {:>10}", "panel", "threads");
+        for m in &methods {
+            let _ = write!(out, " {m:>9}");
+        }
+        out.push('\n');
+        for ((panel, threads), by_method) in self.mops.get(figure).into_iter().flatten() {
+            let _ = write!(out, "{:<22} {threads:>10}", self.panel_name(figure, *panel));
+            for m in &methods {
+                let v: Vec<f64> = by_method
+                    .get(m)
+                    .map(|r| r.iter().map(|&(_, x)| x).collect())
+                    .unwrap_or_default();
+                let cell = match spread(&v) {
+                    Some((_, lo, hi)) if lo > 0.0 => format!("{:.2}", hi / lo),
+                    _ => "-".into(),
+                };
+                let _ = write!(out, " {cell:>9}");
+            }
+            out.push('\n');
+        }
+        out
+    }
+
     /// The table of NR / method throughput ratios of `figure`: one line per (panel, threads),
     /// one column per method, each cell the median of the per-repetition ratios (methods run
     /// interleaved, so repetition `i` of NR and of a method ran side by side) and their min-max.

@@ -252,6 +252,14 @@ fn run(args: &Args) -> Result<(), BenchError> {
         println!("\n== {figure}");
         print!("{}", summary.table(&figure));
     }
+    println!(
+        "\nRepetition agreement: highest / lowest throughput over the repetitions of each point \
+         (every run on a fresh structure; 1.00 = identical)"
+    );
+    for figure in summary.figures() {
+        println!("\n== {figure}");
+        print!("{}", summary.agreement(&figure));
+    }
     if !chart::load_font() {
         println!("\n(no system font found: charts are drawn without text)");
     }
