@@ -14,7 +14,7 @@
 //! sweep (every panel of every figure, 1/2/4/8 threads) is `BENCH_FULL=1`.
 //!
 //! ```text
-//! cargo bench -p benches --bench nr_core                          # default set, about 4 min
+//! cargo bench -p benches --bench nr_core                          # default set: 72 benchmarks
 //! BENCH_FULL=1 cargo bench -p benches --bench nr_core             # every panel
 //! cargo bench -p benches --bench nr_core -- 'hashmap/'            # one figure
 //! cargo bench -p benches --bench nr_core -- 'NR/'                 # one method

@@ -15,7 +15,7 @@
 //! on DRAM: flush costs, not NVMM latency.
 //!
 //! ```text
-//! cargo bench -p benches --bench pcomb                           # default set, about 3 min
+//! cargo bench -p benches --bench pcomb                           # default set: 66 benchmarks
 //! BENCH_FULL=1 cargo bench -p benches --bench pcomb              # every panel and variant
 //! cargo bench -p benches --bench pcomb -- pcomb-queue            # one panel
 //! ```

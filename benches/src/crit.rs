@@ -18,7 +18,7 @@
 //! [`bench_threads`] hands criterion's whole iteration count to one run: `iters` iterations are
 //! one run of N threads with `iters * 1000` operations each, timed from the earliest worker's
 //! start to the latest worker's end. Groups use flat sampling, so a sample lasts about
-//! `measurement_time / sample_size` (150 ms by default): far longer than a scheduler slice, so
+//! `measurement_time / sample_size` (100 ms by default): far longer than a scheduler slice, so
 //! oversubscribed points (more threads than CPUs) interleave their threads instead of running
 //! them one after another.
 
@@ -40,7 +40,7 @@ pub const FULL_ENV: &str = "BENCH_FULL";
 ///
 /// It registers the shipped font first (criterion's report writer panics without one when
 /// plotters' `ab_glyph` backend is on, which this package turns on), then sets 10 samples,
-/// 0.3 s warm-up and 1.5 s measurement per benchmark. Command-line options (`--quick`,
+/// 0.3 s warm-up and 1 s measurement per benchmark. Command-line options (`--quick`,
 /// `--sample-size`, a filter, ...) still override these, as with `criterion_group!`.
 ///
 /// # Examples
@@ -54,7 +54,7 @@ pub fn config() -> Criterion {
     Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_millis(1500))
+        .measurement_time(Duration::from_secs(1))
 }
 
 /// Whether the full sweep was asked for ([`FULL_ENV`] set to anything but `0` or empty).
