@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use ladapa::ycsb::{self, spread, KeyDist, Mix, Rng};
 use ladapa::{Cr, DashMapKv, KvBase, KvSession, KvStore, MetadataMode, Store};
 use nr_core::Topology;
@@ -112,17 +112,10 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// The criterion group.
-mod group {
-    // `criterion_group!` generates an undocumented public function.
-    #![allow(missing_docs)]
-    use super::*;
-
-    criterion_group! {
-        name = benches;
-        config = Criterion::default();
-        targets = bench
-    }
+fn main() {
+    // The workspace's shared configuration: registers the shipped font (criterion's report
+    // writer has none otherwise), then applies the command line.
+    let mut c = benches::crit::config().configure_from_args();
+    bench(&mut c);
+    benches::crit::finish(&c);
 }
-
-criterion_main!(group::benches);

@@ -12,7 +12,7 @@
 // A benchmark driver: its threads and barrier are the harness, not code under test.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods, missing_docs)]
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{HashSet, Heap, List, Persist};
 use std::sync::Barrier;
@@ -143,9 +143,10 @@ fn mirror_fig6(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default();
-    targets = mirror_fig6
+fn main() {
+    // The workspace's shared configuration: registers the shipped font (criterion's report
+    // writer has none otherwise), then applies the command line.
+    let mut c = benches::crit::config().configure_from_args();
+    mirror_fig6(&mut c);
+    benches::crit::finish(&c);
 }
-criterion_main!(benches);

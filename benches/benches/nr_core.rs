@@ -1,51 +1,68 @@
 //! Criterion benches for the `nr-core` rows of `BENCHMARKS.md`: one group per figure panel
-//! (`hashmap/10% writes`, `pq-skiplist/100% updates`, ...), one benchmark per method and thread
-//! count (1, 2, 4, 8; counts above the CPUs are labelled `N-oversubscribed`), throughput in
-//! operations per second.
+//! (`hashmap/10% writes`, `pq-skiplist/10% updates`, ...), one benchmark per method and thread
+//! count, the thread count as the parameter (`N-oversubscribed` above the CPU count) and
+//! throughput in elements of 1,000 operations per thread, so criterion's line chart shows
+//! throughput against threads, one line per method, and `Kelem/s` reads as Mops/s (see
+//! `benches::crit`).
 //!
-//! Each iteration runs N pinned threads for `OPS / N` operations each (`iter_custom`, timed from
-//! the start barrier to the last thread's end), so every thread count does the same total work.
-//! Methods are built once per panel, at the paper's sizes (200k items; 10k for the hash map and
-//! sorted set), and keep their state across iterations (balanced mixes keep sizes steady).
+//! Every sample starts from a fresh, identically prefilled structure (rebuilt outside the
+//! timing), so no method measures a structure that earlier samples aged. One sample is one run of
+//! N pinned threads, timed from the earliest worker's start to the latest worker's end.
+//!
+//! Default set (a plain `cargo bench`): each figure's key panel at 1, 2 and 4 threads: the hash
+//! map, skip-list priority queue, stack and sorted set at 10% updates (stack: push/pop). The full
+//! sweep (every panel of every figure, 1/2/4/8 threads) is `BENCH_FULL=1`.
 //!
 //! ```text
-//! cargo bench -p benches --bench nr_core                 # everything: about 15-25 min
-//! cargo bench -p benches --bench nr_core -- 'hashmap/'   # one figure
-//! cargo bench -p benches --bench nr_core -- 'NR/'        # one method
+//! cargo bench -p benches --bench nr_core                          # default set: 72 benchmarks
+//! BENCH_FULL=1 cargo bench -p benches --bench nr_core             # every panel
+//! cargo bench -p benches --bench nr_core -- 'hashmap/'            # one figure
+//! cargo bench -p benches --bench nr_core -- 'NR/'                 # one method
 //! NR_VIRTUAL_NODES=2 cargo bench -p benches --bench nr_core -- hashmap
 //! ```
 //!
-//! Settings are modest on purpose (10 samples, 0.3 s warm-up, 1 s measurement per benchmark);
-//! for paper-style sweeps with CSV output use the `runner` binary. Under `cargo test --benches`
-//! (criterion's test mode, no `--bench` argument) every benchmark runs once at smoke sizes.
+//! For paper-style sweeps with CSV output, repetitions and ratio tables use the `runner` binary.
+//! Under `cargo test --benches` (criterion's test mode) every benchmark runs once at smoke sizes.
 
 use std::time::Duration;
 
+use benches::crit;
 use benches::figures::{for_each_panel, Figure, Params};
 use benches::sweep::Sweep;
 use benches::Replicas;
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::Criterion;
 use nr_core::Topology;
 
-/// Operations per iteration, all threads together (divisible by every thread count).
-const OPS: u64 = 40_000;
-/// Operations per iteration in criterion's test mode.
-const OPS_TEST: u64 = 800;
-const THREADS: [usize; 4] = [1, 2, 4, 8];
 const SEED: u64 = 42;
 
+/// The figures of the default set; the full sweep runs [`Figure::ALL`].
+const DEFAULT_FIGURES: [Figure; 4] = [
+    Figure::HashMap,
+    Figure::PqSkipList,
+    Figure::Stack,
+    Figure::SortedSet,
+];
+
 fn nr_core_rows(c: &mut Criterion) {
-    // `cargo bench` passes `--bench`; `cargo test --benches` does not (test mode).
-    let test_mode = !std::env::args().any(|a| a == "--bench");
-    let (params, ops) = if test_mode {
-        (Params::smoke(), OPS_TEST)
+    let full = crit::full();
+    let mut params = if crit::test_mode() {
+        Params::smoke()
     } else {
-        (Params::paper(), OPS)
+        Params::paper()
     };
+    let figures: &[Figure] = if full {
+        &Figure::ALL
+    } else {
+        // Key panels: 10% updates, uniform keys.
+        params.mixes = Some(vec![10]);
+        params.zipf = Some(None);
+        &DEFAULT_FIGURES
+    };
+    let threads = crit::threads();
     let topology = Topology::detect().expect("topology");
     let cpus = topology.num_cpus();
     let sweep = Sweep::new(
-        THREADS.to_vec(),
+        threads.clone(),
         Duration::ZERO,
         1,
         SEED,
@@ -53,28 +70,15 @@ fn nr_core_rows(c: &mut Criterion) {
         Replicas::PerNode,
     )
     .expect("sweep settings");
-    for figure in Figure::ALL {
+    for &figure in figures {
         let result = for_each_panel(figure, &sweep, &params, &mut |info, methods| {
-            let mut group = c.benchmark_group(format!("{}/{}", figure.name(), info.panel));
-            group.throughput(Throughput::Elements(ops));
-            for threads in THREADS {
-                let label = if threads > cpus {
-                    format!("{threads}-oversubscribed")
-                } else {
-                    threads.to_string()
-                };
-                for m in methods {
-                    let id = BenchmarkId::new(m.name(), &label);
-                    group.bench_with_input(id, &threads, |b, &threads| {
-                        b.iter_custom(|iters| {
-                            (0..iters)
-                                .map(|_| {
-                                    m.run_ops(threads, ops / threads as u64, SEED)
-                                        .expect("benchmark run")
-                                        .elapsed
-                                })
-                                .sum()
-                        })
+            let mut group = crit::panel(c, format!("{}/{}", figure.name(), info.panel));
+            for &t in &threads {
+                for m in methods.iter_mut() {
+                    let name = m.name();
+                    crit::bench_threads(&mut group, name, t, cpus, |t, ops| {
+                        m.rebuild()?;
+                        m.run_ops(t, ops, SEED).map(|s| s.elapsed)
                     });
                 }
             }
@@ -85,20 +89,8 @@ fn nr_core_rows(c: &mut Criterion) {
     }
 }
 
-/// The criterion group and its settings.
-mod group {
-    // `criterion_group!` generates an undocumented public function.
-    #![allow(missing_docs)]
-    use super::*;
-
-    criterion_group! {
-        name = benches;
-        config = Criterion::default()
-            .sample_size(10)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1));
-        targets = nr_core_rows
-    }
+fn main() {
+    let mut c = crit::config().configure_from_args();
+    nr_core_rows(&mut c);
+    crit::finish(&c);
 }
-
-criterion_main!(group::benches);

@@ -1,10 +1,10 @@
 //! PNG charts (plotters, bitmap backend): throughput against threads, one line per method, one
 //! panel per workload setting of a figure.
 //!
-//! Text needs a font; plotters' `ab_glyph` backend has none built in and this crate ships none,
-//! so [`load_font`] registers the first TrueType font found in the usual system places. Without
-//! one, charts are drawn without text (lines and points only; the CSV and the printed tables
-//! hold the numbers).
+//! Text needs a font; plotters' `ab_glyph` backend has none built in, so [`load_font`]
+//! registers the one this package ships (DejaVu Sans Mono, Bitstream Vera licence, in
+//! `benches/fonts/`, compiled into the binary): charts, and criterion's HTML report, have text
+//! on a machine with no system fonts at all.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -14,34 +14,27 @@ use plotters::prelude::*;
 use crate::report::Summary;
 use crate::BenchError;
 
-/// Fonts tried, in order (Debian's `fonts-dejavu-core` and common alternatives).
-const FONT_PATHS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
-];
+/// The shipped font (DejaVu Sans Mono; licence in `benches/fonts/DejaVuSansMono-LICENSE.txt`).
+static FONT: &[u8] = include_bytes!("../fonts/DejaVuSansMono.ttf");
 
-/// Registers a system font for chart text, once; returns whether one was found.
+/// Registers the shipped font as plotters' `"sans-serif"` family (the family criterion's report
+/// and [`draw`] ask for), once; returns whether plotters accepted it.
+///
+/// Every font lookup in plotters' `ab_glyph` backend fails with `FontUnavailable` until a font
+/// is registered, and criterion's report writer panics on that error: call this (or
+/// [`crate::crit::config`], which calls it) before criterion draws anything.
 ///
 /// # Examples
 ///
 /// ```
-/// let has_text = benches::chart::load_font();
-/// println!("charts have text: {has_text}");
+/// assert!(benches::chart::load_font());
 /// ```
 pub fn load_font() -> bool {
     static LOADED: OnceLock<bool> = OnceLock::new();
     *LOADED.get_or_init(|| {
-        FONT_PATHS.iter().any(|path| {
-            let Ok(bytes) = std::fs::read(path) else {
-                return false;
-            };
-            // Registered fonts live for the whole process.
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok()
-        })
+        // Other styles fall back to the normal one; the monospace family gets the same font.
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+            && plotters::style::register_font("monospace", FontStyle::Normal, FONT).is_ok()
     })
 }
 

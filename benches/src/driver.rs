@@ -26,7 +26,8 @@ const BATCH: u64 = 64;
 pub struct Sample {
     /// Operations completed by all threads together.
     pub ops: u64,
-    /// From the start barrier until the last thread finished.
+    /// From the earliest worker's start to the latest worker's end (each worker reads the
+    /// clock itself, after the start barrier and after its last operation).
     pub elapsed: Duration,
 }
 
@@ -92,7 +93,7 @@ where
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 let (start, stop) = (&start, &stop);
-                s.spawn(move || -> Result<u64, BenchError> {
+                s.spawn(move || -> Result<(u64, Instant, Instant), BenchError> {
                     // Every method's thread `t` runs on the same CPU; more threads than CPUs
                     // wrap around (oversubscription).
                     let ready = pin_current_thread(&[topology.cpu_for_thread(t)])
@@ -102,12 +103,15 @@ where
                     start.wait();
                     let mut h = ready?;
                     let mut rng = Rng::new(seed, t as u64);
-                    match limit {
+                    // Each worker times itself: the run lasts from the earliest start to the
+                    // latest end, whenever the (unpinned) main thread gets to run.
+                    let began = Instant::now();
+                    let n = match limit {
                         Limit::Ops(n) => {
                             for _ in 0..n {
                                 one(w, &mut h, t, &mut rng)?;
                             }
-                            Ok(n)
+                            n
                         }
                         Limit::Time(_) => {
                             let mut n = 0;
@@ -119,14 +123,14 @@ where
                                 }
                                 n += BATCH;
                             }
-                            Ok(n)
+                            n
                         }
-                    }
+                    };
+                    Ok((n, began, Instant::now()))
                 })
             })
             .collect();
         start.wait();
-        let t0 = Instant::now();
         if let Limit::Time(d) = limit {
             sleep(d);
             // Relaxed: see the load above.
@@ -134,9 +138,16 @@ where
         }
         let mut ops = 0;
         let mut error = None;
+        let mut span: Option<(Instant, Instant)> = None;
         for worker in workers {
             match worker.join() {
-                Ok(Ok(n)) => ops += n,
+                Ok(Ok((n, began, ended))) => {
+                    ops += n;
+                    span = Some(match span {
+                        None => (began, ended),
+                        Some((b, e)) => (b.min(began), e.max(ended)),
+                    });
+                }
                 Ok(Err(e)) => {
                     error.get_or_insert(e);
                 }
@@ -145,10 +156,13 @@ where
                 }
             }
         }
-        let elapsed = t0.elapsed();
-        match error {
-            Some(e) => Err(e),
-            None => Ok(Sample { ops, elapsed }),
+        match (error, span) {
+            (Some(e), _) => Err(e),
+            (None, Some((began, ended))) => Ok(Sample {
+                ops,
+                elapsed: ended - began,
+            }),
+            (None, None) => Err(BenchError::Config("no thread ran".into())),
         }
     })
 }
@@ -191,7 +205,8 @@ where
 }
 
 /// Runs `threads` threads of `ops_per_thread` operations each (pinned and seeded as in
-/// [`run_for`]); the sample's time runs from the start barrier to the last thread's end.
+/// [`run_for`]); the sample's time runs from the earliest worker's start to the latest
+/// worker's end.
 ///
 /// # Errors
 ///
@@ -342,6 +357,13 @@ impl<W: Workload> Prepared<W> {
     ///
     /// See [`Prepared`].
     pub fn bind<M: Method<W::D>>(&self) -> Result<Contender<'_, W, M>, BenchError> {
+        Ok(Contender {
+            prepared: self,
+            method: self.build::<M>()?,
+        })
+    }
+
+    fn build<M: Method<W::D>>(&self) -> Result<M, BenchError> {
         let make = || self.workload.make();
         let setup = Setup {
             make: &make,
@@ -350,10 +372,7 @@ impl<W: Workload> Prepared<W> {
             topology: &self.topology,
             replicas: self.replicas,
         };
-        Ok(Contender {
-            prepared: self,
-            method: M::build(&setup)?,
-        })
+        M::build(&setup)
     }
 }
 
@@ -383,8 +402,17 @@ pub struct Contender<'p, W: Workload, M> {
 pub trait Bench: Sync {
     /// The method's name.
     fn name(&self) -> &'static str;
-    /// The method's copies of the structure (NR replicas; 1 for the others).
-    fn replicas(&self) -> usize;
+    /// The copies of the structure a run of `threads` threads really uses (see
+    /// [`Method::replicas`]).
+    fn replicas(&self, threads: usize) -> usize;
+    /// Replaces the method's structure by a fresh one with the workload's initial contents, so
+    /// the next run starts from the same state as every other method's (structures age: a
+    /// priority queue under insert/deleteMin gets faster as it runs).
+    ///
+    /// # Errors
+    ///
+    /// As [`Method::build`].
+    fn rebuild(&mut self) -> Result<(), BenchError>;
     /// See [`run_for`].
     ///
     /// # Errors
@@ -418,8 +446,13 @@ impl<W: Workload, M: Method<W::D>> Bench for Contender<'_, W, M> {
         M::NAME
     }
 
-    fn replicas(&self) -> usize {
-        self.method.replicas()
+    fn replicas(&self, threads: usize) -> usize {
+        self.method.replicas(threads)
+    }
+
+    fn rebuild(&mut self) -> Result<(), BenchError> {
+        self.method = self.prepared.build::<M>()?;
+        Ok(())
     }
 
     fn run_for(&self, threads: usize, duration: Duration, seed: u64) -> Result<Sample, BenchError> {

@@ -31,6 +31,10 @@ pub enum BenchError {
     /// A method reported a poisoned object (a panic in user code). Remedy: the structure's
     /// `dispatch_mut` panicked; fix it.
     Poisoned,
+    /// A `pcomb` object, its region file or a thread's registration could not be built, or a
+    /// structure ran out of room. Remedy: see the message (a full structure: fewer operations
+    /// per run; a region file: check the temp dir's free space).
+    Pcomb(String),
     /// A benchmark thread panicked. Remedy: see the panic message printed above.
     ThreadPanicked,
     /// Writing results (CSV, chart) failed. Remedy: check the output directory.
@@ -46,6 +50,7 @@ impl fmt::Display for BenchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Config(m) => write!(f, "invalid benchmark configuration: {m}"),
+            Self::Pcomb(m) => write!(f, "pcomb: {m}"),
             Self::Build(e) => write!(f, "building the NR object failed: {e}"),
             Self::Register(e) => write!(f, "registering a thread failed: {e}"),
             Self::Topology(e) => write!(f, "topology: {e}"),

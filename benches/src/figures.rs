@@ -7,8 +7,8 @@ use crate::workload::{
     DictWorkload, PqWorkload, SortedSetWorkload, StackWorkload, SyntheticWorkload,
 };
 use crate::{
-    Bench, BenchError, HashMapWorkload, KeyDist, Nr, NrWritesAsReads, RwLock, Workload,
-    WorkloadInfo,
+    Bench, BenchError, HashMapWorkload, KeyDist, Nr, NrWritesAsReads, Prepared, Replicas, RwLock,
+    Workload, WorkloadInfo,
 };
 
 /// A figure of the NR paper (scaled to this machine), or the hash-map anchor, or the cost table.
@@ -19,7 +19,7 @@ use crate::{
 /// use benches::figures::Figure;
 ///
 /// assert_eq!(Figure::PqSkipList.name(), "pq-skiplist");
-/// assert_eq!(Figure::ALL.len(), 9);
+/// assert_eq!(Figure::ALL.len(), 10);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Figure {
@@ -42,11 +42,15 @@ pub enum Figure {
     /// The NR paper's §6 "fake updates": hash map, 100% writes of which 0/50/90% change
     /// nothing, NR with and without `writes_as_reads` (NR-war), RWL.
     FakeUpdates,
+    /// NR against the `node-replication` crate on the hash map, with exactly 1 replica (NR
+    /// takes its log-free single-replica path; the crate always logs) and exactly 2 replicas
+    /// (both log). The crate runs `min(replicas, threads)` replicas (rows record what ran).
+    NrPeer,
 }
 
 impl Figure {
     /// Every figure, in the order `all` runs them.
-    pub const ALL: [Figure; 9] = [
+    pub const ALL: [Figure; 10] = [
         Figure::HashMap,
         Figure::PqSkipList,
         Figure::PqPairing,
@@ -55,6 +59,7 @@ impl Figure {
         Figure::Synthetic,
         Figure::SortedSet,
         Figure::FakeUpdates,
+        Figure::NrPeer,
         Figure::Cost,
     ];
 
@@ -74,6 +79,7 @@ impl Figure {
             Figure::SortedSet => "sortedset",
             Figure::Cost => "cost",
             Figure::FakeUpdates => "fake-updates",
+            Figure::NrPeer => "nr-peer",
         }
     }
 
@@ -86,7 +92,16 @@ impl Figure {
     /// ```
     pub fn caveat(self) -> &'static str {
         match self {
-            Figure::Cost => "1 thread, 1 replica: the price of NR's log and combining",
+            Figure::Cost => {
+                "1 thread, 1 replica, both fresh every run: the price of NR's combining (its \
+                 single-replica path has no log)"
+            }
+            Figure::NrPeer => {
+                "1 replica: NR skips its log, node-replication always logs; 2 replicas: both log \
+                 (node-replication runs min(replicas, threads): 1 at 1 thread, see the CSV \
+                 replicas column); node-replication's waiters only spin, so oversubscribed points \
+                 measure waiting policy"
+            }
             _ => {
                 "throughput vs threads; on a 1-node machine, replicas come from virtual nodes: \
                  multi-replica overheads, not NUMA speedups"
@@ -187,7 +202,8 @@ pub type Methods<'p> = [Box<dyn Bench + 'p>];
 
 /// Visits every panel of `figure` (not [`Figure::Cost`], which has no panels): builds its
 /// workload and the figure's methods (those `sweep` allows, placed as `sweep` says, sized for
-/// its largest thread count) and hands them to `visit`.
+/// its largest thread count) and hands them to `visit`, which may rebuild them
+/// ([`Bench::rebuild`]) between runs.
 ///
 /// # Errors
 ///
@@ -213,7 +229,7 @@ pub fn for_each_panel(
     figure: Figure,
     sweep: &Sweep,
     params: &Params,
-    visit: &mut dyn FnMut(&WorkloadInfo, &Methods<'_>) -> Result<(), BenchError>,
+    visit: &mut dyn FnMut(&WorkloadInfo, &mut Methods<'_>) -> Result<(), BenchError>,
 ) -> Result<(), BenchError> {
     match figure {
         Figure::HashMap => {
@@ -233,7 +249,7 @@ pub fn for_each_panel(
                 sweep.add_black_box(&mut m, &p)?;
                 sweep.add::<_, DashMapPeer>(&mut m, &p)?;
                 sweep.add::<_, NrCratePeer>(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::FakeUpdates => {
@@ -244,7 +260,7 @@ pub fn for_each_panel(
                 sweep.add::<_, Nr<_>>(&mut m, &p)?;
                 sweep.add::<_, NrWritesAsReads<_>>(&mut m, &p)?;
                 sweep.add::<_, RwLock<_>>(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::PqSkipList => {
@@ -254,7 +270,7 @@ pub fn for_each_panel(
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
                 sweep.add::<_, LfPq>(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::PqPairing => {
@@ -263,7 +279,7 @@ pub fn for_each_panel(
                 let p = sweep.prepare(w);
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::Dict => {
@@ -273,7 +289,7 @@ pub fn for_each_panel(
                     let mut m = Vec::new();
                     sweep.add_black_box(&mut m, &p)?;
                     sweep.add::<_, LfDict>(&mut m, &p)?;
-                    visit(&p.workload.info(), &m)?;
+                    visit(&p.workload.info(), &mut m)?;
                 }
             }
         }
@@ -282,7 +298,7 @@ pub fn for_each_panel(
             let mut m = Vec::new();
             sweep.add_black_box(&mut m, &p)?;
             sweep.add::<_, TreiberStack>(&mut m, &p)?;
-            visit(&p.workload.info(), &m)?;
+            visit(&p.workload.info(), &mut m)?;
         }
         Figure::Synthetic => {
             for mix in params.mixes(&[0, 10, 100]) {
@@ -290,7 +306,7 @@ pub fn for_each_panel(
                 let p = sweep.prepare(w);
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
             }
         }
         Figure::SortedSet => {
@@ -298,7 +314,29 @@ pub fn for_each_panel(
                 let p = sweep.prepare(SortedSetWorkload::new(params.sortedset_items, mix));
                 let mut m = Vec::new();
                 sweep.add_black_box(&mut m, &p)?;
-                visit(&p.workload.info(), &m)?;
+                visit(&p.workload.info(), &mut m)?;
+            }
+        }
+        Figure::NrPeer => {
+            for mix in params.mixes(&[10, 100]) {
+                for replicas in [1, 2] {
+                    let p = Prepared::new(
+                        HashMapWorkload::new(params.hashmap_keys, mix),
+                        sweep.topology.clone(),
+                        Replicas::Exactly(replicas),
+                        sweep.max_threads(),
+                    );
+                    let mut m = Vec::new();
+                    sweep.add::<_, Nr<_>>(&mut m, &p)?;
+                    sweep.add::<_, NrCratePeer>(&mut m, &p)?;
+                    let mut info = p.workload.info();
+                    info.panel = if replicas == 1 {
+                        format!("{}, 1 replica", info.panel)
+                    } else {
+                        format!("{}, {replicas} replicas", info.panel)
+                    };
+                    visit(&info, &mut m)?;
+                }
             }
         }
         Figure::Cost => {}

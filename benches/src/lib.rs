@@ -1,10 +1,13 @@
 #![doc = include_str!("../README.md")]
 
 pub mod chart;
+pub mod crit;
 mod driver;
 mod error;
 pub mod figures;
+
 pub mod method;
+pub mod pcomb_bench;
 pub mod report;
 mod rng;
 pub mod sweep;

@@ -333,6 +333,8 @@ pub struct Summary {
     methods: BTreeMap<String, Vec<String>>,
     /// Panel order as first seen, per figure.
     panels: BTreeMap<String, Vec<String>>,
+    /// Thread counts that ran oversubscribed (more threads than CPUs), per figure.
+    oversubscribed: BTreeMap<String, Vec<usize>>,
 }
 
 impl Summary {
@@ -359,6 +361,12 @@ impl Summary {
     /// assert_eq!(s.figures(), ["hashmap"]);
     /// ```
     pub fn add(&mut self, r: &Row) {
+        if r.oversubscribed {
+            let over = self.oversubscribed.entry(r.figure.clone()).or_default();
+            if !over.contains(&r.threads) {
+                over.push(r.threads);
+            }
+        }
         let order = self.methods.entry(r.figure.clone()).or_default();
         if !order.contains(&r.method) {
             order.push(r.method.clone());
@@ -435,9 +443,53 @@ impl Summary {
         out
     }
 
+    /// How well the repetitions of `figure` agree: one line per (panel, threads), one column per
+    /// method, each cell the highest over the lowest throughput of its repetitions (`1.00`:
+    /// identical). Every run starts from a fresh structure, so repetitions should agree up to
+    /// machine noise; a structure that aged across runs shows as a large spread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use benches::report::{Row, Summary};
+    ///
+    /// let mut a = Row::example();
+    /// let mut b = Row::example();
+    /// b.rep = 1;
+    /// b.mops = a.mops * 1.25;
+    /// assert!(Summary::from_rows(&[a, b]).agreement("hashmap").contains("1.25"));
+    /// ```
+    pub fn agreement(&self, figure: &str) -> String {
+        let methods = self.methods(figure);
+        let mut out = String::new();
+        let _ = write!(out, "{:<22} {:>10}", "panel", "threads");
+        for m in &methods {
+            let _ = write!(out, " {m:>9}");
+        }
+        out.push('\n');
+        for ((panel, threads), by_method) in self.mops.get(figure).into_iter().flatten() {
+            let _ = write!(out, "{:<22} {threads:>10}", self.panel_name(figure, *panel));
+            for m in &methods {
+                let v: Vec<f64> = by_method
+                    .get(m)
+                    .map(|r| r.iter().map(|&(_, x)| x).collect())
+                    .unwrap_or_default();
+                let cell = match spread(&v) {
+                    Some((_, lo, hi)) if lo > 0.0 => format!("{:.2}", hi / lo),
+                    _ => "-".into(),
+                };
+                let _ = write!(out, " {cell:>9}");
+            }
+            out.push('\n');
+        }
+        out
+    }
+
     /// The table of NR / method throughput ratios of `figure`: one line per (panel, threads),
     /// one column per method, each cell the median of the per-repetition ratios (methods run
     /// interleaved, so repetition `i` of NR and of a method ran side by side) and their min-max.
+    /// Thread counts that ran oversubscribed say so (`4 (over)`: more threads than CPUs, so the
+    /// point measures scheduling and waiting policy as much as the method).
     ///
     /// # Examples
     ///
@@ -449,14 +501,23 @@ impl Summary {
             .filter(|m| m != "NR")
             .collect();
         let mut out = String::new();
-        let _ = write!(out, "{:<22} {:>8}", "panel", "threads");
+        let _ = write!(out, "{:<22} {:>10}", "panel", "threads");
         for m in &methods {
             let _ = write!(out, " {:>22}", format!("NR/{m}"));
         }
         out.push('\n');
         for ((panel, threads), by_method) in self.mops.get(figure).into_iter().flatten() {
             let panel = self.panel_name(figure, *panel);
-            let _ = write!(out, "{panel:<22} {threads:>8}");
+            let over = self
+                .oversubscribed
+                .get(figure)
+                .is_some_and(|o| o.contains(threads));
+            let t = if over {
+                format!("{threads} (over)")
+            } else {
+                threads.to_string()
+            };
+            let _ = write!(out, "{panel:<22} {t:>10}");
             let nr = by_method.get("NR");
             for m in &methods {
                 let cell = match (nr, by_method.get(m)) {

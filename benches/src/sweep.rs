@@ -26,7 +26,7 @@ use crate::{
 /// let p = sweep.prepare(HashMapWorkload::new(100, 10));
 /// let mut methods = Vec::new();
 /// sweep.add_black_box(&mut methods, &p)?;
-/// let rows = sweep.run_panel("hashmap", &p.workload.info(), &methods)?;
+/// let rows = sweep.run_panel("hashmap", &p.workload.info(), &mut methods)?;
 /// assert_eq!(rows.len(), 2 * methods.len());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -122,7 +122,7 @@ impl Sweep {
     pub fn allows(&self, name: &str) -> bool {
         self.methods
             .as_ref()
-            .map_or(true, |m| m.iter().any(|x| x.eq_ignore_ascii_case(name)))
+            .is_none_or(|m| m.iter().any(|x| x.eq_ignore_ascii_case(name)))
     }
 
     /// Prepares `workload` for this sweep's placement and thread counts.
@@ -252,8 +252,14 @@ impl Sweep {
         });
     }
 
-    /// Runs every method of `methods` at every thread count, `reps` times, methods interleaved
-    /// within each repetition; returns one row per run.
+    /// Runs every method of `methods` at every thread count, `reps` times; returns one row per
+    /// measured run.
+    ///
+    /// Every run, measured or not, starts from a fresh, identically prefilled structure
+    /// ([`Bench::rebuild`]), so no method measures a structure another run has aged. At each
+    /// thread count every method first runs once unmeasured (warm-up: caches, page faults, the
+    /// allocator's free lists), then the repetitions follow with the methods interleaved and
+    /// their order rotated by one place per repetition, so no method is always first.
     ///
     /// # Errors
     ///
@@ -266,18 +272,26 @@ impl Sweep {
         &self,
         figure: &str,
         info: &WorkloadInfo,
-        methods: &[Box<dyn Bench + '_>],
+        methods: &mut [Box<dyn Bench + '_>],
     ) -> Result<Vec<Row>, BenchError> {
         self.progress
-            .inc_length((self.threads.len() * self.reps * methods.len()) as u64);
+            .inc_length((self.threads.len() * (self.reps + 1) * methods.len()) as u64);
         let mut rows = Vec::new();
+        let n = methods.len();
         for &threads in &self.threads {
+            for m in methods.iter_mut() {
+                m.rebuild()?;
+                m.run_for(threads, self.duration, self.seed)?;
+                self.progress.inc(1);
+            }
             for rep in 0..self.reps {
-                for m in methods {
+                for i in 0..n {
+                    let m = &mut methods[(i + rep) % n];
+                    m.rebuild()?;
                     let s = m.run_for(threads, self.duration, self.seed)?;
                     let mut r = self.row(figure, info.clone(), threads, rep);
                     r.method = m.name().into();
-                    r.replicas = m.replicas();
+                    r.replicas = m.replicas(threads);
                     r.ops = s.ops;
                     r.elapsed_s = s.elapsed.as_secs_f64();
                     r.mops = s.mops();
@@ -290,8 +304,9 @@ impl Sweep {
     }
 
     /// The cost of NR's machinery: NR with one replica at one thread against the bare
-    /// sequential structure (no synchronization), interleaved, `reps` times. Rows have figure
-    /// `cost`, methods `bare` and `NR`.
+    /// sequential structure (no synchronization), `reps` times. Both start every run from a
+    /// fresh, identically prefilled structure; each runs once unmeasured first, and the order
+    /// alternates per repetition. Rows have figure `cost`, methods `bare` and `NR`.
     ///
     /// # Errors
     ///
@@ -312,19 +327,31 @@ impl Sweep {
         W::D: Send + Sync,
     {
         let p = Prepared::new(workload, self.topology.clone(), Replicas::Exactly(1), 1);
-        let nr = p.bind::<Nr<W::D>>()?;
-        self.progress.inc_length((2 * self.reps) as u64);
+        let mut nr = p.bind::<Nr<W::D>>()?;
+        self.progress.inc_length((2 * (self.reps + 1)) as u64);
+        // Warm-up, unmeasured: one run of each.
+        run_bare(&p.workload, &self.topology, self.duration, self.seed)?;
+        nr.run_for(1, self.duration, self.seed)?;
+        self.progress.inc(2);
         let mut rows = Vec::new();
         for rep in 0..self.reps {
-            for method in ["bare", "NR"] {
+            let order = if rep % 2 == 0 {
+                ["bare", "NR"]
+            } else {
+                ["NR", "bare"]
+            };
+            for method in order {
                 let s = if method == "bare" {
+                    // Builds and prefills its own structure.
                     run_bare(&p.workload, &self.topology, self.duration, self.seed)?
                 } else {
+                    nr.rebuild()?;
                     nr.run_for(1, self.duration, self.seed)?
                 };
                 let mut r = self.row("cost", p.workload.info(), 1, rep);
                 r.panel = format!("{structure} {}", r.panel);
                 r.method = method.into();
+                r.replicas = 1;
                 r.ops = s.ops;
                 r.elapsed_s = s.elapsed.as_secs_f64();
                 r.mops = s.mops();

@@ -98,7 +98,7 @@ impl<D: Dispatch + Send + Sync, const ON: bool> Method<D> for NrOption<D, ON> {
         Ok(self.nr.register(thread % self.nr.replicas())?)
     }
 
-    fn replicas(&self) -> usize {
+    fn replicas(&self, _threads: usize) -> usize {
         self.nr.replicas()
     }
 }

@@ -39,6 +39,8 @@ enum Which {
     Cost,
     /// NR §6 fake updates: 100% writes, --mix = share of no-op writes (default 0,50,90).
     FakeUpdates,
+    /// NR vs the node-replication crate, 1 replica (NR log-free) and 2 replicas (both log).
+    NrPeer,
     /// Every figure above.
     All,
 }
@@ -205,6 +207,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         Which::Sortedset => vec![Figure::SortedSet],
         Which::Cost => vec![Figure::Cost],
         Which::FakeUpdates => vec![Figure::FakeUpdates],
+        Which::NrPeer => vec![Figure::NrPeer],
         Which::All => Figure::ALL.to_vec(),
     };
     std::fs::create_dir_all(&args.out)?;
@@ -248,6 +251,14 @@ fn run(args: &Args) -> Result<(), BenchError> {
     for figure in summary.figures() {
         println!("\n== {figure}");
         print!("{}", summary.table(&figure));
+    }
+    println!(
+        "\nRepetition agreement: highest / lowest throughput over the repetitions of each point \
+         (every run on a fresh structure; 1.00 = identical)"
+    );
+    for figure in summary.figures() {
+        println!("\n== {figure}");
+        print!("{}", summary.agreement(&figure));
     }
     if !chart::load_font() {
         println!("\n(no system font found: charts are drawn without text)");

@@ -156,8 +156,10 @@ pub trait Method<D: Dispatch>: Sync + Sized {
     /// [`BenchError::Register`] when NR refuses the thread.
     fn handle(&self, thread: usize, threads: usize) -> Result<Self::Handle<'_>, BenchError>;
 
-    /// How many copies of the structure the method keeps (NR's replicas; 1 for the others).
-    fn replicas(&self) -> usize {
+    /// How many copies of the structure a run of `threads` threads really uses (NR's
+    /// replicas; `min(replicas, threads)` for the `node-replication` peer; 1 for the others).
+    fn replicas(&self, threads: usize) -> usize {
+        let _ = threads;
         1
     }
 }

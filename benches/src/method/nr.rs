@@ -17,7 +17,7 @@ use crate::BenchError;
 /// let make = || HashMapKv::new();
 /// let setup = Setup { make: &make, prefill: &[], threads: 2, topology: &topology, replicas: Replicas::Exactly(2) };
 /// let nr: Nr<HashMapKv> = Nr::build(&setup)?;
-/// assert_eq!(nr.replicas(), 2);
+/// assert_eq!(nr.replicas(2), 2);
 /// let mut h = nr.handle(1, 2)?;
 /// h.write(MapWrite::Put(3, 4))?;
 /// assert_eq!(nr.handle(0, 2)?.read(MapRead::Get(3))?, MapResponse::Get(Some(4)));
@@ -74,7 +74,7 @@ where
         Ok(self.nr.register(replica)?)
     }
 
-    fn replicas(&self) -> usize {
+    fn replicas(&self, _threads: usize) -> usize {
         self.nr.replicas()
     }
 }

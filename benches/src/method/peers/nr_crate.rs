@@ -159,8 +159,9 @@ impl Method<HashMapKv> for NrCratePeer {
         })
     }
 
-    fn replicas(&self) -> usize {
-        self.instances.len()
+    fn replicas(&self, threads: usize) -> usize {
+        // What `handle` really builds for a run of `threads` threads.
+        self.instances.len().min(threads.max(1))
     }
 }
 

@@ -1,0 +1,221 @@
+//! What every criterion bench file of the workspace shares: its [`Criterion`] configuration
+//! ([`config`]), thread-count panels ([`panel`], [`bench_threads`]), the default-or-full switch
+//! ([`full`]) and the closing line that says where the report is ([`finish`]).
+//!
+//! # Why throughput is counted in elements of 1,000 operations per thread
+//!
+//! Criterion draws a group's throughput-against-input line chart only when every benchmark of
+//! the group has a throughput and the throughputs differ; the chart's x axis *is* the
+//! throughput's element count. So a panel whose x axis is the thread count gives the benchmark
+//! at N threads `Throughput::Elements(N)`, and one iteration runs [`OPS_PER_ELEMENT`] operations
+//! on each of the N threads. Then an element is 1,000 operations, and criterion's
+//! `Kelem/s` reads as **Mops/s** (`elem/s` as kops/s). A fixed total per iteration (the earlier
+//! `Throughput::Elements(40_000)` for every thread count) gives every benchmark the same x and
+//! criterion draws no line at all.
+//!
+//! # Iteration length
+//!
+//! [`bench_threads`] hands criterion's whole iteration count to one run: `iters` iterations are
+//! one run of N threads with `iters * 1000` operations each, timed from the earliest worker's
+//! start to the latest worker's end. Groups use flat sampling, so a sample lasts about
+//! `measurement_time / sample_size` (100 ms by default): far longer than a scheduler slice, so
+//! oversubscribed points (more threads than CPUs) interleave their threads instead of running
+//! them one after another.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
+
+/// Operations each thread runs per criterion iteration: one throughput element per thread.
+pub const OPS_PER_ELEMENT: u64 = 1_000;
+
+/// The environment variable that selects the full sweep (every panel, more thread counts)
+/// instead of the default set (each figure's key panels): `BENCH_FULL=1 cargo bench`.
+pub const FULL_ENV: &str = "BENCH_FULL";
+
+/// The criterion configuration every bench file of the workspace uses; call it instead of
+/// `Criterion::default()`.
+///
+/// It registers the shipped font first (criterion's report writer panics without one when
+/// plotters' `ab_glyph` backend is on, which this package turns on), then sets 10 samples,
+/// 0.3 s warm-up and 1 s measurement per benchmark. Command-line options (`--quick`,
+/// `--sample-size`, a filter, ...) still override these, as with `criterion_group!`.
+///
+/// # Examples
+///
+/// ```
+/// let c = benches::crit::config();
+/// # drop(c);
+/// ```
+pub fn config() -> Criterion {
+    crate::chart::load_font();
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
+}
+
+/// Whether the full sweep was asked for ([`FULL_ENV`] set to anything but `0` or empty).
+///
+/// # Examples
+///
+/// ```
+/// // Not set in doctests.
+/// assert_eq!(benches::crit::full(), std::env::var_os("BENCH_FULL").is_some_and(|v| !v.is_empty() && v != "0"));
+/// ```
+pub fn full() -> bool {
+    std::env::var_os(FULL_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Whether the bench binary runs in criterion's test mode (`cargo test --benches`: no
+/// `--bench` argument), where every benchmark runs once; bench files use smoke sizes then.
+///
+/// # Examples
+///
+/// ```
+/// assert!(benches::crit::test_mode()); // doctests pass no `--bench`
+/// ```
+pub fn test_mode() -> bool {
+    !std::env::args().any(|a| a == "--bench")
+}
+
+/// The thread counts of a panel: 1, 2 and 4 by default; 1, 2, 4 and 8 with [`full`].
+///
+/// # Examples
+///
+/// ```
+/// assert!(benches::crit::threads().starts_with(&[1, 2, 4]));
+/// ```
+pub fn threads() -> Vec<usize> {
+    if full() {
+        vec![1, 2, 4, 8]
+    } else {
+        vec![1, 2, 4]
+    }
+}
+
+/// A benchmark group for one figure panel: flat sampling (see the module docs). Add one
+/// benchmark per (method, thread count) with [`bench_threads`].
+///
+/// # Examples
+///
+/// ```no_run
+/// let mut c = benches::crit::config();
+/// let mut g = benches::crit::panel(&mut c, "example/panel");
+/// g.finish();
+/// ```
+pub fn panel<'c>(c: &'c mut Criterion, name: impl Into<String>) -> BenchmarkGroup<'c, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sampling_mode(SamplingMode::Flat);
+    g
+}
+
+/// The parameter label of a thread count: `4-oversubscribed` when it exceeds `cpus`.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(benches::crit::thread_label(2, 2), "2");
+/// assert_eq!(benches::crit::thread_label(4, 2), "4-oversubscribed");
+/// ```
+pub fn thread_label(threads: usize, cpus: usize) -> String {
+    if threads > cpus {
+        format!("{threads}-oversubscribed")
+    } else {
+        threads.to_string()
+    }
+}
+
+/// Adds the benchmark `method` at `threads` threads to `group`: throughput `threads` elements
+/// per iteration (x = threads in criterion's line chart; `Kelem/s` = Mops/s), parameter label
+/// from [`thread_label`]. `run(threads, ops_per_thread)` must run exactly `threads` threads of
+/// `ops_per_thread` operations each on a structure in the state every sample starts from, and
+/// return the time from the earliest worker's start to the latest worker's end (setup, such as
+/// building a fresh structure, outside it).
+///
+/// # Panics
+///
+/// When `run` fails: a benchmark that cannot run must not report a number.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::{Duration, Instant};
+///
+/// let mut c = benches::crit::config();
+/// let mut g = benches::crit::panel(&mut c, "example/spin");
+/// benches::crit::bench_threads(&mut g, "spin", 1, 2, |_threads, ops| {
+///     let t0 = Instant::now();
+///     for i in 0..ops {
+///         std::hint::black_box(i);
+///     }
+///     Ok::<Duration, std::convert::Infallible>(t0.elapsed())
+/// });
+/// g.finish();
+/// ```
+pub fn bench_threads<E: std::fmt::Debug>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    method: &str,
+    threads: usize,
+    cpus: usize,
+    mut run: impl FnMut(usize, u64) -> Result<Duration, E>,
+) {
+    group.throughput(Throughput::Elements(threads as u64));
+    let id = BenchmarkId::new(method, thread_label(threads, cpus));
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| match run(threads, iters * OPS_PER_ELEMENT) {
+            Ok(elapsed) => elapsed,
+            Err(e) => panic!("benchmark {method} at {threads} threads failed: {e:?}"),
+        })
+    });
+}
+
+/// Where criterion writes its HTML report: `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`,
+/// else the `criterion` folder of the target directory this bench binary was built in (its
+/// path is `<target>/<profile>/deps/<bench>`), else `target/criterion`; the same places
+/// criterion itself looks, in the same order, except that it asks `cargo metadata` where this
+/// looks at the binary's path.
+///
+/// # Examples
+///
+/// ```
+/// assert!(benches::crit::report_dir().ends_with("criterion"));
+/// ```
+pub fn report_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return PathBuf::from(home);
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(target).join("criterion");
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.join("criterion")))
+        .unwrap_or_else(|| PathBuf::from("target/criterion"))
+}
+
+/// Ends a bench binary: criterion's final summary, then the report's path (when this was a
+/// real `cargo bench` run, not test mode).
+///
+/// # Examples
+///
+/// ```no_run
+/// let c = benches::crit::config().configure_from_args();
+/// // ... benchmarks ...
+/// benches::crit::finish(&c);
+/// ```
+pub fn finish(c: &Criterion) {
+    c.final_summary();
+    if !test_mode() {
+        let index = report_dir().join("report").join("index.html");
+        println!(
+            "criterion report: {} (per group: {}/<group>/report/index.html; throughput: \
+             nr_core and pcomb groups count 1 element per 1,000 ops (Kelem/s = Mops/s), \
+             ladapa and mirror_atomic groups 1 element per op (Melem/s = Mops/s))",
+            index.display(),
+            report_dir().display()
+        );
+    }
+}
