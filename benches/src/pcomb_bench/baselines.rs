@@ -93,7 +93,11 @@ impl Words<'_> {
         unsafe { self.word(i).write(v) };
     }
     pub(super) fn pwb(&self, i: usize, words: usize) {
-        assert!(i + words <= self.0.slots + 8, "words {i}..{} out of bounds", i + words);
+        assert!(
+            i + words <= self.0.slots + 8,
+            "words {i}..{} out of bounds",
+            i + words
+        );
         // SAFETY: words `i..i + words` lie inside the allocation `base` points to (checked
         // above), which the region keeps mapped while `self.0` lives.
         unsafe { self.0.region.persist().pwb(self.word(i).cast(), words * 8) };
