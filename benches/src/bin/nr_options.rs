@@ -56,7 +56,7 @@ struct Args {
     smoke: bool,
 }
 
-/// `MIN_BATCH` and its wait bound for [`NrMinBatch`], set once from the arguments.
+/// `MIN_BATCH` and its wait bound for [`NrOption`] with `ON = true`, set once from the arguments.
 static MIN_BATCH: OnceLock<(usize, Duration)> = OnceLock::new();
 
 /// NR with unplaced replicas, built with `Builder::min_batch` (the arguments' `--min-batch`,
