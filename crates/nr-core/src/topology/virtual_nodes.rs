@@ -228,7 +228,7 @@ impl Topology {
 /// shared split), every real node may take more groups than CPUs, by the same rule.
 fn plan_groups(sizes: &[usize], n: usize) -> Vec<usize> {
     let mut groups = vec![1; sizes.len()];
-    let oversubscribe = n > sizes.iter().sum();
+    let oversubscribe = n > sizes.iter().sum::<usize>();
     for _ in sizes.len()..n {
         let mut best: Option<usize> = None;
         for (i, (&size, &count)) in sizes.iter().zip(&groups).enumerate() {
