@@ -2,7 +2,7 @@
 //! scaled): one group per panel (list 80/10/10, hash 80/10/10), the thread count as the
 //! parameter, throughput in operations, the three flavors (volatile, Mirror, Izraelevitz) of
 //! the same structure code as the compared functions. Each iteration runs N threads for
-//! `OPS / N` operations each (`iter_custom`, timed from a barrier). Persistent flavors use a
+//! `OPS_PER_THREAD` operations each (`iter_custom`, timed from a barrier). Persistent flavors use a
 //! mapped file with real write-backs (on DRAM: no NVMM here).
 //!
 //! ```sh
@@ -18,7 +18,9 @@ use mirror_atomic::{HashSet, Heap, List, Persist};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-const OPS: u64 = 20_000;
+/// Operations each thread runs per iteration (throughput = threads x this, so criterion's
+/// throughput-against-threads chart has a line to draw).
+const OPS_PER_THREAD: u64 = 5_000;
 const BUCKETS: usize = 1024;
 const SIZE: u64 = 256 + 256 * 65536;
 
@@ -59,7 +61,7 @@ fn mix(x: &mut u64) -> u64 {
 
 fn run(set: &dyn Set, threads: usize, range: u64, iters: u64) -> Duration {
     let mut total = Duration::ZERO;
-    let per = OPS / threads as u64;
+    let per = OPS_PER_THREAD;
     for i in 0..iters {
         let barrier = Barrier::new(threads + 1);
         let barrier = &barrier;
@@ -128,8 +130,8 @@ fn mirror_fig6(c: &mut Criterion) {
     std::fs::create_dir_all(&dir).expect("temp dir");
     for (structure, range) in [("list", 256u64), ("hash", 16_384)] {
         let mut group = c.benchmark_group(format!("mirror_fig6/{structure}_80_10_10"));
-        group.throughput(Throughput::Elements(OPS));
         for threads in [1usize, 2, 4] {
+            group.throughput(Throughput::Elements(threads as u64 * OPS_PER_THREAD));
             for flavor in ["volatile", "mirror", "izraelevitz"] {
                 let set = build(structure, flavor, &dir);
                 prefill(&*set, range);
