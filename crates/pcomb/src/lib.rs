@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod engine;
 mod error;
 mod fingerprint;
 mod layout;

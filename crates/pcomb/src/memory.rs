@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 use pmem::{Offset, Persist, Region};
 
 use crate::error::BuildError;
-use crate::layout::{header, Kind, RecordLayout, INDEX_WORD, LINE_WORDS};
+use crate::layout::{header, Kind, RecordLayout, LINE_WORDS};
 use crate::sync::{words_at, AtomicU64, Ordering};
 use crate::words;
 
@@ -181,18 +181,6 @@ impl<P: Persist> Memory<P> {
             Backing::Heap { .. } => None,
             Backing::Region { region, .. } => Some(region),
         }
-    }
-
-    /// The shared index word: `MIndex` (PBcomb) or `S` (PWFcomb).
-    #[inline]
-    pub(crate) fn index_word(&self) -> &AtomicU64 {
-        &self.words()[INDEX_WORD]
-    }
-
-    /// pwb of the shared index word (PBcomb line 26, PWFcomb lines 32 and 44).
-    #[inline]
-    pub(crate) fn pwb_index(&self) {
-        self.persist().pwb_val(self.index_word());
     }
 
     /// Writes the header and persists every word (pwb of everything, then psync),

@@ -1,51 +1,56 @@
 //! PBcomb: blocking recoverable combining (Fatourou, Kallimanis, Kosmas, PPoPP'22, Algorithms
-//! 1 and 2).
-//!
-//! Volatile (DRAM) part: the `Request` array (one [`Request`] per thread), `Lock` and `LockVal`.
-//! Persistent part ([`Memory`]): `MIndex` and the two `StateRec` records `MemState[0..1]`.
-//!
-//! Every *write* operation is a request served by a combiner. A *read* operation does not
-//! announce anything: it reads the current record optimistically, validated by `Lock` (a
-//! seqlock-style check: the record indexed by `MIndex` is rewritten only by a combiner, and a
-//! combiner holds `Lock` odd), and falls back to taking the lock after a few failed attempts.
+//! 1 and 2), as a user of the protocol's one implementation (`engine::pb`): the batch of a
+//! combining pass is `dispatch_mut` on each request, in thread order.
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use crossbeam_utils::CachePadded;
 use nr_core::{Dispatch, Poisoned};
 
 use crate::config::MAX_THREADS;
+use crate::engine::pb::{Batch, Instance};
 use crate::error::{BuildError, RegisterError};
 use crate::fingerprint::type_fingerprint;
-use crate::layout::{header, Kind, Record, RecordLayout};
+use crate::layout::{header, Kind, RecordLayout};
 use crate::memory::Memory;
 use crate::recovered::Recovered;
 use crate::slots::Slots;
-use crate::sync::{panicking, AtomicBool, AtomicU64, Ordering, UnsafeCell};
-use crate::wait::Waiter;
+use crate::sync::AtomicU64;
 use pmem::{NoPersist, Persist, Pod, Region};
 
-/// Optimistic read attempts before a read takes the lock.
-const READ_ATTEMPTS: usize = 4;
+/// The batch of a `PBComb` pass: `dispatch_mut` on each request in thread order (Algorithm 2
+/// lines 18-19); nothing to persist besides the record, nothing to do once it is durable.
+struct Dispatcher<D>(PhantomData<fn() -> D>);
 
-/// `ctrl` bit 0: the `activate` bit of Algorithm 1's `RequestRec`.
-const ACTIVATE: u64 = 1;
-/// `ctrl` bit 1: the `valid` bit (0 until the thread announces after a (re)start).
-const VALID: u64 = 2;
+impl<D> Batch for Dispatcher<D>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+{
+    type State = D;
+    type Op = D::WriteOperation;
+    type Ret = D::Response;
 
-/// One `RequestRec` (Algorithm 1): the operation (`func`, `Args`) and a control word.
-///
-/// | `ctrl` bit | meaning |
-/// |---|---|
-/// | 0 | `activate`: differs from `Deactivate[p]` of the current record while the request is pending |
-/// | 1 | `valid`: the request was announced since this process started (0 after a restart) |
-struct Request<Op> {
-    ctrl: AtomicU64,
-    /// Written only by the owner while its request is not active (equal activate/deactivate
-    /// bits); read only by the combiner, under `Lock`, while the request is active.
-    op: UnsafeCell<Option<Op>>,
+    #[inline]
+    fn apply(
+        &self,
+        _me: usize,
+        st: &mut D,
+        reqs: &[(usize, D::WriteOperation)],
+        rets: &mut [D::Response],
+    ) {
+        for ((_, op), ret) in reqs.iter().zip(rets) {
+            *ret = st.dispatch_mut(op.clone()); // lines 18-19
+        }
+    }
+
+    #[inline]
+    fn published(&self, _me: usize, _st: &D) {}
 }
+
+/// The protocol instance of a `PBComb<D>` (at word 0 of its memory: header line, `MIndex`,
+/// records, the layout of `layout.rs`).
+type Inst<D> = Instance<D, <D as Dispatch>::WriteOperation, <D as Dispatch>::Response>;
 
 /// A blocking, recoverable combining object over the sequential structure `D`, persisted
 /// through `P` (paper Algorithms 1-2).
@@ -103,38 +108,8 @@ where
     P: Persist,
 {
     mem: Memory<P>,
-    layout: RecordLayout,
-    /// Odd: taken by the combiner whose value it is; even: free (Algorithm 1 `Lock`).
-    lock: CachePadded<AtomicU64>,
-    /// The `Lock` value of the last combiner that reached line 24.
-    lock_val: CachePadded<AtomicU64>,
-    requests: Box<[CachePadded<Request<D::WriteOperation>>]>,
+    inst: Inst<D>,
     slots: Slots,
-    poisoned: AtomicBool,
-    _state: PhantomData<fn() -> D>,
-}
-
-// SAFETY:
-// - the shared `UnsafeCell<Option<Op>>` slots hold `D::WriteOperation: Send + Sync` values that
-//   one thread writes and another clones, under the protocol described on `Request::op`;
-// - `D` and `D::Response` are `Pod` (`Send + Sync`) and are only stored in atomic words;
-// - every other field is `Send + Sync` (atomics, `P: Persist: Send + Sync`).
-unsafe impl<D, P> Send for PBComb<D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-}
-
-// SAFETY: as for `Send`: all shared mutation goes through atomics, and the request cells follow
-// the owner-writes-while-inactive / combiner-reads-while-active protocol.
-unsafe impl<D, P> Sync for PBComb<D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
 }
 
 impl<D, P> fmt::Debug for PBComb<D, P>
@@ -145,9 +120,8 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PBComb")
-            .field("max_threads", &self.layout.threads)
-            // Relaxed: a diagnostic snapshot.
-            .field("lock", &self.lock.load(Ordering::Relaxed))
+            .field("max_threads", &self.max_threads())
+            .field("inst", &self.inst)
             .finish_non_exhaustive()
     }
 }
@@ -221,7 +195,7 @@ where
                 limit: MAX_THREADS,
             });
         }
-        Ok(RecordLayout::new::<D, D::Response>(max_threads, false))
+        Ok(Inst::<D>::layout(max_threads))
     }
 
     fn sizes() -> [usize; 3] {
@@ -236,31 +210,20 @@ where
     fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D, type_id: u64) -> Self {
         // MemState[0] := <init, <0..>, <0..>>; MIndex := 0 (Algorithm 1, initial values); the
         // header write persists everything, records included.
-        Record::<D, D::Response>::at(mem.words(), &layout, 0).set_state(init);
-        mem.init_header(Kind::PBComb, &layout, Self::sizes(), type_id);
-        Self::with_memory(mem, layout)
+        let obj = Self::with_memory(mem, &layout);
+        obj.inst.init(obj.mem.words(), init);
+        obj.mem
+            .init_header(Kind::PBComb, &layout, Self::sizes(), type_id);
+        obj
     }
 
     /// The object over already-initialized memory, with fresh volatile variables (the state a
     /// restarted process finds: `Request` zeroed, so every `valid` bit is 0).
-    fn with_memory(mem: Memory<P>, layout: RecordLayout) -> Self {
-        let n = layout.threads;
+    fn with_memory(mem: Memory<P>, layout: &RecordLayout) -> Self {
         Self {
             mem,
-            layout,
-            lock: CachePadded::new(AtomicU64::new(0)),
-            lock_val: CachePadded::new(AtomicU64::new(0)),
-            requests: (0..n)
-                .map(|_| {
-                    CachePadded::new(Request {
-                        ctrl: AtomicU64::new(0),
-                        op: UnsafeCell::new(None),
-                    })
-                })
-                .collect(),
-            slots: Slots::new(n),
-            poisoned: AtomicBool::new(false),
-            _state: PhantomData,
+            inst: Instance::new(0, layout.threads),
+            slots: Slots::new(layout.threads),
         }
     }
 
@@ -382,8 +345,8 @@ where
             }
         })?;
         mem.check_header(Kind::PBComb, &layout, Self::sizes(), type_id)?;
-        let obj = Self::with_memory(mem, layout);
-        if !obj.current().flags_valid(false) {
+        let obj = Self::with_memory(mem, &layout);
+        if !obj.inst.valid(obj.mem.words()) {
             return Err(BuildError::LayoutMismatch {
                 kind: "PBComb",
                 detail: "a Deactivate flag of the current record is not 0 or 1 (corrupt)",
@@ -416,7 +379,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn max_threads(&self) -> usize {
-        self.layout.threads
+        self.inst.threads()
     }
 
     /// Registers the calling thread: claims the lowest free thread id.
@@ -467,216 +430,12 @@ where
     /// that the next announcement flips it (after a restart `Request` is zeroed but
     /// `Deactivate[id]` is whatever was persisted).
     fn handle(&self, id: usize) -> PBCombHandle<'_, D, P> {
-        let act = u64::from(self.current().deact(id));
-        // Release: pairs with the combiner's Acquire load of `ctrl`; valid = 0 until the first
-        // announcement.
-        self.requests[id].ctrl.store(act, Ordering::Release);
-        PBCombHandle {
-            obj: self,
-            id,
-            seq: act,
-        }
+        let seq = self.inst.seed(self.mem.words(), id);
+        PBCombHandle { obj: self, id, seq }
     }
 
-    /// The record `MemState[MIndex]`.
-    #[inline]
-    fn current(&self) -> Record<'_, D, D::Response> {
-        // Acquire: pairs with the Release store of MIndex on line 25 (`combine`), so the record
-        // contents written before it are visible.
-        let mi = self.mem.index_word().load(Ordering::Acquire) as usize;
-        Record::at(self.mem.words(), &self.layout, mi & 1)
-    }
-
-    #[inline]
-    fn check_poison(&self) -> Result<(), Poisoned> {
-        // Acquire: pairs with the Release in `Unlock::drop`.
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Poisoned);
-        }
-        Ok(())
-    }
-
-    /// Line 1 / line 3: `Request[p] := <func, Args, act, 1>`.
-    fn announce(&self, p: usize, op: D::WriteOperation, act: u64) {
-        let req = &self.requests[p];
-        // SAFETY:
-        // - only thread `p` (the owner of the live handle for slot `p`) writes this cell;
-        // - `p`'s previous request is not active (its bits are equal in the current record,
-        //   or `valid` is 0), so no combiner reads the cell now: a combiner reads it only after
-        //   loading a `ctrl` whose activate bit differs from its record's `Deactivate[p]`, and
-        //   the store below is what makes them differ.
-        req.op.with_mut(|cell| unsafe { *cell = Some(op) });
-        // Release: pairs with the combiner's Acquire load of `ctrl` (line 17), which then sees
-        // the operation written above.
-        req.ctrl.store(act | VALID, Ordering::Release);
-    }
-
-    /// Algorithm 2 `PerformRequest` for thread `p` whose pending request has activate bit
-    /// `act`.
-    fn perform(&self, p: usize, act: u8) -> Result<D::Response, Poisoned> {
-        loop {
-            self.check_poison()?;
-            // Line 6. Acquire: pairs with the Release of `Lock` on line 28.
-            let mut lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0 {
-                // Line 8. Acquire: pairs with the previous combiner's Release on line 28.
-                if self
-                    .lock
-                    .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    let (_, ret) = self.combine(lval + 1, Some(p));
-                    return Ok(ret.expect("invariant: combine(Some(p)) returns p's response"));
-                }
-                lval += 1; // line 9
-            }
-            // Line 10: wait until the combiner holding `lval` releases.
-            self.wait_while_lock_is(lval);
-            self.check_poison()?;
-            // Line 11.
-            if self.current().deact(p) == act {
-                // Line 12: if a later combiner has already reached line 24 (set `LockVal` and
-                // maybe flipped `MIndex` without persisting it yet), wait until it has released.
-                // The paper waits for `lval + 2`; we wait for the combiner whose `LockVal` we
-                // read, which is that one or a later one, so the record we return from is
-                // persisted in every interleaving.
-                // Acquire: pairs with the Release of `LockVal` on line 24.
-                let lv = self.lock_val.load(Ordering::Acquire);
-                if lv != lval {
-                    self.wait_while_lock_is(lv);
-                }
-                return Ok(self.current().ret(p)); // line 13
-            }
-        }
-    }
-
-    /// Waits until `Lock != value` (spin, then yield).
-    fn wait_while_lock_is(&self, value: u64) {
-        let mut waiter = Waiter::default();
-        // Acquire: pairs with the Release of `Lock` on line 28.
-        while self.lock.load(Ordering::Acquire) == value {
-            waiter.snooze();
-        }
-    }
-
-    /// Lines 14-28, run by the combiner holding `Lock == lval` (odd). Returns the new state and,
-    /// for `Some(p)`, `ReturnVal[p]` of the new record.
-    fn combine(&self, lval: u64, own: Option<usize>) -> (D, Option<D::Response>) {
-        let unlock = Unlock { obj: self, lval };
-        let words = self.mem.words();
-        let persist = self.mem.persist();
-        // Relaxed: we hold the lock; our Acquire CAS on `Lock` pairs with the previous
-        // combiner's Release on line 28, which follows its MIndex store.
-        let mi = self.mem.index_word().load(Ordering::Relaxed) as usize & 1;
-        let ind = 1 - mi; // line 14
-        let cur = Record::<D, D::Response>::at(words, &self.layout, mi);
-        let new = Record::<D, D::Response>::at(words, &self.layout, ind);
-        new.copy_from(&cur); // line 15
-        let mut st = new.state();
-        for (q, req) in self.requests.iter().enumerate() {
-            // Acquire: pairs with the Release in `announce`.
-            let ctrl = req.ctrl.load(Ordering::Acquire);
-            let act = (ctrl & ACTIVATE) as u8;
-            // Line 17: q has a valid request that is not yet applied.
-            if ctrl & VALID != 0 && act != new.deact(q) {
-                // SAFETY:
-                // - the request is active (`act != Deactivate[q]` in the current state), so its
-                //   owner does not write the cell until a record with equal bits is current,
-                //   which only this combiner (holding `Lock`) can install;
-                // - no other thread reads it: only the lock holder reads request cells.
-                let op = req.op.with(|cell| unsafe { (*cell).clone() });
-                let op = op.expect("invariant: an active, valid request has an operation");
-                let ret = st.dispatch_mut(op); // lines 18-19
-                new.set_ret(q, &ret); // line 20
-                new.set_deact(q, act); // line 21
-            }
-        }
-        new.set_state(&st);
-        let (addr, len) = new.span();
-        // SAFETY:
-        // - `span` is the record's own bytes, inside the region's mapping, which lives as long
-        //   as `self`.
-        unsafe { persist.pwb(addr, len) }; // line 22
-        persist.pfence(); // line 23
-                          // Line 24. Release: pairs with the Acquire load in `perform` (line 12), ordered before
-                          // the MIndex store below.
-        self.lock_val.store(lval, Ordering::Release);
-        // Line 25. Release: pairs with the Acquire in `current`.
-        self.mem.index_word().store(ind as u64, Ordering::Release);
-        self.mem.pwb_index(); // line 26
-        persist.psync(); // line 27
-        let ret = own.map(|p| new.ret(p)); // line 29 (read before the unlock; same value)
-        drop(unlock); // line 28
-        (st, ret)
-    }
-
-    /// Takes the lock (waiting for it) for a read that could not validate optimistically.
-    #[cold]
-    fn read_locked(&self) -> Result<D, Poisoned> {
-        loop {
-            self.check_poison()?;
-            // Acquire: pairs with the Release of `Lock` on line 28.
-            let lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0
-                && self
-                    .lock
-                    .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return Ok(self.combine(lval + 1, None).0);
-            }
-            self.wait_while_lock_is(lval | 1);
-        }
-    }
-
-    /// A snapshot of the current (persisted) state.
-    fn read_state(&self) -> Result<D, Poisoned> {
-        for _ in 0..READ_ATTEMPTS {
-            self.check_poison()?;
-            // Acquire: pairs with the Release of `Lock` on line 28: with `l1` even, the record
-            // at MIndex is complete and persisted (line 27 precedes line 28).
-            let l1 = self.lock.load(Ordering::Acquire);
-            if l1 % 2 == 1 {
-                self.wait_while_lock_is(l1);
-                continue;
-            }
-            let st = self.current().state();
-            // Acquire: keeps this load after the record loads (which are Acquire too). If no
-            // combiner took the lock meanwhile, nobody wrote the record we copied.
-            if self.lock.load(Ordering::Acquire) == l1 {
-                return Ok(st);
-            }
-        }
-        self.read_locked()
-    }
-}
-
-/// Releases `Lock` (line 28) when dropped; if dropped by a panic in `dispatch_mut`, poisons the
-/// object first (MIndex was not flipped, so the state is the one before the combining pass).
-struct Unlock<'a, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-    obj: &'a PBComb<D, P>,
-    lval: u64,
-}
-
-impl<D, P> Drop for Unlock<'_, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-    fn drop(&mut self) {
-        if panicking() {
-            // Release: pairs with the Acquire in `check_poison`.
-            self.obj.poisoned.store(true, Ordering::Release);
-        }
-        // Line 28. Release: pairs with the Acquire loads of `Lock` in `perform`, `read_state`
-        // and the next combiner's CAS.
-        self.obj.lock.store(self.lval + 1, Ordering::Release);
+    fn words(&self) -> &[AtomicU64] {
+        self.mem.words()
     }
 }
 
@@ -817,11 +576,18 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
-        self.obj.check_poison()?;
+        let obj = self.obj;
+        obj.inst.check_poison()?;
         self.seq += 1;
-        let act = self.seq & ACTIVATE;
-        self.obj.announce(self.id, op, act); // line 1
-        self.obj.perform(self.id, act as u8) // line 2
+        let persist = obj.mem.persist();
+        obj.inst.execute(
+            obj.words(),
+            persist,
+            &Dispatcher(PhantomData),
+            self.id,
+            op,
+            self.seq,
+        )
     }
 
     /// Runs the read operation `op` on a snapshot of the current, persisted state.
@@ -860,7 +626,12 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_execute(&mut self, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
-        Ok(self.obj.read_state()?.dispatch(op))
+        let obj = self.obj;
+        let persist = obj.mem.persist();
+        let st = obj
+            .inst
+            .read(obj.words(), persist, &Dispatcher(PhantomData), self.id)?;
+        Ok(st.dispatch(op))
     }
 
     /// Recovery function (Algorithm 1 `Recover`, lines 3-6) for this thread's operation `op`
@@ -912,20 +683,17 @@ where
         op: D::WriteOperation,
         seq: u64,
     ) -> Result<Recovered<D::Response>, Poisoned> {
-        self.obj.check_poison()?;
-        let act = seq & ACTIVATE;
+        let obj = self.obj;
+        obj.inst.check_poison()?;
         self.seq = seq;
-        // Line 3 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
-        // `p` announces, so read before announcing it says whether the operation took effect
-        // *before the crash* (the value in every record since `open` is the persisted one).
-        // Read after announcing, a concurrent combiner may already have applied the request
-        // without persisting it, and "applied" would be neither true of the crash nor durable.
-        let cur = self.obj.current();
-        if u64::from(cur.deact(self.id)) == act {
-            return Ok(Recovered::Applied(cur.ret(self.id))); // line 6
-        }
-        self.obj.announce(self.id, op, act); // line 3
-                                             // Lines 4-5: not yet applied; the normal path returns once it is durable.
-        Ok(Recovered::Reexecuted(self.obj.perform(self.id, act as u8)?))
+        let persist = obj.mem.persist();
+        obj.inst.recover(
+            obj.words(),
+            persist,
+            &Dispatcher(PhantomData),
+            self.id,
+            op,
+            seq,
+        )
     }
 }

@@ -542,11 +542,7 @@ impl<const CAP: usize, P: Persist> PBHeapHandle<'_, CAP, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_insert(&mut self, key: u64, seq: u64) -> Recovered<Result<(), Full>> {
-        let r = match self.inner.recover(HeapOp::Insert(key), seq) {
-            Recovered::Applied(r) => Ok(r),
-            Recovered::Reexecuted(r) => Err(r),
-        };
-        recovered(r, unit_of)
+        recovered(self.inner.recover(HeapOp::Insert(key), seq), unit_of)
     }
 
     /// Recovers this thread's delete-min with sequence number `seq`.
@@ -562,10 +558,6 @@ impl<const CAP: usize, P: Persist> PBHeapHandle<'_, CAP, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_delete_min(&mut self, seq: u64) -> Recovered<Option<u64>> {
-        let r = match self.inner.recover(HeapOp::DeleteMin, seq) {
-            Recovered::Applied(r) => Ok(r),
-            Recovered::Reexecuted(r) => Err(r),
-        };
-        recovered(r, value_of)
+        recovered(self.inner.recover(HeapOp::DeleteMin, seq), value_of)
     }
 }

@@ -52,14 +52,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod combine;
 mod heap;
 mod pwfqueue;
 mod pwfstack;
 mod queue;
 mod stack;
 mod store;
-mod wfcombine;
 
 use core::fmt;
 
@@ -182,12 +180,19 @@ fn value_of(r: Ret) -> Option<u64> {
     (r[0] == TAG_SOME).then_some(r[1])
 }
 
-/// `Recovered` from the instance's `Ok` (applied) / `Err` (re-executed) answer.
-fn recovered<T>(r: Result<Ret, Ret>, f: impl FnOnce(Ret) -> T) -> crate::Recovered<T> {
+/// The instance's `Recovered<Ret>` with its response converted by `f`.
+fn recovered<T>(r: crate::Recovered<Ret>, f: impl FnOnce(Ret) -> T) -> crate::Recovered<T> {
     match r {
-        Ok(r) => crate::Recovered::Applied(f(r)),
-        Err(r) => crate::Recovered::Reexecuted(f(r)),
+        crate::Recovered::Applied(r) => crate::Recovered::Applied(f(r)),
+        crate::Recovered::Reexecuted(r) => crate::Recovered::Reexecuted(f(r)),
     }
+}
+
+/// The structures' plain calls panic on a poisoned structure (their `try_*` twins return it).
+#[cold]
+#[inline(never)]
+fn poisoned(_: crate::Poisoned) -> ! {
+    panic!("structure is poisoned: a combining pass panicked")
 }
 
 /// Checks a `max_threads` argument.

@@ -36,11 +36,11 @@
 use core::fmt;
 
 use super::store::{Header, Link, Pool, Store};
-use super::wfcombine::{WfBatch, WfInstance};
 use super::{
     check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
     Ret,
 };
+use crate::engine::pwf::{WfBatch, WfInstance};
 use crate::error::{BuildError, RegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;

@@ -27,11 +27,11 @@
 use core::fmt;
 
 use super::store::{Header, Link, Pool, Store};
-use super::wfcombine::{WfBatch, WfInstance};
 use super::{
     check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
     Ret,
 };
+use crate::engine::pwf::{WfBatch, WfInstance};
 use crate::error::{BuildError, RegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
@@ -705,7 +705,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
         )
     }
 
-    fn recover(&mut self, op: WfOp, seq: u64) -> Result<Ret, Ret> {
+    fn recover(&mut self, op: WfOp, seq: u64) -> Recovered<Ret> {
         self.seq = seq;
         let s = self.stack;
         s.inst

@@ -22,12 +22,12 @@ use core::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::combine::{Batch, Instance};
 use super::store::{Header, Link, Pool, Store};
 use super::{
-    check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
-    Ret,
+    check_threads, poisoned, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full,
+    Options, Ret,
 };
+use crate::engine::pb::{Batch, Instance};
 use crate::error::{BuildError, RegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
@@ -794,14 +794,18 @@ impl<P: Persist> PBQueueHandle<'_, P> {
         self.enq_seq += 1;
         let q = self.queue;
         let s = &q.shared;
-        unit_of(q.enq.execute(
-            s.store.words(),
-            s.store.persist(),
-            &Enq(s),
-            self.id,
-            value,
-            self.enq_seq,
-        ))
+        unit_of(
+            q.enq
+                .execute(
+                    s.store.words(),
+                    s.store.persist(),
+                    &Enq(s),
+                    self.id,
+                    value,
+                    self.enq_seq,
+                )
+                .unwrap_or_else(|e| poisoned(e)),
+        )
     }
 
     /// Dequeues the oldest value (`None` if the queue is empty, or holds only values whose
@@ -825,14 +829,18 @@ impl<P: Persist> PBQueueHandle<'_, P> {
         self.deq_seq += 1;
         let q = self.queue;
         let s = &q.shared;
-        value_of(q.deq.execute(
-            s.store.words(),
-            s.store.persist(),
-            &Deq(s),
-            self.id,
-            (),
-            self.deq_seq,
-        ))
+        value_of(
+            q.deq
+                .execute(
+                    s.store.words(),
+                    s.store.persist(),
+                    &Deq(s),
+                    self.id,
+                    (),
+                    self.deq_seq,
+                )
+                .unwrap_or_else(|e| poisoned(e)),
+        )
     }
 
     /// Recovers this thread's enqueue of `value` numbered `seq`, interrupted by a crash
@@ -861,7 +869,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
             value,
             seq,
         );
-        recovered(r, unit_of)
+        recovered(r.unwrap_or_else(|e| poisoned(e)), unit_of)
     }
 
     /// Recovers this thread's dequeue numbered `seq` (see
@@ -890,7 +898,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
             (),
             seq,
         );
-        recovered(r, value_of)
+        recovered(r.unwrap_or_else(|e| poisoned(e)), value_of)
     }
 }
 

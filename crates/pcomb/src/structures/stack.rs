@@ -17,12 +17,12 @@
 
 use core::fmt;
 
-use super::combine::{Batch, Instance};
 use super::store::{Header, Link, Pool, Store};
 use super::{
-    check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
-    Ret,
+    check_threads, poisoned, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full,
+    Options, Ret,
 };
+use crate::engine::pb::{Batch, Instance};
 use crate::error::{BuildError, RegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
@@ -681,21 +681,24 @@ impl<P: Persist> PBStackHandle<'_, P> {
     fn run(&mut self, op: StackOp) -> Ret {
         self.seq += 1;
         let s = self.stack;
-        s.inst.execute(
-            s.words(),
-            s.core.store.persist(),
-            &s.core,
-            self.id,
-            op,
-            self.seq,
-        )
+        s.inst
+            .execute(
+                s.words(),
+                s.core.store.persist(),
+                &s.core,
+                self.id,
+                op,
+                self.seq,
+            )
+            .unwrap_or_else(|e| poisoned(e))
     }
 
-    fn recover(&mut self, op: StackOp, seq: u64) -> Result<Ret, Ret> {
+    fn recover(&mut self, op: StackOp, seq: u64) -> Recovered<Ret> {
         self.seq = seq;
         let s = self.stack;
         s.inst
             .recover(s.words(), s.core.store.persist(), &s.core, self.id, op, seq)
+            .unwrap_or_else(|e| poisoned(e))
     }
 
     /// This thread's id.
@@ -789,7 +792,8 @@ impl<P: Persist> PBStackHandle<'_, P> {
         let s = self.stack;
         let st = s
             .inst
-            .read(s.words(), s.core.store.persist(), &s.core, self.id);
+            .read(s.words(), s.core.store.persist(), &s.core, self.id)
+            .unwrap_or_else(|e| poisoned(e));
         st.len as usize
     }
 

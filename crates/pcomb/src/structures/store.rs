@@ -2,7 +2,7 @@
 //!
 //! A stack or queue keeps everything persistent in one block of 8-byte words: a header line, one
 //! or two combining instances (`MIndex` and the two `StateRec` records each, see
-//! [`Instance`](super::combine::Instance)) and the node pool. The block is a heap array (volatile
+//! [`Instance`](crate::engine::pb::Instance)) and the node pool. The block is a heap array (volatile
 //! mode, and every structure under loom) or a 64-byte aligned range of a [`Region`] recorded as
 //! the region's root (persistent mode).
 //!

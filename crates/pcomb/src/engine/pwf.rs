@@ -1,13 +1,48 @@
-//! PWFcomb for linked structures: Algorithms 3-4 (as restated in `pwfcomb.rs`, with the same
-//! deviations) with the batch view a linked structure needs, on words owned by the structure.
+//! PWFcomb (Fatourou, Kallimanis, Kosmas, PPoPP'22, Algorithms 3 and 4): the one
+//! implementation of the protocol, used by [`PWFComb`](crate::PWFComb) and by the wait-free
+//! structures (PWFstack, PWFqueue).
 //!
-//! [`WfInstance`] is `pwfcomb.rs`'s protocol line for line: every thread copies the record `S`
-//! points to into one of its own two records, serves every active request it sees on that
-//! copy (here: one call of [`WfBatch::apply`], lines 19-25), validates (VL, line 26), persists
-//! its record (lines 28-29) and tries to install it with the emulated SC on the versioned `S`
-//! (line 31); after two failed attempts its request is known to be applied (lines 38-50). The
-//! hook [`WfBatch::installed`] runs after a successful install is durable (line 33), on the
-//! installing thread: a linked structure frees the nodes its install removed there.
+//! Every thread pretends to be the combiner: it copies the record `S` points to into one of its
+//! own two records, applies every active request it sees, and tries to install its record with
+//! an SC on `S`. LL/SC is emulated, as in the paper's experiments (§6), by a CAS on a versioned
+//! word: `S = version << 16 | record number`, so a stale combiner's SC fails even if `S` came
+//! back to the same record (no ABA).
+//!
+//! Volatile (DRAM) part: `Request` (one [`Request`] per thread, arguments in atomic words) and
+//! `Flush`. Persistent part (words owned by the user of the instance, at a fixed offset): `S` and the `2 * (n + 1)` records `MemState[0..n][0..1]`
+//! (record `2q + i` is `MemState[q][i]`; `MemState[n][*]` are the initial dummies).
+//!
+//! # Deviations from the published pseudocode
+//!
+//! - **Line 15** reads `Flush[lsPtr->pid]`; we read `Flush[p]`, so that each thread's `Flush`
+//!   value only grows. With the published line, `Flush[p]` can return to an odd value it held
+//!   before, and a slow thread's line-48 CAS (`lval -> lval + 1`) can then mark a newer,
+//!   unpersisted install of `p` as persisted.
+//! - **Line 42** persists `S` only if `Flush[pid]` is odd *and* equals `CombRound[pid][p]`
+//!   (`pid` = owner of the record `S` points to now). That skips a needed persist when the
+//!   combiner `c` that served `p` installed `S`, a second combiner `d` installed a newer `S` on
+//!   top before `c` reached line 32, and `p` reads `S` (owned by `d`, which did not serve `p`)
+//!   before either persisted it: a crash then loses `p`'s completed operation. We persist
+//!   whenever `Flush[pid]` is odd (`S`'s latest install by `pid` not yet known persisted) and
+//!   skip when it is even; `CombRound` then carries no information and is not kept.
+//! - **Line 48** CASes `Flush[p]`; the text (§4) says the helper updates the combiner's entry,
+//!   `Flush[pid]`, which is what we do.
+//! - `pid` is derived from the record number (record `2q + i` belongs to `q`), not read from the
+//!   record: a record being recycled holds its source's `pid` between lines 13 and 14.
+//! - Request arguments are read under a per-request version (seqlock): a stale combiner may read
+//!   `Request[q]` while `q` overwrites it with its next request (the paper's C code reads it
+//!   racily and relies on the failing SC); a torn read is skipped, which is safe because it
+//!   implies `q`'s previous request is already installed, so the stale combiner's SC fails.
+//! - `Backoff` (lines 2, 36) is empty.
+//!
+//! # Hooks
+//!
+//! [`WfInstance`] runs the protocol; a user plugs in ([`WfBatch`]) the batch an attempt
+//! applies (lines 19-25 are one call of [`WfBatch::apply`]; `PWFComb` calls `dispatch_mut` on
+//! each request), what it writes back besides the record (`apply` pwbs its new nodes before
+//! returning; line 29's `pfence` orders them before the install), and what it does once its
+//! install is durable ([`WfBatch::installed`], after line 33, on the installing thread: a
+//! linked structure frees the nodes its install removed there).
 //!
 //! Unlike PBcomb's combiner, an attempt here may be discarded (its SC fails), and attempts of
 //! different threads run at once on copies of the same state. So `apply` must write only memory
@@ -18,11 +53,12 @@
 use crossbeam_utils::CachePadded;
 
 use crate::layout::{Record, RecordLayout, INDEX_WORD};
+use crate::recovered::Recovered;
 use crate::sync::{fence, AtomicU64, Ordering, UnsafeCell};
 use crate::words::{self, words_for};
 use pmem::{Persist, Pod};
 
-/// `ctrl` bits of a request (as in `pwfcomb.rs`).
+/// `ctrl` bits of a [`Request`].
 const ACTIVATE: u64 = 1;
 const VALID: u64 = 2;
 const BUSY: u64 = 4;
@@ -39,7 +75,7 @@ pub(crate) trait WfBatch {
     /// A request (`func`, `Args`); read by every thread's attempts, hence `Pod`.
     type Op: Pod;
     /// `ReturnVal[q]`.
-    type Ret: Pod + Default;
+    type Ret: Pod;
 
     /// Lines 19-25 for a whole attempt of thread `me`: serves `reqs[i] = (q, op)` on `st` and
     /// writes `rets[i]`. The attempt may be discarded; see the module docs for what it may
@@ -58,7 +94,14 @@ pub(crate) trait WfBatch {
     fn installed(&self, me: usize, st: &Self::State);
 }
 
-/// One `RequestRec`, its arguments in atomic words (see `pwfcomb.rs`'s `Request`).
+/// One `RequestRec` (Algorithm 3), its arguments in atomic words.
+///
+/// | `ctrl` bits | meaning |
+/// |---|---|
+/// | 0 | `activate` |
+/// | 1 | `valid` (0 after a restart until the thread announces) |
+/// | 2 | busy: the owner is rewriting `op` |
+/// | 3.. | version, +1 per announcement (seqlock for readers of `op`) |
 struct Request {
     ctrl: AtomicU64,
     op: Box<[AtomicU64]>,
@@ -104,8 +147,8 @@ impl<S, O, R> core::fmt::Debug for WfInstance<S, O, R> {
     }
 }
 
-impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
-    fn layout(threads: usize) -> RecordLayout {
+impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
+    pub(crate) fn layout(threads: usize) -> RecordLayout {
         RecordLayout::new::<S, R>(threads, true)
     }
 
@@ -244,8 +287,12 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         // Release: pairs with the Acquire loads in `read_request`.
         req.ctrl
             .store((version << VERSION_SHIFT) | VALID | act, Ordering::Release);
-        // SeqCst fence: pairs with the fence after the LL in `perform` (the wait-freedom
-        // argument of `pwfcomb.rs`'s `announce`).
+        // SeqCst fence: pairs with the fence after the LL in `perform`. The wait-freedom
+        // argument (two failed attempts imply an install by a combiner whose LL read an `S`
+        // written after our first LL, so that combiner saw this announcement) needs
+        // store->load order between this store and our LL: if our LL read an `S` value
+        // coherence-ordered before the other combiner's LL, this fence precedes that
+        // combiner's fence, so its loads of `ctrl` see this store.
         fence(Ordering::SeqCst);
     }
 
@@ -279,8 +326,8 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         self.perform(words, persist, batch, p)
     }
 
-    /// Algorithm 3 `Recover` (lines 4-7): `Ok(response)` if thread `p`'s operation `seq` had
-    /// taken effect, `Err(response)` if it is executed now.
+    /// Algorithm 3 `Recover` (lines 4-7) for thread `p`'s operation `op` with sequence number
+    /// `seq`: whether it had taken effect before the crash, and its response.
     pub(crate) fn recover<P: Persist, B: WfBatch<State = S, Op = O, Ret = R>>(
         &self,
         words: &[AtomicU64],
@@ -289,7 +336,7 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         p: usize,
         op: O,
         seq: u64,
-    ) -> Result<R, R> {
+    ) -> Recovered<R> {
         let act = seq & ACTIVATE;
         // Line 4 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
         // `p` announces, so read before announcing it says whether the operation took effect
@@ -298,10 +345,10 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         // without persisting it, and "applied" would be neither true of the crash nor durable.
         let (_, rec) = self.current(words);
         if u64::from(rec.deact(p)) == act {
-            return Ok(rec.ret(p)); // line 7
+            return Recovered::Applied(rec.ret(p)); // line 7
         }
         self.announce(p, &op, act); // line 4
-        Err(self.perform(words, persist, batch, p)) // lines 5-6
+        Recovered::Reexecuted(self.perform(words, persist, batch, p)) // lines 5-6
     }
 
     /// Algorithm 4 `PerformRequest` for thread `p`.
@@ -326,7 +373,7 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
             let dst = self.record(words, (2 * p + ind) as u64);
             dst.copy_from(&src); // line 13
             dst.set_pid(p); // line 14
-                            // Lines 15-17 (reading Flush[p], see `pwfcomb.rs`). Relaxed: only p and helpers
+                            // Lines 15-17 (reading Flush[p], see the module docs). Relaxed: only p and helpers
                             // (CAS to lval + 1) write Flush[p], which keeps the parity argument valid.
             let f = self.flush[p].load(Ordering::Relaxed);
             let lval = if f % 2 == 0 { f + 1 } else { f + 2 };
@@ -338,16 +385,16 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
             let mut st = dst.state();
             scratch.reqs.clear();
             scratch.acts.clear();
+            scratch.rets.clear();
             for q in 0..self.layout.threads {
                 if let Some((act, op)) = self.read_request(q) {
                     if act != dst.deact(q) {
                         scratch.reqs.push((q, op));
                         scratch.acts.push(act);
+                        scratch.rets.push(dst.ret(q));
                     }
                 }
             }
-            scratch.rets.clear();
-            scratch.rets.resize(scratch.reqs.len(), R::default());
             batch.apply(p, &mut st, &scratch.reqs, &mut scratch.rets);
             for (i, &(q, _)) in scratch.reqs.iter().enumerate() {
                 dst.set_ret(q, &scratch.rets[i]); // line 23
@@ -399,7 +446,8 @@ impl<S: Pod, O: Pod, R: Pod + Default> WfInstance<S, O, R> {
         let pid = self.owner(cur);
         // Line 40. Acquire: pairs with the Release stores of Flush (lines 30, 34, 48).
         let lval = self.flush[pid].load(Ordering::Acquire);
-        // Line 42, without the CombRound condition (see `pwfcomb.rs`).
+        // Line 42, without the CombRound condition (see the module docs). Even: `pid` (or a
+        // helper) persisted S after pid's latest successful SC, which installed `cur` or later.
         if lval % 2 == 1 {
             let s = &self.mine(words)[INDEX_WORD];
             persist.pwb_val(s); // line 44

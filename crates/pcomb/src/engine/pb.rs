@@ -1,24 +1,34 @@
-//! PBcomb for linked structures: Algorithms 1-2 with the batch view and the extra persistence
-//! steps of the paper's PBstack and PBqueue (appendix, Algorithms 5-7).
+//! PBcomb (Fatourou, Kallimanis, Kosmas, PPoPP'22, Algorithms 1 and 2): the one implementation
+//! of the protocol, used by [`PBComb`](crate::PBComb) and by the linked structures (the paper's
+//! PBstack and PBqueue, appendix Algorithms 5-7).
 //!
-//! [`PBComb`](crate::PBComb) applies requests one at a time through `Dispatch::dispatch_mut`
-//! and owns its region. A linked structure needs three things that interface does not give:
+//! Volatile (DRAM) part: the `Request` array (one [`Request`] per thread), `Lock` and `LockVal`.
+//! Persistent part: `MIndex` and the two `StateRec` records `MemState[0..1]`, in words owned by
+//! the user of the instance, at a fixed word offset (so that several instances and a node pool
+//! share one block, as PBqueue's two instances share the list).
 //!
-//! 1. the whole batch at once (elimination pairs pushes with pops of the same pass);
-//! 2. a step between line 27 (`psync`) and line 28 (unlock): PBqueue's `oldTail := Tail`
-//!    (Algorithm 5 line 31), and handing popped nodes to the recycler only once the state that
-//!    no longer names them is durable;
-//! 3. several instances and a node pool in one region (PBqueue's two instances share the list).
+//! Every *write* operation is a request served by a combiner. A *read* operation does not
+//! announce anything: it reads the current record optimistically, validated by `Lock` (a
+//! seqlock-style check: the record indexed by `MIndex` is rewritten only by a combiner, and a
+//! combiner holds `Lock` odd), and falls back to taking the lock after a few failed attempts.
 //!
-//! [`Instance`] is that protocol, line for line as in `pbcomb.rs` (same records, same
-//! `Lock`/`LockVal` hand-off, same recovery), with the combining loop (lines 16-21) replaced by
-//! one call of [`Batch::apply`] and the hook [`Batch::published`] inserted before line 28. It
-//! works on words owned by the structure (a [`Store`](super::store::Store)), at a fixed word
-//! offset, so that several instances share one block.
+//! The hooks a user plugs in ([`Batch`]):
+//!
+//! 1. the batch it applies: lines 16-21 are one call of [`Batch::apply`] with every pending
+//!    request of the pass (elimination pairs pushes with pops of the same pass;
+//!    `PBComb` calls `dispatch_mut` on each in turn);
+//! 2. what it persists: `apply` writes back (pwb) whatever it wrote besides the record (new
+//!    nodes) before returning, and the `pfence` of line 23 orders those before the record;
+//! 3. what it does once the pass is durable: [`Batch::published`], between line 27 (`psync`)
+//!    and line 28 (unlock): PBqueue's `oldTail := Tail` (Algorithm 5 line 31), and handing
+//!    popped nodes to the recycler only once the state that no longer names them is durable.
 
 use crossbeam_utils::CachePadded;
 
+use nr_core::Poisoned;
+
 use crate::layout::{Record, RecordLayout, INDEX_WORD};
+use crate::recovered::Recovered;
 use crate::sync::{panicking, AtomicBool, AtomicU64, Ordering, UnsafeCell};
 use crate::wait::Waiter;
 use pmem::{Persist, Pod};
@@ -35,11 +45,12 @@ pub(crate) trait Batch {
     /// `st` of the records.
     type State: Pod;
     /// A request (`func`, `Args`).
-    type Op: Copy + Send + Sync;
+    type Op: Clone + Send + Sync;
     /// `ReturnVal[q]`.
-    type Ret: Pod + Default;
+    type Ret: Pod;
 
-    /// Lines 16-21 for a whole pass: serves `reqs[i] = (q, op)` on `st` and writes `rets[i]`.
+    /// Lines 16-21 for a whole pass: serves `reqs[i] = (q, op)` on `st` and writes `rets[i]`
+    /// (which holds `ReturnVal[q]` of the previous record until then).
     /// Runs on the combiner's thread (`me`) while it holds the instance's lock; anything it
     /// writes to persistent memory besides `st` it must write back (pwb) before returning: the
     /// `pfence` of line 23 orders those pwbs before the new record becomes durable.
@@ -56,16 +67,16 @@ pub(crate) trait Batch {
     fn published(&self, me: usize, st: &Self::State);
 }
 
-/// One `RequestRec`.
+/// One `RequestRec` (Algorithm 1): the operation (`func`, `Args`) and a control word.
 ///
 /// | `ctrl` bit | meaning |
 /// |---|---|
-/// | 0 | `activate` |
-/// | 1 | `valid` |
+/// | 0 | `activate`: differs from `Deactivate[p]` of the current record while the request is pending |
+/// | 1 | `valid`: the request was announced since this process started (0 after a restart) |
 struct Request<Op> {
     ctrl: AtomicU64,
-    /// Written by the owner while its request is inactive; read by the lock holder while it is
-    /// active (the protocol of `pbcomb.rs`'s `Request::op`).
+    /// Written only by the owner while its request is not active (equal activate/deactivate
+    /// bits); read only by the combiner, under `Lock`, while the request is active.
     op: UnsafeCell<Option<Op>>,
 }
 
@@ -93,8 +104,8 @@ pub(crate) struct Instance<S, O, R> {
 }
 
 // SAFETY:
-// - the request cells hold `O: Send + Sync` values written by their owner and read by the lock
-//   holder under the announce protocol;
+// - the request cells hold `O: Send + Sync` values that the owner writes and the lock holder
+//   clones, under the protocol described on `Request::op`;
 // - `scratch` is only accessed by the lock holder (`Lock` odd, taken by an Acquire CAS and
 //   released by a Release store), so never by two threads at once; it holds `O` and `R: Pod`
 //   values (`Send`);
@@ -113,7 +124,7 @@ impl<S, O, R> core::fmt::Debug for Instance<S, O, R> {
     }
 }
 
-impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
+impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
     /// The record layout of an instance for `threads` threads.
     pub(crate) fn layout(threads: usize) -> RecordLayout {
         RecordLayout::new::<S, R>(threads, false)
@@ -192,24 +203,28 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         act
     }
 
+    /// `Err(Poisoned)` once a combining pass panicked (the state is the one before that pass).
     #[inline]
-    fn check_poison(&self) {
+    pub(crate) fn check_poison(&self) -> Result<(), Poisoned> {
         // Acquire: pairs with the Release in `Unlock::drop`.
         if self.poisoned.load(Ordering::Acquire) {
-            poisoned();
+            return Err(Poisoned);
         }
+        Ok(())
     }
 
-    /// Line 1 / 3: `Request[p] := <op, act, 1>`.
+    /// Line 1 / line 3: `Request[p] := <func, Args, act, 1>`.
     fn announce(&self, p: usize, op: O, act: u64) {
         let req = &self.requests[p];
         // SAFETY:
-        // - only the owner of slot `p` writes this cell;
-        // - `p`'s previous request is inactive (its bits are equal in the current record, or
-        //   `valid` is 0), so no combiner reads the cell: it reads it only after loading a
-        //   `ctrl` whose activate bit differs from `Deactivate[p]`, which the store below makes.
+        // - only thread `p` (the owner of the live handle for slot `p`) writes this cell;
+        // - `p`'s previous request is not active (its bits are equal in the current record,
+        //   or `valid` is 0), so no combiner reads the cell now: a combiner reads it only after
+        //   loading a `ctrl` whose activate bit differs from its record's `Deactivate[p]`, and
+        //   the store below is what makes them differ.
         req.op.with_mut(|cell| unsafe { *cell = Some(op) });
-        // Release: pairs with the combiner's Acquire load of `ctrl` in `combine`.
+        // Release: pairs with the combiner's Acquire load of `ctrl` (line 17), which then sees
+        // the operation written above.
         req.ctrl.store(act | VALID, Ordering::Release);
     }
 
@@ -222,14 +237,15 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         p: usize,
         op: O,
         seq: u64,
-    ) -> R {
+    ) -> Result<R, Poisoned> {
+        self.check_poison()?;
         let act = seq & ACTIVATE;
-        self.announce(p, op, act);
-        self.perform(words, persist, batch, p, act as u8)
+        self.announce(p, op, act); // line 1
+        self.perform(words, persist, batch, p, act as u8) // line 2
     }
 
-    /// Algorithm 1 `Recover` (lines 3-6): `Ok(response)` if thread `p`'s operation `seq` had
-    /// taken effect, `Err(response)` if it is executed now.
+    /// Algorithm 1 `Recover` (lines 3-6) for thread `p`'s operation `op` with sequence number
+    /// `seq`: whether it had taken effect before the crash, and its response.
     pub(crate) fn recover<P: Persist, B: Batch<State = S, Op = O, Ret = R>>(
         &self,
         words: &[AtomicU64],
@@ -238,7 +254,8 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         p: usize,
         op: O,
         seq: u64,
-    ) -> Result<R, R> {
+    ) -> Result<Recovered<R>, Poisoned> {
+        self.check_poison()?;
         let act = seq & ACTIVATE;
         // Line 3 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
         // `p` announces, so read before announcing it says whether the operation took effect
@@ -247,10 +264,12 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         // without persisting it, and "applied" would be neither true of the crash nor durable.
         let cur = self.current(words);
         if u64::from(cur.deact(p)) == act {
-            return Ok(cur.ret(p)); // line 6
+            return Ok(Recovered::Applied(cur.ret(p))); // line 6
         }
         self.announce(p, op, act); // line 3
-        Err(self.perform(words, persist, batch, p, act as u8)) // lines 4-5
+                                   // Lines 4-5: not yet applied; the normal path returns once it is durable.
+        let ret = self.perform(words, persist, batch, p, act as u8)?;
+        Ok(Recovered::Reexecuted(ret))
     }
 
     /// Algorithm 2 `PerformRequest`.
@@ -261,9 +280,9 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         batch: &B,
         p: usize,
         act: u8,
-    ) -> R {
+    ) -> Result<R, Poisoned> {
         loop {
-            self.check_poison();
+            self.check_poison()?;
             // Line 6. Acquire: pairs with the Release of `Lock` on line 28.
             let mut lval = self.lock.load(Ordering::Acquire);
             if lval % 2 == 0 {
@@ -275,20 +294,26 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
                 {
                     // `ReturnVal[p]` of the new record: p's request was served by this pass, or
                     // by a pass that ran after p's check on line 11 (the record is a copy).
-                    return self.combine(words, persist, batch, lval + 1, p).1;
+                    return Ok(self.combine(words, persist, batch, lval + 1, p).1);
                 }
                 lval += 1; // line 9
             }
-            self.wait_while_lock_is(lval); // line 10
-            self.check_poison();
+            // Line 10: wait until the combiner holding `lval` releases.
+            self.wait_while_lock_is(lval);
+            self.check_poison()?;
+            // Line 11.
             if self.current(words).deact(p) == act {
-                // Line 12 (as in `pbcomb.rs`: wait for the combiner whose `LockVal` we read).
+                // Line 12: if a later combiner has already reached line 24 (set `LockVal` and
+                // maybe flipped `MIndex` without persisting it yet), wait until it has released.
+                // The paper waits for `lval + 2`; we wait for the combiner whose `LockVal` we
+                // read, which is that one or a later one, so the record we return from is
+                // persisted in every interleaving.
                 // Acquire: pairs with the Release of `LockVal` on line 24.
                 let lv = self.lock_val.load(Ordering::Acquire);
                 if lv != lval {
                     self.wait_while_lock_is(lv);
                 }
-                return self.current(words).ret(p); // line 13
+                return Ok(self.current(words).ret(p)); // line 13
             }
         }
     }
@@ -328,6 +353,7 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         let scratch = self.scratch.with_mut(|s| unsafe { &mut *s });
         scratch.reqs.clear();
         scratch.acts.clear();
+        scratch.rets.clear();
         for (q, req) in self.requests.iter().enumerate() {
             // Acquire: pairs with the Release in `announce`.
             let ctrl = req.ctrl.load(Ordering::Acquire);
@@ -338,14 +364,13 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
                 // - the request is active, so its owner does not write the cell until a record
                 //   with equal bits is current, which only this lock holder can install;
                 // - only the lock holder reads request cells.
-                let op = req.op.with(|cell| unsafe { *cell });
+                let op = req.op.with(|cell| unsafe { (*cell).clone() });
                 let op = op.expect("invariant: an active, valid request has an operation");
                 scratch.reqs.push((q, op));
                 scratch.acts.push(act);
+                scratch.rets.push(new.ret(q));
             }
         }
-        scratch.rets.clear();
-        scratch.rets.resize(scratch.reqs.len(), R::default());
         batch.apply(me, &mut st, &scratch.reqs, &mut scratch.rets); // lines 18-19
         for (i, &(q, _)) in scratch.reqs.iter().enumerate() {
             new.set_ret(q, &scratch.rets[i]); // line 20
@@ -379,9 +404,9 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
         persist: &P,
         batch: &B,
         me: usize,
-    ) -> S {
+    ) -> Result<S, Poisoned> {
         for _ in 0..READ_ATTEMPTS {
-            self.check_poison();
+            self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28; with `l1` even the record at
             // MIndex is complete and persisted.
             let l1 = self.lock.load(Ordering::Acquire);
@@ -392,11 +417,23 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
             let st = self.current(words).state();
             // Acquire: keeps this load after the record loads (Acquire too).
             if self.lock.load(Ordering::Acquire) == l1 {
-                return st;
+                return Ok(st);
             }
         }
+        self.read_locked(words, persist, batch, me)
+    }
+
+    /// Takes the lock (waiting for it) for a read that could not validate optimistically.
+    #[cold]
+    fn read_locked<P: Persist, B: Batch<State = S, Op = O, Ret = R>>(
+        &self,
+        words: &[AtomicU64],
+        persist: &P,
+        batch: &B,
+        me: usize,
+    ) -> Result<S, Poisoned> {
         loop {
-            self.check_poison();
+            self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28.
             let lval = self.lock.load(Ordering::Acquire);
             if lval % 2 == 0
@@ -405,7 +442,7 @@ impl<S: Pod, O: Copy + Send + Sync, R: Pod + Default> Instance<S, O, R> {
                     .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return self.combine(words, persist, batch, lval + 1, me).0;
+                return Ok(self.combine(words, persist, batch, lval + 1, me).0);
             }
             self.wait_while_lock_is(lval | 1);
         }
@@ -428,10 +465,4 @@ impl<S, O, R> Drop for Unlock<'_, S, O, R> {
         // next combiner's CAS.
         self.inst.lock.store(self.lval + 1, Ordering::Release);
     }
-}
-
-#[cold]
-#[inline(never)]
-fn poisoned() -> ! {
-    panic!("structure is poisoned: a combining pass panicked")
 }
