@@ -1,6 +1,7 @@
 //! The words an object's persistent part lives in: a heap array (volatile objects) or a range
-//! of a [`Region`](pmem::Region) (persistent objects), and the persistence domain that flushes
-//! them.
+//! of a [`Region`] (persistent objects), and the persistence domain that flushes them. One
+//! type for every user: `PBComb`/`PWFComb` (whose header is written and checked here) and the
+//! linked structures (`structures::store`, whose header is theirs).
 
 use core::ptr::NonNull;
 
@@ -69,15 +70,64 @@ impl<P: Persist> Memory<P> {
                 }
                 other => BuildError::Region(Box::new(other)),
             })?;
+        let mem = Self::at(region, off, len)?;
+        // The allocator hands out fresh (zeroed) space of a region created for this object; a
+        // reused region may hold old bytes there, so zero the block explicitly.
+        for w in mem.words() {
+            // Relaxed: the object is not shared yet; its creator persists and publishes it.
+            w.store(0, Ordering::Relaxed);
+        }
+        Ok((mem, off))
+    }
+
+    /// The `len` words at `off` in `region`.
+    fn at(region: Region<P>, off: Offset, len: usize) -> Result<Self, BuildError> {
         let ptr = region
             .ptr_array::<u64>(off, len as u64)
             .map_err(region_err)?;
-        Ok((
-            Self {
-                backing: Backing::Region { region, ptr, len },
-            },
-            off,
-        ))
+        Ok(Self {
+            backing: Backing::Region { region, ptr, len },
+        })
+    }
+
+    /// The region's root object's first `N` words (its header), or `LayoutMismatch` (named
+    /// `kind`) if there is no root.
+    pub(crate) fn read_root<const N: usize>(
+        region: &Region<P>,
+        kind: &'static str,
+    ) -> Result<(Offset, [u64; N]), BuildError> {
+        let off = region.root().ok_or(BuildError::LayoutMismatch {
+            kind,
+            detail: "the region has no root object",
+        })?;
+        let head = region.ptr_array::<u64>(off, N as u64).map_err(region_err)?;
+        let mut values = [0u64; N];
+        // SAFETY:
+        // - `ptr_array` checked that `N` words at `head` are in bounds and aligned;
+        // - nothing else accesses the region while it is being opened;
+        // - the view does not outlive this function.
+        let view = unsafe { words_at(head.as_ptr(), N) };
+        for (v, w) in values.iter_mut().zip(view) {
+            // Relaxed: single-threaded reopening.
+            *v = w.load(Ordering::Relaxed);
+        }
+        Ok((off, values))
+    }
+
+    /// The root object of `region`, `len` words long (checked against the region's size).
+    pub(crate) fn open_root(
+        region: Region<P>,
+        off: Offset,
+        len: Option<usize>,
+        kind: &'static str,
+    ) -> Result<Self, BuildError> {
+        let len = len
+            .filter(|&n| n >= LINE_WORDS && n <= (region.len() / 8) as usize)
+            .ok_or(BuildError::LayoutMismatch {
+                kind,
+                detail: "the header's sizes do not fit the region",
+            })?;
+        Self::at(region, off, len)
     }
 
     /// Records `off` (the start of this object) as the region's root; persisted.
@@ -94,25 +144,7 @@ impl<P: Persist> Memory<P> {
         region: Region<P>,
         kind: &'static str,
     ) -> Result<(Self, [u64; header::LEN]), BuildError> {
-        let off = region.root().ok_or(BuildError::LayoutMismatch {
-            kind,
-            detail: "the region has no root object",
-        })?;
-        let head = region
-            .ptr_array::<u64>(off, header::LEN as u64)
-            .map_err(region_err)?;
-        let mut values = [0u64; header::LEN];
-        {
-            // SAFETY:
-            // - `ptr_array` checked that `header::LEN` words at `head` are in bounds and aligned;
-            // - nothing else accesses the region while it is being opened;
-            // - the view is dropped at the end of this block.
-            let view = unsafe { words_at(head.as_ptr(), header::LEN) };
-            for (v, w) in values.iter_mut().zip(view) {
-                // Relaxed: single-threaded reopening.
-                *v = w.load(Ordering::Relaxed);
-            }
-        }
+        let (off, values) = Self::read_root::<{ header::LEN }>(&region, kind)?;
         let record_words = values[header::RECORD_WORDS] as usize;
         let threads = values[header::THREADS] as usize;
         let records = match values[header::MAGIC] {
@@ -134,21 +166,8 @@ impl<P: Persist> Memory<P> {
         };
         let len = record_words
             .checked_mul(records)
-            .and_then(|n| n.checked_add(crate::layout::RECORDS_AT))
-            .filter(|&n| n <= (region.len() / 8) as usize)
-            .ok_or(BuildError::LayoutMismatch {
-                kind,
-                detail: "the header's sizes do not fit the region",
-            })?;
-        let ptr = region
-            .ptr_array::<u64>(off, len as u64)
-            .map_err(region_err)?;
-        Ok((
-            Self {
-                backing: Backing::Region { region, ptr, len },
-            },
-            values,
-        ))
+            .and_then(|n| n.checked_add(crate::layout::RECORDS_AT));
+        Ok((Self::open_root(region, off, len, kind)?, values))
     }
 
     /// All words.
@@ -192,15 +211,21 @@ impl<P: Persist> Memory<P> {
         sizes: [usize; 3],
         type_id: u64,
     ) {
+        let mut values = [0u64; LINE_WORDS];
+        values[..header::LEN].copy_from_slice(&header_values(kind, layout, sizes));
+        values[header::TYPE_ID] = type_id;
+        self.write_header_and_persist(&values);
+    }
+
+    /// Writes `values` at the start of the words and persists every word (pwb of everything,
+    /// then psync), so that a crash at any later point finds a complete initial object.
+    pub(crate) fn write_header_and_persist(&self, values: &[u64]) {
         let w = self.words();
-        let values = header_values(kind, layout, sizes);
-        for (i, v) in values.iter().enumerate() {
+        for (word, v) in w.iter().zip(values) {
             // Relaxed: the object is not shared yet; the psync below and the handover of the
             // object to other threads (by reference, a synchronizing operation) publish it.
-            w[i].store(*v, Ordering::Relaxed);
+            word.store(*v, Ordering::Relaxed);
         }
-        // Relaxed: as above.
-        w[header::TYPE_ID].store(type_id, Ordering::Relaxed);
         let persist = self.persist();
         persist.pwb_val(w);
         // No pfence before it: a pfence followed at once by a psync adds nothing (the mutation
@@ -265,7 +290,7 @@ fn header_values(kind: Kind, layout: &RecordLayout, sizes: [usize; 3]) -> [u64; 
 }
 
 /// FNV-1a over the header words.
-fn checksum(words: &[u64]) -> u64 {
+pub(crate) fn checksum(words: &[u64]) -> u64 {
     words
         .iter()
         .flat_map(|w| w.to_le_bytes())

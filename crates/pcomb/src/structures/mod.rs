@@ -56,6 +56,7 @@ mod heap;
 mod pwfqueue;
 mod pwfstack;
 mod queue;
+mod shared;
 mod stack;
 mod store;
 

@@ -35,10 +35,10 @@
 
 use core::fmt;
 
-use super::store::{Header, Link, Pool, Store};
+use super::shared::{self, audit_free, open_header, Place, Seat};
+use super::store::{Link, Pool, Store};
 use super::{
-    check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
-    Ret,
+    check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pwf::{WfBatch, WfInstance};
 use crate::error::{BuildError, RegisterError};
@@ -408,10 +408,7 @@ impl<P: Persist> PWFQueue<P> {
         options: Options,
         persist: P,
     ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        Self::nodes(capacity, max_threads)?;
-        let store = Store::heap(Self::total_words(capacity, max_threads), persist);
-        Ok(Self::create_in(store, capacity, max_threads, options))
+        Self::build(Place::Heap(persist), capacity, max_threads, options)
     }
 
     /// A persistent queue allocated in `region` (its owner from now on) and recorded as the
@@ -439,12 +436,23 @@ impl<P: Persist> PWFQueue<P> {
         max_threads: usize,
         options: Options,
     ) -> Result<Self, BuildError> {
+        Self::build(Place::Region(region), capacity, max_threads, options)
+    }
+
+    fn build(
+        place: Place<P>,
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
         check_threads(max_threads)?;
         Self::nodes(capacity, max_threads)?;
-        let (store, off) = Store::allocate(region, Self::total_words(capacity, max_threads))?;
-        let q = Self::create_in(store, capacity, max_threads, options);
-        q.shared.store.publish(off)?;
-        Ok(q)
+        let total = Self::total_words(capacity, max_threads);
+        place.build(
+            total,
+            |store| Self::create_in(store, capacity, max_threads, options),
+            |q| &q.shared.store,
+        )
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
@@ -466,13 +474,9 @@ impl<P: Persist> PWFQueue<P> {
                 count: 0,
             },
         );
-        q.shared.store.init(&Header {
-            magic: MAGIC,
-            threads: max_threads as u64,
-            capacity: u64::from(capacity),
-            total_words: Self::total_words(capacity, max_threads) as u64,
-            options: options.bits(),
-        });
+        let total = Self::total_words(capacity, max_threads);
+        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        q.shared.store.init_structure(&head);
         let mut on_list = vec![false; q.shared.pool.nodes as usize];
         on_list[dummy as usize - 1] = true;
         q.give_back_free(&on_list);
@@ -545,18 +549,10 @@ impl<P: Persist> PWFQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let (store, head) = Store::open(region, MAGIC, KIND)?;
+        let nodes_ok = |c, t| Self::nodes(c, t).is_ok();
+        let o = open_header(region, MAGIC, KIND, nodes_ok, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let threads = usize::try_from(head.threads)
-            .ok()
-            .filter(|&t| check_threads(t).is_ok())
-            .ok_or(mismatch("bad max_threads in the header"))?;
-        let capacity = u32::try_from(head.capacity).map_err(|_| mismatch("bad capacity"))?;
-        Self::nodes(capacity, threads).map_err(|_| mismatch("bad capacity"))?;
-        if head.total_words != Self::total_words(capacity, threads) as u64 {
-            return Err(mismatch("the header's sizes do not match"));
-        }
-        let q = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        let q = Self::assemble(o.store, o.capacity, o.threads, o.options);
         let w = q.shared.store.words();
         if !q.enq.valid(w) || !q.deq.valid(w) {
             return Err(mismatch("S names no record (corrupt)"));
@@ -647,25 +643,15 @@ impl<P: Persist> PWFQueue<P> {
     /// ```
     pub fn audit(&mut self) -> Result<(), AuditError> {
         let on_list = self.on_list().map_err(AuditError)?;
-        let mut free = vec![false; on_list.len()];
-        for t in 0..self.enq.threads() {
+        let free = (0..self.enq.threads()).flat_map(|t| {
             // SAFETY:
             // - `&mut self`: no handle, hence no operation, is alive.
             let l = unsafe { self.shared.local(t) };
             // Nodes taken by a discarded last attempt are free too.
-            for &n in l.free.iter().chain(&l.taken) {
-                let slot = free
-                    .get_mut(n as usize)
-                    .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
-                if std::mem::replace(slot, true) {
-                    return Err(AuditError(format!("node {n} is free twice")));
-                }
-                if on_list[n as usize] {
-                    return Err(AuditError(format!("node {n} is both on the list and free")));
-                }
-            }
-        }
-        Ok(())
+            l.free.iter().chain(&l.taken)
+        });
+        // No leak check: dequeued nodes come back only at `open`.
+        audit_free(&on_list, free, false)
     }
 
     /// Gives back the region of a persistent queue (`None` for a volatile one).
@@ -732,11 +718,10 @@ impl<P: Persist> PWFQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self) -> Result<PWFQueueHandle<'_, P>, RegisterError> {
-        let id = self.slots.claim_any()?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::any(&self.slots)?))
     }
 
-    /// Registers as thread `id` (after a crash, to recover that thread's operation).
+    /// Registers as thread `id` (after a crash, to recover that thread's operations).
     ///
     /// # Errors
     ///
@@ -751,17 +736,16 @@ impl<P: Persist> PWFQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register_as(&self, id: usize) -> Result<PWFQueueHandle<'_, P>, RegisterError> {
-        self.slots.claim(id)?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
-    fn handle(&self, id: usize) -> PWFQueueHandle<'_, P> {
+    fn handle<'a>(&'a self, seat: Seat<'a>) -> PWFQueueHandle<'a, P> {
         let w = self.shared.store.words();
         PWFQueueHandle {
             queue: self,
-            id,
-            enq_seq: self.enq.seed(w, id),
-            deq_seq: self.deq.seed(w, id),
+            enq_seq: self.enq.seed(w, seat.id),
+            deq_seq: self.deq.seed(w, seat.id),
+            seat,
         }
     }
 
@@ -791,7 +775,7 @@ impl<P: Persist> PWFQueue<P> {
 /// ```
 pub struct PWFQueueHandle<'a, P: Persist = NoPersist> {
     queue: &'a PWFQueue<P>,
-    id: usize,
+    seat: Seat<'a>,
     enq_seq: u64,
     deq_seq: u64,
 }
@@ -799,16 +783,10 @@ pub struct PWFQueueHandle<'a, P: Persist = NoPersist> {
 impl<P: Persist> fmt::Debug for PWFQueueHandle<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PWFQueueHandle")
-            .field("id", &self.id)
+            .field("id", &self.seat.id)
             .field("enq_seq", &self.enq_seq)
             .field("deq_seq", &self.deq_seq)
             .finish()
-    }
-}
-
-impl<P: Persist> Drop for PWFQueueHandle<'_, P> {
-    fn drop(&mut self) {
-        self.queue.slots.release(self.id);
     }
 }
 
@@ -822,7 +800,7 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn id(&self) -> usize {
-        self.id
+        self.seat.id
     }
 
     /// The number of this thread id's last enqueue.
@@ -877,17 +855,18 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn enqueue(&mut self, value: u64) -> Result<(), Full> {
-        self.enq_seq += 1;
         let q = self.queue;
-        let s = &q.shared;
-        unit_of(q.enq.execute(
-            s.store.words(),
-            s.store.persist(),
+        let (s, seat) = (&q.shared, &self.seat);
+        shared::run(
+            &q.enq,
+            &s.store,
             &Enq(s),
-            self.id,
+            seat,
+            &mut self.enq_seq,
             value,
-            self.enq_seq,
-        ))
+            unit_of,
+        )
+        .unwrap_or_else(|e| poisoned(e))
     }
 
     /// Dequeues the oldest value (`None` if the queue is empty); returns once durable.
@@ -903,17 +882,18 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dequeue(&mut self) -> Option<u64> {
-        self.deq_seq += 1;
         let q = self.queue;
-        let s = &q.shared;
-        value_of(q.deq.execute(
-            s.store.words(),
-            s.store.persist(),
-            &q.deq_batch(),
-            self.id,
+        let (s, seat, batch) = (&q.shared, &self.seat, &q.deq_batch());
+        shared::run(
+            &q.deq,
+            &s.store,
+            batch,
+            seat,
+            &mut self.deq_seq,
             0,
-            self.deq_seq,
-        ))
+            value_of,
+        )
+        .unwrap_or_else(|e| poisoned(e))
     }
 
     /// The number of values: enqueued minus dequeued, from two persisted snapshots (dequeuers'
@@ -964,18 +944,10 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_enqueue(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
-        self.enq_seq = seq;
         let q = self.queue;
-        let s = &q.shared;
-        let r = q.enq.recover(
-            s.store.words(),
-            s.store.persist(),
-            &Enq(s),
-            self.id,
-            value,
-            seq,
-        );
-        recovered(r, unit_of)
+        let (s, seat, last) = (&q.shared, &self.seat, &mut self.enq_seq);
+        shared::recover(&q.enq, &s.store, &Enq(s), seat, last, value, seq, unit_of)
+            .unwrap_or_else(|e| poisoned(e))
     }
 
     /// Recovers this thread's dequeue numbered `seq` (see
@@ -993,18 +965,11 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_dequeue(&mut self, seq: u64) -> Recovered<Option<u64>> {
-        self.deq_seq = seq;
         let q = self.queue;
-        let s = &q.shared;
-        let r = q.deq.recover(
-            s.store.words(),
-            s.store.persist(),
-            &q.deq_batch(),
-            self.id,
-            0,
-            seq,
-        );
-        recovered(r, value_of)
+        let (s, seat, last) = (&q.shared, &self.seat, &mut self.deq_seq);
+        let batch = &q.deq_batch();
+        shared::recover(&q.deq, &s.store, batch, seat, last, 0, seq, value_of)
+            .unwrap_or_else(|e| poisoned(e))
     }
 }
 

@@ -26,16 +26,16 @@
 
 use core::fmt;
 
-use super::store::{Header, Link, Pool, Store};
+use super::shared::{self, audit_free, open_header, walk_stack, Place, Seat};
+use super::store::{Link, Pool, Store};
 use super::{
-    check_threads, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options,
-    Ret,
+    check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pwf::{WfBatch, WfInstance};
 use crate::error::{BuildError, RegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
-use crate::sync::{AtomicU64, UnsafeCell};
+use crate::sync::UnsafeCell;
 use crate::Recovered;
 use pmem::{NoPersist, Persist, Pod, Region};
 
@@ -347,10 +347,7 @@ impl<P: Persist> PWFStack<P> {
         options: Options,
         persist: P,
     ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        Self::nodes(capacity, max_threads)?;
-        let store = Store::heap(Self::total_words(capacity, max_threads), persist);
-        Ok(Self::create_in(store, capacity, max_threads, options))
+        Self::build(Place::Heap(persist), capacity, max_threads, options)
     }
 
     /// A persistent stack allocated in `region` (its owner from now on) and recorded as the
@@ -378,12 +375,23 @@ impl<P: Persist> PWFStack<P> {
         max_threads: usize,
         options: Options,
     ) -> Result<Self, BuildError> {
+        Self::build(Place::Region(region), capacity, max_threads, options)
+    }
+
+    fn build(
+        place: Place<P>,
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
         check_threads(max_threads)?;
         Self::nodes(capacity, max_threads)?;
-        let (store, off) = Store::allocate(region, Self::total_words(capacity, max_threads))?;
-        let stack = Self::create_in(store, capacity, max_threads, options);
-        stack.core.store.publish(off)?;
-        Ok(stack)
+        let total = Self::total_words(capacity, max_threads);
+        place.build(
+            total,
+            |store| Self::create_in(store, capacity, max_threads, options),
+            |stack| &stack.core.store,
+        )
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
@@ -391,13 +399,9 @@ impl<P: Persist> PWFStack<P> {
         stack
             .inst
             .init(stack.core.store.words(), &StackState::default());
-        stack.core.store.init(&Header {
-            magic: MAGIC,
-            threads: max_threads as u64,
-            capacity: u64::from(capacity),
-            total_words: Self::total_words(capacity, max_threads) as u64,
-            options: options.bits(),
-        });
+        let total = Self::total_words(capacity, max_threads);
+        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        stack.core.store.init_structure(&head);
         let all = vec![false; stack.core.pool.nodes as usize];
         stack.give_back_free(&all);
         stack
@@ -459,18 +463,10 @@ impl<P: Persist> PWFStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let (store, head) = Store::open(region, MAGIC, KIND)?;
+        let nodes_ok = |c, t| Self::nodes(c, t).is_ok();
+        let o = open_header(region, MAGIC, KIND, nodes_ok, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let threads = usize::try_from(head.threads)
-            .ok()
-            .filter(|&t| check_threads(t).is_ok())
-            .ok_or(mismatch("bad max_threads in the header"))?;
-        let capacity = u32::try_from(head.capacity).map_err(|_| mismatch("bad capacity"))?;
-        Self::nodes(capacity, threads).map_err(|_| mismatch("bad capacity"))?;
-        if head.total_words != Self::total_words(capacity, threads) as u64 {
-            return Err(mismatch("the header's sizes do not match"));
-        }
-        let stack = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
             return Err(mismatch("S names no record (corrupt)"));
         }
@@ -484,25 +480,8 @@ impl<P: Persist> PWFStack<P> {
     /// Walks the list from the current `top`: which nodes are on it, or why it is malformed.
     fn on_list(&self) -> Result<Vec<bool>, String> {
         let w = self.core.store.words();
-        let pool = &self.core.pool;
         let st = self.inst.state_now(w);
-        let mut on_list = vec![false; pool.nodes as usize];
-        let mut link = st.top;
-        let mut len = 0u64;
-        while link != 0 {
-            let node = pool
-                .node_of(link)
-                .ok_or_else(|| format!("link {link} out of the pool"))?;
-            if std::mem::replace(&mut on_list[node as usize], true) {
-                return Err(format!("node {node} is on the list twice (a cycle)"));
-            }
-            len += 1;
-            link = pool.next(w, node);
-        }
-        if len != st.len {
-            return Err(format!("{len} nodes on the list, length {}", st.len));
-        }
-        Ok(on_list)
+        walk_stack(w, &self.core.pool, st.top, st.len)
     }
 
     /// Checks the structure (no handle may be alive): the list from `top` is well formed and
@@ -526,32 +505,14 @@ impl<P: Persist> PWFStack<P> {
     /// ```
     pub fn audit(&mut self) -> Result<(), AuditError> {
         let on_list = self.on_list().map_err(AuditError)?;
-        let mut free = vec![false; on_list.len()];
-        for t in 0..self.inst.threads() {
+        let free = (0..self.inst.threads()).flat_map(|t| {
             // SAFETY:
             // - `&mut self`: no handle, hence no operation, is alive.
             let l = unsafe { self.core.local(t) };
             // Nodes taken by a discarded last attempt are free too.
-            for &n in l.free.iter().chain(&l.taken) {
-                let slot = free
-                    .get_mut(n as usize)
-                    .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
-                if std::mem::replace(slot, true) {
-                    return Err(AuditError(format!("node {n} is free twice")));
-                }
-                if on_list[n as usize] {
-                    return Err(AuditError(format!("node {n} is both on the list and free")));
-                }
-            }
-        }
-        if self.core.options.recycling {
-            if let Some(n) = (0..on_list.len()).find(|&n| !on_list[n] && !free[n]) {
-                return Err(AuditError(format!(
-                    "node {n} leaked: neither on the list nor free"
-                )));
-            }
-        }
-        Ok(())
+            l.free.iter().chain(&l.taken)
+        });
+        audit_free(&on_list, free, self.core.options.recycling)
     }
 
     /// Gives back the region of a persistent stack (`None` for a volatile one).
@@ -618,16 +579,14 @@ impl<P: Persist> PWFStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self) -> Result<PWFStackHandle<'_, P>, RegisterError> {
-        let id = self.slots.claim_any()?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::any(&self.slots)?))
     }
 
     /// Registers as thread `id` (after a crash, to recover that thread's operation).
     ///
     /// # Errors
     ///
-    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
-    /// has a live handle.
+    /// [`RegisterError::OutOfRange`], [`RegisterError::InUse`].
     ///
     /// # Examples
     ///
@@ -637,21 +596,16 @@ impl<P: Persist> PWFStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register_as(&self, id: usize) -> Result<PWFStackHandle<'_, P>, RegisterError> {
-        self.slots.claim(id)?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
-    fn handle(&self, id: usize) -> PWFStackHandle<'_, P> {
-        let seq = self.inst.seed(self.words(), id);
+    fn handle<'a>(&'a self, seat: Seat<'a>) -> PWFStackHandle<'a, P> {
+        let seq = self.inst.seed(self.core.store.words(), seat.id);
         PWFStackHandle {
             stack: self,
-            id,
+            seat,
             seq,
         }
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.core.store.words()
     }
 }
 
@@ -672,44 +626,43 @@ impl<P: Persist> PWFStack<P> {
 /// ```
 pub struct PWFStackHandle<'a, P: Persist = NoPersist> {
     stack: &'a PWFStack<P>,
-    id: usize,
+    seat: Seat<'a>,
     seq: u64,
 }
 
 impl<P: Persist> fmt::Debug for PWFStackHandle<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PWFStackHandle")
-            .field("id", &self.id)
+            .field("id", &self.seat.id)
             .field("seq", &self.seq)
             .finish()
     }
 }
 
-impl<P: Persist> Drop for PWFStackHandle<'_, P> {
-    fn drop(&mut self) {
-        self.stack.slots.release(self.id);
-    }
-}
-
+/// The wait-free structures are never poisoned (no lock; a panicking attempt installs
+/// nothing): the shared calls' `Poisoned` cannot occur.
 impl<P: Persist> PWFStackHandle<'_, P> {
-    fn run(&mut self, op: WfOp) -> Ret {
-        self.seq += 1;
+    fn run<T>(&mut self, op: WfOp, answer: fn(Ret) -> T) -> T {
         let s = self.stack;
-        s.inst.execute(
-            s.words(),
-            s.core.store.persist(),
-            &s.core,
-            self.id,
-            op,
-            self.seq,
-        )
+        let (store, seat) = (&s.core.store, &self.seat);
+        shared::run(&s.inst, store, &s.core, seat, &mut self.seq, op, answer)
+            .unwrap_or_else(|e| poisoned(e))
     }
 
-    fn recover(&mut self, op: WfOp, seq: u64) -> Recovered<Ret> {
-        self.seq = seq;
+    fn recover<T>(&mut self, op: WfOp, seq: u64, answer: fn(Ret) -> T) -> Recovered<T> {
         let s = self.stack;
-        s.inst
-            .recover(s.words(), s.core.store.persist(), &s.core, self.id, op, seq)
+        let (store, seat) = (&s.core.store, &self.seat);
+        shared::recover(
+            &s.inst,
+            store,
+            &s.core,
+            seat,
+            &mut self.seq,
+            op,
+            seq,
+            answer,
+        )
+        .unwrap_or_else(|e| poisoned(e))
     }
 
     /// This thread's id.
@@ -721,7 +674,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn id(&self) -> usize {
-        self.id
+        self.seat.id
     }
 
     /// The sequence number of this thread id's last operation.
@@ -759,7 +712,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn push(&mut self, value: u64) -> Result<(), Full> {
-        unit_of(self.run([PUSH, value]))
+        self.run([PUSH, value], unit_of)
     }
 
     /// Pops the top value (`None` if empty; wait-free); returns once the pop is durable.
@@ -775,7 +728,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pop(&mut self) -> Option<u64> {
-        value_of(self.run([POP, 0]))
+        self.run([POP, 0], value_of)
     }
 
     /// The number of values (a validated, persisted snapshot; lock-free).
@@ -791,7 +744,8 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// ```
     pub fn len(&mut self) -> usize {
         let s = self.stack;
-        s.inst.read(s.words(), s.core.store.persist()).len as usize
+        let (w, persist) = (s.core.store.words(), s.core.store.persist());
+        s.inst.read(w, persist).len as usize
     }
 
     /// Whether the stack is empty (a snapshot).
@@ -823,7 +777,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_push(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
-        recovered(self.recover([PUSH, value], seq), unit_of)
+        self.recover([PUSH, value], seq, unit_of)
     }
 
     /// Recovers this thread's pop with sequence number `seq` (see
@@ -841,6 +795,6 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_pop(&mut self, seq: u64) -> Recovered<Option<u64>> {
-        recovered(self.recover([POP, 0], seq), value_of)
+        self.recover([POP, 0], seq, value_of)
     }
 }

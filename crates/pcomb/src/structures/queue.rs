@@ -22,17 +22,17 @@ use core::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::store::{Header, Link, Pool, Store};
+use super::shared::{self, audit_free, open_header, Place, Seat};
+use super::store::{Link, Pool, Store};
 use super::{
-    check_threads, poisoned, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full,
-    Options, Ret,
+    check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pb::{Batch, Instance};
 use crate::error::{BuildError, RegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering, UnsafeCell};
-use crate::Recovered;
+use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Region};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"PBQUEUE1");
@@ -385,9 +385,7 @@ impl<P: Persist> PBQueue<P> {
         options: Options,
         persist: P,
     ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        let store = Store::heap(Self::total_words(capacity, max_threads), persist);
-        Ok(Self::create_in(store, capacity, max_threads, options))
+        Self::build(Place::Heap(persist), capacity, max_threads, options)
     }
 
     /// A persistent queue allocated in `region` (its owner from now on) and recorded as the
@@ -415,11 +413,22 @@ impl<P: Persist> PBQueue<P> {
         max_threads: usize,
         options: Options,
     ) -> Result<Self, BuildError> {
+        Self::build(Place::Region(region), capacity, max_threads, options)
+    }
+
+    fn build(
+        place: Place<P>,
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
         check_threads(max_threads)?;
-        let (store, off) = Store::allocate(region, Self::total_words(capacity, max_threads))?;
-        let q = Self::create_in(store, capacity, max_threads, options);
-        q.shared.store.publish(off)?;
-        Ok(q)
+        let total = Self::total_words(capacity, max_threads);
+        place.build(
+            total,
+            |store| Self::create_in(store, capacity, max_threads, options),
+            |q| &q.shared.store,
+        )
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
@@ -429,13 +438,9 @@ impl<P: Persist> PBQueue<P> {
         q.shared.pool.set(w, 0, 0, 0);
         q.enq.init(w, &1);
         q.deq.init(w, &1);
-        q.shared.store.init(&Header {
-            magic: MAGIC,
-            threads: max_threads as u64,
-            capacity: u64::from(capacity),
-            total_words: Self::total_words(capacity, max_threads) as u64,
-            options: options.bits(),
-        });
+        let total = Self::total_words(capacity, max_threads);
+        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        q.shared.store.init_structure(&head);
         // Relaxed: not shared yet.
         q.shared.old_tail.store(1, Ordering::Relaxed);
         for n in 1..=capacity {
@@ -486,20 +491,13 @@ impl<P: Persist> PBQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let (store, head) = Store::open(region, MAGIC, KIND)?;
+        let capacity_ok = |c, _| c < u32::MAX;
+        let o = open_header(region, MAGIC, KIND, capacity_ok, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let threads = usize::try_from(head.threads)
-            .ok()
-            .filter(|&t| check_threads(t).is_ok())
-            .ok_or(mismatch("bad max_threads in the header"))?;
-        let capacity = u32::try_from(head.capacity)
-            .ok()
-            .filter(|&c| c < u32::MAX)
-            .ok_or(mismatch("bad capacity"))?;
-        if head.total_words != Self::total_words(capacity, threads) as u64 {
-            return Err(mismatch("the header's sizes do not match"));
-        }
-        let q = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        let (capacity, q) = (
+            o.capacity,
+            Self::assemble(o.store, o.capacity, o.threads, o.options),
+        );
         let w = q.shared.store.words();
         if !q.enq.valid(w) || !q.deq.valid(w) {
             return Err(mismatch("a Deactivate flag is not 0 or 1 (corrupt)"));
@@ -564,26 +562,8 @@ impl<P: Persist> PBQueue<P> {
                 "oldTail {old_tail} is not the durable Tail {tail} of a quiescent queue"
             )));
         }
-        let mut free = vec![false; on_list.len()];
-        for n in self.shared.ring.snapshot() {
-            let slot = free
-                .get_mut(n as usize)
-                .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
-            if std::mem::replace(slot, true) {
-                return Err(AuditError(format!("node {n} is free twice")));
-            }
-            if on_list[n as usize] {
-                return Err(AuditError(format!("node {n} is both on the list and free")));
-            }
-        }
-        if self.shared.options.recycling {
-            if let Some(n) = (0..on_list.len()).find(|&n| !on_list[n] && !free[n]) {
-                return Err(AuditError(format!(
-                    "node {n} leaked: neither on the list nor free"
-                )));
-            }
-        }
-        Ok(())
+        let free = self.shared.ring.snapshot();
+        audit_free(&on_list, &free, self.shared.options.recycling)
     }
 
     /// Gives back the region of a persistent queue (`None` for a volatile one).
@@ -650,15 +630,15 @@ impl<P: Persist> PBQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self) -> Result<PBQueueHandle<'_, P>, RegisterError> {
-        let id = self.slots.claim_any()?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::any(&self.slots)?))
     }
 
-    /// Registers as thread `id` (after a crash, to recover that thread's operation).
+    /// Registers as thread `id` (after a crash, to recover that thread's operations).
     ///
     /// # Errors
     ///
-    /// [`RegisterError::OutOfRange`], [`RegisterError::InUse`].
+    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
+    /// has a live handle.
     ///
     /// # Examples
     ///
@@ -668,17 +648,16 @@ impl<P: Persist> PBQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register_as(&self, id: usize) -> Result<PBQueueHandle<'_, P>, RegisterError> {
-        self.slots.claim(id)?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
-    fn handle(&self, id: usize) -> PBQueueHandle<'_, P> {
+    fn handle<'a>(&'a self, seat: Seat<'a>) -> PBQueueHandle<'a, P> {
         let w = self.shared.store.words();
         PBQueueHandle {
             queue: self,
-            id,
-            enq_seq: self.enq.seed(w, id),
-            deq_seq: self.deq.seed(w, id),
+            enq_seq: self.enq.seed(w, seat.id),
+            deq_seq: self.deq.seed(w, seat.id),
+            seat,
         }
     }
 }
@@ -704,7 +683,7 @@ impl<P: Persist> PBQueue<P> {
 /// ```
 pub struct PBQueueHandle<'a, P: Persist = NoPersist> {
     queue: &'a PBQueue<P>,
-    id: usize,
+    seat: Seat<'a>,
     enq_seq: u64,
     deq_seq: u64,
 }
@@ -712,16 +691,10 @@ pub struct PBQueueHandle<'a, P: Persist = NoPersist> {
 impl<P: Persist> fmt::Debug for PBQueueHandle<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PBQueueHandle")
-            .field("id", &self.id)
+            .field("id", &self.seat.id)
             .field("enq_seq", &self.enq_seq)
             .field("deq_seq", &self.deq_seq)
             .finish()
-    }
-}
-
-impl<P: Persist> Drop for PBQueueHandle<'_, P> {
-    fn drop(&mut self) {
-        self.queue.slots.release(self.id);
     }
 }
 
@@ -735,7 +708,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn id(&self) -> usize {
-        self.id
+        self.seat.id
     }
 
     /// The number of this thread id's last enqueue.
@@ -791,21 +764,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn enqueue(&mut self, value: u64) -> Result<(), Full> {
-        self.enq_seq += 1;
-        let q = self.queue;
-        let s = &q.shared;
-        unit_of(
-            q.enq
-                .execute(
-                    s.store.words(),
-                    s.store.persist(),
-                    &Enq(s),
-                    self.id,
-                    value,
-                    self.enq_seq,
-                )
-                .unwrap_or_else(|e| poisoned(e)),
-        )
+        self.try_enqueue(value).unwrap_or_else(|e| poisoned(e))
     }
 
     /// Dequeues the oldest value (`None` if the queue is empty, or holds only values whose
@@ -826,21 +785,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dequeue(&mut self) -> Option<u64> {
-        self.deq_seq += 1;
-        let q = self.queue;
-        let s = &q.shared;
-        value_of(
-            q.deq
-                .execute(
-                    s.store.words(),
-                    s.store.persist(),
-                    &Deq(s),
-                    self.id,
-                    (),
-                    self.deq_seq,
-                )
-                .unwrap_or_else(|e| poisoned(e)),
-        )
+        self.try_dequeue().unwrap_or_else(|e| poisoned(e))
     }
 
     /// Recovers this thread's enqueue of `value` numbered `seq`, interrupted by a crash
@@ -858,18 +803,8 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_enqueue(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
-        self.enq_seq = seq;
-        let q = self.queue;
-        let s = &q.shared;
-        let r = q.enq.recover(
-            s.store.words(),
-            s.store.persist(),
-            &Enq(s),
-            self.id,
-            value,
-            seq,
-        );
-        recovered(r.unwrap_or_else(|e| poisoned(e)), unit_of)
+        self.try_recover_enqueue(value, seq)
+            .unwrap_or_else(|e| poisoned(e))
     }
 
     /// Recovers this thread's dequeue numbered `seq` (see
@@ -887,18 +822,112 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_dequeue(&mut self, seq: u64) -> Recovered<Option<u64>> {
-        self.deq_seq = seq;
+        self.try_recover_dequeue(seq)
+            .unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`enqueue`](Self::enqueue) that returns nr-core's [`Poisoned`] instead of panicking when
+    /// the queue is poisoned (as
+    /// [`PBCombHandle::try_execute_mut`](crate::PBCombHandle::try_execute_mut)).
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked; otherwise the enqueue's own answer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PBQueue::new(1, 1)?;
+    /// assert_eq!(q.register()?.try_enqueue(1), Ok(Ok(())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_enqueue(&mut self, value: u64) -> Result<Result<(), Full>, Poisoned> {
         let q = self.queue;
-        let s = &q.shared;
-        let r = q.deq.recover(
-            s.store.words(),
-            s.store.persist(),
+        let (s, seat) = (&q.shared, &self.seat);
+        shared::run(
+            &q.enq,
+            &s.store,
+            &Enq(s),
+            seat,
+            &mut self.enq_seq,
+            value,
+            unit_of,
+        )
+    }
+
+    /// [`dequeue`](Self::dequeue) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PBQueue::new(1, 1)?;
+    /// assert_eq!(q.register()?.try_dequeue(), Ok(None));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_dequeue(&mut self) -> Result<Option<u64>, Poisoned> {
+        let q = self.queue;
+        let (s, seat) = (&q.shared, &self.seat);
+        shared::run(
+            &q.deq,
+            &s.store,
             &Deq(s),
-            self.id,
+            seat,
+            &mut self.deq_seq,
             (),
-            seq,
-        );
-        recovered(r.unwrap_or_else(|e| poisoned(e)), value_of)
+            value_of,
+        )
+    }
+
+    /// [`recover_enqueue`](Self::recover_enqueue) that returns [`Poisoned`] instead of
+    /// panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBQueue, Recovered};
+    /// let q = PBQueue::new(2, 1)?;
+    /// let mut h = q.register()?;
+    /// assert_eq!(h.try_recover_enqueue(5, 1), Ok(Recovered::Reexecuted(Ok(()))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover_enqueue(
+        &mut self,
+        value: u64,
+        seq: u64,
+    ) -> Result<Recovered<Result<(), Full>>, Poisoned> {
+        let q = self.queue;
+        let (s, seat, last) = (&q.shared, &self.seat, &mut self.enq_seq);
+        shared::recover(&q.enq, &s.store, &Enq(s), seat, last, value, seq, unit_of)
+    }
+
+    /// [`recover_dequeue`](Self::recover_dequeue) that returns [`Poisoned`] instead of
+    /// panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBQueue, Recovered};
+    /// let q = PBQueue::new(2, 1)?;
+    /// let mut h = q.register()?;
+    /// assert_eq!(h.try_recover_dequeue(1), Ok(Recovered::Reexecuted(None)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover_dequeue(&mut self, seq: u64) -> Result<Recovered<Option<u64>>, Poisoned> {
+        let q = self.queue;
+        let (s, seat, last) = (&q.shared, &self.seat, &mut self.deq_seq);
+        shared::recover(&q.deq, &s.store, &Deq(s), seat, last, (), seq, value_of)
     }
 }
 

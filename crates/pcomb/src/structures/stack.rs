@@ -17,17 +17,17 @@
 
 use core::fmt;
 
-use super::store::{Header, Link, Pool, Store};
+use super::shared::{self, audit_free, open_header, walk_stack, Place, Seat};
+use super::store::{Link, Pool, Store};
 use super::{
-    check_threads, poisoned, recovered, ret_unit, ret_value, unit_of, value_of, AuditError, Full,
-    Options, Ret,
+    check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pb::{Batch, Instance};
 use crate::error::{BuildError, RegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
-use crate::sync::{AtomicU64, UnsafeCell};
-use crate::Recovered;
+use crate::sync::UnsafeCell;
+use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Pod, Region};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"PBSTACK1");
@@ -331,9 +331,7 @@ impl<P: Persist> PBStack<P> {
         options: Options,
         persist: P,
     ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        let store = Store::heap(Self::total_words(capacity, max_threads), persist);
-        Ok(Self::create_in(store, capacity, max_threads, options))
+        Self::build(Place::Heap(persist), capacity, max_threads, options)
     }
 
     /// A persistent stack allocated in `region` (which becomes its owner) and recorded as the
@@ -363,11 +361,22 @@ impl<P: Persist> PBStack<P> {
         max_threads: usize,
         options: Options,
     ) -> Result<Self, BuildError> {
+        Self::build(Place::Region(region), capacity, max_threads, options)
+    }
+
+    fn build(
+        place: Place<P>,
+        capacity: u32,
+        max_threads: usize,
+        options: Options,
+    ) -> Result<Self, BuildError> {
         check_threads(max_threads)?;
-        let (store, off) = Store::allocate(region, Self::total_words(capacity, max_threads))?;
-        let stack = Self::create_in(store, capacity, max_threads, options);
-        stack.core.store.publish(off)?;
-        Ok(stack)
+        let total = Self::total_words(capacity, max_threads);
+        place.build(
+            total,
+            |store| Self::create_in(store, capacity, max_threads, options),
+            |stack| &stack.core.store,
+        )
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
@@ -375,13 +384,9 @@ impl<P: Persist> PBStack<P> {
         stack
             .inst
             .init(stack.core.store.words(), &StackState::default());
-        stack.core.store.init(&Header {
-            magic: MAGIC,
-            threads: max_threads as u64,
-            capacity: u64::from(capacity),
-            total_words: Self::total_words(capacity, max_threads) as u64,
-            options: options.bits(),
-        });
+        let total = Self::total_words(capacity, max_threads);
+        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        stack.core.store.init_structure(&head);
         // SAFETY:
         // - not shared yet (we own the only reference).
         let nodes = unsafe { stack.core.nodes() };
@@ -428,17 +433,9 @@ impl<P: Persist> PBStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let (store, head) = Store::open(region, MAGIC, KIND)?;
+        let o = open_header(region, MAGIC, KIND, |_, _| true, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let threads = usize::try_from(head.threads)
-            .ok()
-            .filter(|&t| check_threads(t).is_ok())
-            .ok_or(mismatch("bad max_threads in the header"))?;
-        let capacity = u32::try_from(head.capacity).map_err(|_| mismatch("bad capacity"))?;
-        if head.total_words != Self::total_words(capacity, threads) as u64 {
-            return Err(mismatch("the header's sizes do not match"));
-        }
-        let stack = Self::assemble(store, capacity, threads, Options::from_bits(head.options));
+        let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
             return Err(mismatch("a Deactivate flag is not 0 or 1 (corrupt)"));
         }
@@ -451,28 +448,17 @@ impl<P: Persist> PBStack<P> {
         Ok(stack)
     }
 
-    /// Walks the list from the durable `top`: every node not on it, highest index first (so
-    /// that the lowest is handed out first), or why the list is malformed.
-    fn free_nodes(&self) -> Result<Vec<u32>, String> {
+    /// Walks the list from the durable `top`: which nodes are on it, or why it is malformed.
+    fn on_list(&self) -> Result<Vec<bool>, String> {
         let w = self.core.store.words();
-        let pool = &self.core.pool;
         let st = self.inst.state_now(w);
-        let mut on_list = vec![false; self.capacity as usize];
-        let mut link = st.top;
-        let mut len = 0u64;
-        while link != 0 {
-            let node = pool
-                .node_of(link)
-                .ok_or_else(|| format!("link {link} out of the pool"))?;
-            if std::mem::replace(&mut on_list[node as usize], true) {
-                return Err(format!("node {node} is on the list twice (a cycle)"));
-            }
-            len += 1;
-            link = pool.next(w, node);
-        }
-        if len != st.len {
-            return Err(format!("{len} nodes on the list, length {}", st.len));
-        }
+        walk_stack(w, &self.core.pool, st.top, st.len)
+    }
+
+    /// Every node not on the list from the durable `top`, highest index first (so that the
+    /// lowest is handed out first), or why the list is malformed.
+    fn free_nodes(&self) -> Result<Vec<u32>, String> {
+        let on_list = self.on_list()?;
         Ok((0..self.capacity)
             .rev()
             .filter(|&i| !on_list[i as usize])
@@ -500,41 +486,11 @@ impl<P: Persist> PBStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn audit(&mut self) -> Result<(), AuditError> {
-        let expected_free = self.free_nodes().map_err(AuditError)?;
+        let on_list = self.on_list().map_err(AuditError)?;
         // SAFETY:
         // - `&mut self`: no handle, hence no combiner, is alive.
         let nodes = unsafe { self.core.nodes() };
-        let mut seen = vec![false; self.capacity as usize];
-        for &n in &nodes.free {
-            let slot = seen
-                .get_mut(n as usize)
-                .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
-            if std::mem::replace(slot, true) {
-                return Err(AuditError(format!("node {n} is free twice")));
-            }
-        }
-        for &n in &expected_free {
-            seen[n as usize] = !seen[n as usize];
-        }
-        // Now `seen[n]` is true exactly where the free list and "off the list" disagree.
-        let on_free: Vec<bool> = {
-            let mut v = vec![false; self.capacity as usize];
-            for &n in &nodes.free {
-                v[n as usize] = true;
-            }
-            v
-        };
-        for n in (0..seen.len()).filter(|&n| seen[n]) {
-            if on_free[n] {
-                return Err(AuditError(format!("node {n} is both on the list and free")));
-            }
-            if self.core.options.recycling {
-                return Err(AuditError(format!(
-                    "node {n} leaked: neither on the list nor free"
-                )));
-            }
-        }
-        Ok(())
+        audit_free(&on_list, &nodes.free, self.core.options.recycling)
     }
 
     /// Gives back the region of a persistent stack (`None` for a volatile one).
@@ -601,8 +557,7 @@ impl<P: Persist> PBStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self) -> Result<PBStackHandle<'_, P>, RegisterError> {
-        let id = self.slots.claim_any()?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::any(&self.slots)?))
     }
 
     /// Registers as thread `id` (after a crash, to recover that thread's operation).
@@ -620,21 +575,16 @@ impl<P: Persist> PBStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register_as(&self, id: usize) -> Result<PBStackHandle<'_, P>, RegisterError> {
-        self.slots.claim(id)?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
-    fn handle(&self, id: usize) -> PBStackHandle<'_, P> {
-        let seq = self.inst.seed(self.core.store.words(), id);
+    fn handle<'a>(&'a self, seat: Seat<'a>) -> PBStackHandle<'a, P> {
+        let seq = self.inst.seed(self.core.store.words(), seat.id);
         PBStackHandle {
             stack: self,
-            id,
+            seat,
             seq,
         }
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.core.store.words()
     }
 }
 
@@ -658,47 +608,44 @@ impl<P: Persist> PBStack<P> {
 /// ```
 pub struct PBStackHandle<'a, P: Persist = NoPersist> {
     stack: &'a PBStack<P>,
-    id: usize,
+    seat: Seat<'a>,
     seq: u64,
 }
 
 impl<P: Persist> fmt::Debug for PBStackHandle<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PBStackHandle")
-            .field("id", &self.id)
+            .field("id", &self.seat.id)
             .field("seq", &self.seq)
             .finish()
     }
 }
 
-impl<P: Persist> Drop for PBStackHandle<'_, P> {
-    fn drop(&mut self) {
-        self.stack.slots.release(self.id);
-    }
-}
-
 impl<P: Persist> PBStackHandle<'_, P> {
-    fn run(&mut self, op: StackOp) -> Ret {
-        self.seq += 1;
+    fn run<T>(&mut self, op: StackOp, answer: fn(Ret) -> T) -> Result<T, Poisoned> {
         let s = self.stack;
-        s.inst
-            .execute(
-                s.words(),
-                s.core.store.persist(),
-                &s.core,
-                self.id,
-                op,
-                self.seq,
-            )
-            .unwrap_or_else(|e| poisoned(e))
+        let (store, seat) = (&s.core.store, &self.seat);
+        shared::run(&s.inst, store, &s.core, seat, &mut self.seq, op, answer)
     }
 
-    fn recover(&mut self, op: StackOp, seq: u64) -> Recovered<Ret> {
-        self.seq = seq;
+    fn recover<T>(
+        &mut self,
+        op: StackOp,
+        seq: u64,
+        answer: fn(Ret) -> T,
+    ) -> Result<Recovered<T>, Poisoned> {
         let s = self.stack;
-        s.inst
-            .recover(s.words(), s.core.store.persist(), &s.core, self.id, op, seq)
-            .unwrap_or_else(|e| poisoned(e))
+        let (store, seat) = (&s.core.store, &self.seat);
+        shared::recover(
+            &s.inst,
+            store,
+            &s.core,
+            seat,
+            &mut self.seq,
+            op,
+            seq,
+            answer,
+        )
     }
 
     /// This thread's id.
@@ -710,7 +657,7 @@ impl<P: Persist> PBStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn id(&self) -> usize {
-        self.id
+        self.seat.id
     }
 
     /// The sequence number of this thread id's last operation.
@@ -750,7 +697,7 @@ impl<P: Persist> PBStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn push(&mut self, value: u64) -> Result<(), Full> {
-        unit_of(self.run(StackOp::Push(value)))
+        self.try_push(value).unwrap_or_else(|e| poisoned(e))
     }
 
     /// Pops the top value (`None` if empty); returns once the pop is durable.
@@ -770,7 +717,7 @@ impl<P: Persist> PBStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pop(&mut self) -> Option<u64> {
-        value_of(self.run(StackOp::Pop))
+        self.try_pop().unwrap_or_else(|e| poisoned(e))
     }
 
     /// The number of values (a snapshot of the durable state).
@@ -789,12 +736,7 @@ impl<P: Persist> PBStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len(&mut self) -> usize {
-        let s = self.stack;
-        let st = s
-            .inst
-            .read(s.words(), s.core.store.persist(), &s.core, self.id)
-            .unwrap_or_else(|e| poisoned(e));
-        st.len as usize
+        self.try_len().unwrap_or_else(|e| poisoned(e))
     }
 
     /// Whether the stack is empty (a snapshot).
@@ -827,7 +769,8 @@ impl<P: Persist> PBStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_push(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
-        recovered(self.recover(StackOp::Push(value), seq), unit_of)
+        self.try_recover_push(value, seq)
+            .unwrap_or_else(|e| poisoned(e))
     }
 
     /// Recovers this thread's pop with sequence number `seq` (see
@@ -845,7 +788,103 @@ impl<P: Persist> PBStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_pop(&mut self, seq: u64) -> Recovered<Option<u64>> {
-        recovered(self.recover(StackOp::Pop, seq), value_of)
+        self.try_recover_pop(seq).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`push`](Self::push) that returns nr-core's [`Poisoned`] instead of panicking when the
+    /// stack is poisoned (as [`PBCombHandle::try_execute_mut`](crate::PBCombHandle::try_execute_mut)).
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked; otherwise the push's own answer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(1, 1)?;
+    /// assert_eq!(s.register()?.try_push(1), Ok(Ok(())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_push(&mut self, value: u64) -> Result<Result<(), Full>, Poisoned> {
+        self.run(StackOp::Push(value), unit_of)
+    }
+
+    /// [`pop`](Self::pop) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(1, 1)?;
+    /// assert_eq!(s.register()?.try_pop(), Ok(None));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_pop(&mut self) -> Result<Option<u64>, Poisoned> {
+        self.run(StackOp::Pop, value_of)
+    }
+
+    /// [`len`](Self::len) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(1, 1)?;
+    /// assert_eq!(s.register()?.try_len(), Ok(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_len(&mut self) -> Result<usize, Poisoned> {
+        let s = self.stack;
+        let (w, persist) = (s.core.store.words(), s.core.store.persist());
+        Ok(s.inst.read(w, persist, &s.core, self.seat.id)?.len as usize)
+    }
+
+    /// [`recover_push`](Self::recover_push) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBStack, Recovered};
+    /// let s = PBStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// assert_eq!(h.try_recover_push(1, 1), Ok(Recovered::Reexecuted(Ok(()))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover_push(
+        &mut self,
+        value: u64,
+        seq: u64,
+    ) -> Result<Recovered<Result<(), Full>>, Poisoned> {
+        self.recover(StackOp::Push(value), seq, unit_of)
+    }
+
+    /// [`recover_pop`](Self::recover_pop) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBStack, Recovered};
+    /// let s = PBStack::new(2, 1)?;
+    /// let mut h = s.register()?;
+    /// assert_eq!(h.try_recover_pop(1), Ok(Recovered::Reexecuted(None)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover_pop(&mut self, seq: u64) -> Result<Recovered<Option<u64>>, Poisoned> {
+        self.recover(StackOp::Pop, seq, value_of)
     }
 }
 

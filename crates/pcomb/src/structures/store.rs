@@ -15,14 +15,12 @@
 //! All accesses go through `AtomicU64` (the `words::` convention of the protocols), so a loom
 //! model and the simulated persistence domain see every one of them.
 
-use core::ptr::NonNull;
-
-use pmem::{Offset, Persist, Region};
+use pmem::{Persist, Region};
 
 use crate::error::BuildError;
 use crate::layout::LINE_WORDS;
-use crate::sync::{words_at, AtomicU64, Ordering};
-use crate::words;
+use crate::memory::{checksum, Memory};
+use crate::sync::{AtomicU64, Ordering};
 
 /// Header word indices.
 pub(crate) mod header {
@@ -36,7 +34,7 @@ pub(crate) mod header {
     pub(crate) const CHECKED: usize = CHECKSUM;
 }
 
-/// The header of a structure: what [`Store::open`] checks before anything else is read.
+/// The header of a structure: what [`Store::open_structure`] checks before anything else is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
     pub(crate) magic: u64,
@@ -59,127 +57,25 @@ impl Header {
     }
 }
 
-/// Where the words are.
-enum Backing<P: Persist> {
-    Heap {
-        words: Box<[AtomicU64]>,
-        persist: P,
-    },
-    /// `len` words at `ptr` inside `region` (64-byte aligned), accessed only through atomics.
-    Region {
-        region: Region<P>,
-        ptr: NonNull<u64>,
-        len: usize,
-    },
-}
+/// A structure's persistent words and the persistence domain that flushes them: the one
+/// [`Memory`] type of the crate, with the structure's header.
+pub(crate) type Store<P> = Memory<P>;
 
-/// A structure's persistent words and the persistence domain that flushes them.
-pub(crate) struct Store<P: Persist> {
-    backing: Backing<P>,
-}
-
-// SAFETY:
-// - `Backing::Region`'s `ptr` points into the mapping owned by the `Region` stored beside it
-//   (`Send + Sync`), and the words are only accessed through atomics;
-// - `Backing::Heap` holds atomics and a `P: Send + Sync`.
-unsafe impl<P: Persist> Send for Store<P> {}
-// SAFETY: as for `Send`.
-unsafe impl<P: Persist> Sync for Store<P> {}
-
-impl<P: Persist> core::fmt::Debug for Store<P> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Store")
-            .field("words", &self.words().len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl<P: Persist> Store<P> {
-    /// `len` zeroed heap words, flushed through `persist`.
-    pub(crate) fn heap(len: usize, persist: P) -> Self {
-        Self {
-            backing: Backing::Heap {
-                words: words::zeroed(len),
-                persist,
-            },
-        }
-    }
-
-    /// Allocates `len` words (64-byte aligned) in `region`; [`Store::publish`] makes them the
-    /// region's root once they are initialized and persisted.
-    pub(crate) fn allocate(region: Region<P>, len: usize) -> Result<(Self, Offset), BuildError> {
-        let bytes = (len * 8) as u64;
-        let off = region
-            .allocator(bytes)
-            .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
-            .map_err(|e| match e {
-                pmem::AllocError::Exhausted { .. } => {
-                    BuildError::RegionTooSmall { needed: len * 8 }
-                }
-                other => BuildError::Region(Box::new(other)),
-            })?;
-        let ptr = region
-            .ptr_array::<u64>(off, len as u64)
-            .map_err(region_err)?;
-        // The allocator hands out fresh (zeroed) space of a region created for this object; a
-        // reused region may hold old bytes there, so zero the block explicitly.
-        let store = Self {
-            backing: Backing::Region { region, ptr, len },
-        };
-        for w in store.words() {
-            // Relaxed: the structure is not shared yet; `init` persists and publishes it.
-            w.store(0, Ordering::Relaxed);
-        }
-        Ok((store, off))
-    }
-
+impl<P: Persist> Memory<P> {
     /// Writes `head`, then persists every word (pwb of everything, psync): a crash at
     /// any later point finds a complete initial structure.
-    pub(crate) fn init(&self, head: &Header) {
-        let w = self.words();
-        for (i, v) in head.values().iter().enumerate() {
-            // Relaxed: not shared yet; the psync below and the hand-over by reference publish it.
-            w[i].store(*v, Ordering::Relaxed);
-        }
-        let persist = self.persist();
-        persist.pwb_val(w);
-        // No pfence before it: see `Memory::init_header`.
-        persist.psync();
-    }
-
-    /// Records `off` (the start of the block) as the region's root; persisted.
-    pub(crate) fn publish(&self, off: Offset) -> Result<(), BuildError> {
-        match &self.backing {
-            Backing::Region { region, .. } => region.set_root(off).map_err(region_err),
-            Backing::Heap { .. } => Ok(()),
-        }
+    pub(crate) fn init_structure(&self, head: &Header) {
+        self.write_header_and_persist(&head.values());
     }
 
     /// The block at `region`'s root, whose header has magic `magic` (named `kind` in errors).
-    pub(crate) fn open(
+    pub(crate) fn open_structure(
         region: Region<P>,
         magic: u64,
         kind: &'static str,
     ) -> Result<(Self, Header), BuildError> {
         let mismatch = |detail| BuildError::LayoutMismatch { kind, detail };
-        let off = region
-            .root()
-            .ok_or(mismatch("the region has no root object"))?;
-        let head = region
-            .ptr_array::<u64>(off, LINE_WORDS as u64)
-            .map_err(region_err)?;
-        let mut v = [0u64; LINE_WORDS];
-        {
-            // SAFETY:
-            // - `ptr_array` checked that `LINE_WORDS` words at `head` are in bounds and aligned;
-            // - nothing else accesses the region while it is being opened;
-            // - the view is dropped at the end of this block.
-            let view = unsafe { words_at(head.as_ptr(), LINE_WORDS) };
-            for (x, w) in v.iter_mut().zip(view) {
-                // Relaxed: single-threaded reopening.
-                *x = w.load(Ordering::Relaxed);
-            }
-        }
+        let (off, v) = Self::read_root::<LINE_WORDS>(&region, kind)?;
         if v[header::MAGIC] != magic {
             return Err(mismatch(
                 "wrong magic (another structure, or not a structure root)",
@@ -195,51 +91,8 @@ impl<P: Persist> Store<P> {
             total_words: v[header::TOTAL_WORDS],
             options: v[header::OPTIONS],
         };
-        let len = usize::try_from(head.total_words)
-            .ok()
-            .filter(|&n| n >= LINE_WORDS && n <= (region.len() / 8) as usize)
-            .ok_or(mismatch("the header's sizes do not fit the region"))?;
-        let ptr = region
-            .ptr_array::<u64>(off, len as u64)
-            .map_err(region_err)?;
-        Ok((
-            Self {
-                backing: Backing::Region { region, ptr, len },
-            },
-            head,
-        ))
-    }
-
-    /// All words.
-    #[inline]
-    pub(crate) fn words(&self) -> &[AtomicU64] {
-        match &self.backing {
-            Backing::Heap { words, .. } => words,
-            Backing::Region { ptr, len, .. } => {
-                // SAFETY:
-                // - `ptr` came from `Region::ptr_array` for `len` words: in bounds and aligned,
-                //   and the mapping lives as long as the region in `self`, hence as `&self`;
-                // - the structure accesses its words only through these atomics.
-                unsafe { words_at(ptr.as_ptr(), *len) }
-            }
-        }
-    }
-
-    /// The persistence domain.
-    #[inline]
-    pub(crate) fn persist(&self) -> &P {
-        match &self.backing {
-            Backing::Heap { persist, .. } => persist,
-            Backing::Region { region, .. } => region.persist(),
-        }
-    }
-
-    /// The region, for a persistent structure.
-    pub(crate) fn into_region(self) -> Option<Region<P>> {
-        match self.backing {
-            Backing::Heap { .. } => None,
-            Backing::Region { region, .. } => Some(region),
-        }
+        let len = usize::try_from(head.total_words).ok();
+        Ok((Self::open_root(region, off, len, kind)?, head))
     }
 }
 
@@ -346,18 +199,4 @@ impl Pool {
 
 fn pwb_lines<P: Persist>(w: &[AtomicU64], persist: &P, first: usize, last: usize) {
     persist.pwb_val(&w[first * LINE_WORDS..(last + 1) * LINE_WORDS]);
-}
-
-/// FNV-1a over the header words.
-fn checksum(words: &[u64]) -> u64 {
-    words
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
-}
-
-fn region_err(e: pmem::RegionError) -> BuildError {
-    BuildError::Region(Box::new(e))
 }
