@@ -231,9 +231,9 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         // SAFETY:
         // - `span` is the record's own bytes, inside the region's mapping, which lives as long
         //   as `self`.
-        unsafe { persist.pwb(addr, len) };
-        persist.pfence();
-        persist.psync();
+        unsafe { persist.pwb(addr, len) }; // rewrite: pwb
+        persist.pfence(); // rewrite: pfence
+        persist.psync(); // rewrite: psync
     }
 
     /// The `S` word and the record it points to.

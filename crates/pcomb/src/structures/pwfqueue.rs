@@ -569,8 +569,8 @@ impl<P: Persist> PWFQueue<P> {
             // of the two pointers 0: no pending link, and the link is durable).
             q.shared.pool.set_next(w, node, b);
             q.shared.pool.persist_nodes(w, persist, &mut [node]);
-            persist.pfence();
-            persist.psync();
+            persist.pfence(); // repair: pfence
+            persist.psync(); // repair: psync
             q.enq.rewrite_state(
                 w,
                 persist,
