@@ -6,6 +6,7 @@ mod error;
 mod fingerprint;
 mod layout;
 mod memory;
+mod object;
 pub mod objects;
 mod pbcomb;
 mod pwfcomb;

@@ -302,3 +302,31 @@ pub(crate) fn checksum(words: &[u64]) -> u64 {
 fn region_err(e: pmem::RegionError) -> BuildError {
     BuildError::Region(Box::new(e))
 }
+
+/// Where a fresh object or structure goes: heap words flushed through a persistence domain
+/// (volatile, or counting flushes), or a new block of a region, recorded as its root.
+pub(crate) enum Place<P: Persist> {
+    Heap(P),
+    Region(Region<P>),
+}
+
+impl<P: Persist> Place<P> {
+    /// Builds an object of `total` words with `make` (which initializes and persists it) and,
+    /// in a region, records it as the root (`store` finds its memory).
+    pub(crate) fn build<T>(
+        self,
+        total: usize,
+        make: impl FnOnce(Memory<P>) -> T,
+        store: impl FnOnce(&T) -> &Memory<P>,
+    ) -> Result<T, BuildError> {
+        match self {
+            Place::Heap(persist) => Ok(make(Memory::heap(total, persist))),
+            Place::Region(region) => {
+                let (s, off) = Memory::allocate(region, total)?;
+                let built = make(s);
+                store(&built).publish(off)?;
+                Ok(built)
+            }
+        }
+    }
+}

@@ -7,15 +7,13 @@ use core::marker::PhantomData;
 
 use nr_core::{Dispatch, Poisoned};
 
-use crate::config::MAX_THREADS;
 use crate::engine::pb::{Batch, Instance};
 use crate::error::{BuildError, RegisterError};
 use crate::fingerprint::type_fingerprint;
-use crate::layout::{header, Kind, RecordLayout};
-use crate::memory::Memory;
+use crate::memory::Place;
+use crate::object::Object;
 use crate::recovered::Recovered;
-use crate::slots::Slots;
-use crate::sync::AtomicU64;
+use crate::slots::Seat;
 use pmem::{NoPersist, Persist, Pod, Region};
 
 /// The batch of a `PBComb` pass: `dispatch_mut` on each request in thread order (Algorithm 2
@@ -107,9 +105,7 @@ where
     D::Response: Pod,
     P: Persist,
 {
-    mem: Memory<P>,
-    inst: Inst<D>,
-    slots: Slots,
+    obj: Object<Inst<D>, P>,
 }
 
 impl<D, P> fmt::Debug for PBComb<D, P>
@@ -121,7 +117,7 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PBComb")
             .field("max_threads", &self.max_threads())
-            .field("inst", &self.inst)
+            .field("inst", &self.obj.inst)
             .finish_non_exhaustive()
     }
 }
@@ -151,9 +147,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
-        let layout = Self::layout_for(max_threads)?;
-        let mem = Memory::heap(layout.total_words(2), NoPersist);
-        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
+        Self::with_persist(init, max_threads, NoPersist)
     }
 }
 
@@ -183,48 +177,22 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
-        let layout = Self::layout_for(max_threads)?;
-        let mem = Memory::heap(layout.total_words(2), persist);
-        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
+        let type_id = type_fingerprint::<D>();
+        Self::build(Place::Heap(persist), &init, max_threads, type_id)
     }
 
-    fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
-        if max_threads == 0 || max_threads > MAX_THREADS {
-            return Err(BuildError::InvalidMaxThreads {
-                requested: max_threads,
-                limit: MAX_THREADS,
-            });
-        }
-        Ok(Inst::<D>::layout(max_threads))
+    fn build(place: Place<P>, init: &D, threads: usize, type_id: u64) -> Result<Self, BuildError> {
+        let obj = Object::build(place, init, threads, Self::sizes(), type_id)?;
+        Ok(Self { obj })
     }
 
+    /// The header's sizes: state, response, operation.
     fn sizes() -> [usize; 3] {
         [
             core::mem::size_of::<D>(),
             core::mem::size_of::<D::Response>(),
             0,
         ]
-    }
-
-    /// Initializes `mem` (zeroed) as a fresh object holding `init` and persists it.
-    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D, type_id: u64) -> Self {
-        // MemState[0] := <init, <0..>, <0..>>; MIndex := 0 (Algorithm 1, initial values); the
-        // header write persists everything, records included.
-        let obj = Self::with_memory(mem, &layout);
-        obj.inst.init(obj.mem.words(), init);
-        obj.mem
-            .init_header(Kind::PBComb, &layout, Self::sizes(), type_id);
-        obj
-    }
-
-    /// The object over already-initialized memory, with fresh volatile variables (the state a
-    /// restarted process finds: `Request` zeroed, so every `valid` bit is 0).
-    fn with_memory(mem: Memory<P>, layout: &RecordLayout) -> Self {
-        Self {
-            mem,
-            inst: Instance::new(0, layout.threads),
-            slots: Slots::new(layout.threads),
-        }
     }
 
     /// A persistent object holding `init`, allocated in `region` (which becomes its owner)
@@ -283,11 +251,7 @@ where
         max_threads: usize,
         type_id: u64,
     ) -> Result<Self, BuildError> {
-        let layout = Self::layout_for(max_threads)?;
-        let (mem, off) = Memory::allocate(region, layout.total_words(2))?;
-        let obj = Self::create_in(mem, layout, &init, type_id);
-        obj.mem.publish(off)?;
-        Ok(obj)
+        Self::build(Place::Region(region), &init, max_threads, type_id)
     }
 
     /// Reopens the object at `region`'s root after a restart or crash: the state is the one in
@@ -337,22 +301,8 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
-        let (mem, head) = Memory::open(region, "PBComb")?;
-        let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
-            BuildError::LayoutMismatch {
-                kind: "PBComb",
-                detail: "bad max_threads in the header",
-            }
-        })?;
-        mem.check_header(Kind::PBComb, &layout, Self::sizes(), type_id)?;
-        let obj = Self::with_memory(mem, &layout);
-        if !obj.inst.valid(obj.mem.words()) {
-            return Err(BuildError::LayoutMismatch {
-                kind: "PBComb",
-                detail: "a Deactivate flag of the current record is not 0 or 1 (corrupt)",
-            });
-        }
-        Ok(obj)
+        let obj = Object::open(region, Self::sizes(), type_id)?;
+        Ok(Self { obj })
     }
 
     /// Gives back the region of a persistent object (`None` for a volatile one), e.g. to
@@ -366,7 +316,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn into_region(self) -> Option<Region<P>> {
-        self.mem.into_region()
+        self.obj.mem.into_region()
     }
 
     /// The `max_threads` fixed at construction.
@@ -379,7 +329,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn max_threads(&self) -> usize {
-        self.inst.threads()
+        self.obj.max_threads()
     }
 
     /// Registers the calling thread: claims the lowest free thread id.
@@ -399,8 +349,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self) -> Result<PBCombHandle<'_, D, P>, RegisterError> {
-        let id = self.slots.claim_any()?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::any(&self.obj.slots)?))
     }
 
     /// Registers as thread `id`: after a crash, each thread reclaims its old id to
@@ -422,20 +371,19 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register_as(&self, id: usize) -> Result<PBCombHandle<'_, D, P>, RegisterError> {
-        self.slots.claim(id)?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::at(&self.obj.slots, id)?))
     }
 
-    /// A handle for the claimed slot `id`, its `activate` bit seeded from the current record so
-    /// that the next announcement flips it (after a restart `Request` is zeroed but
-    /// `Deactivate[id]` is whatever was persisted).
-    fn handle(&self, id: usize) -> PBCombHandle<'_, D, P> {
-        let seq = self.inst.seed(self.mem.words(), id);
-        PBCombHandle { obj: self, id, seq }
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.mem.words()
+    /// A handle for the claimed slot, its `activate` bit seeded from the current record so that
+    /// the next announcement flips it (after a restart `Request` is zeroed but `Deactivate[id]`
+    /// is whatever was persisted).
+    fn handle<'a>(&'a self, seat: Seat<'a>) -> PBCombHandle<'a, D, P> {
+        let seq = self.obj.inst.seed(self.obj.words(), seat.id);
+        PBCombHandle {
+            obj: self,
+            seat,
+            seq,
+        }
     }
 }
 
@@ -471,7 +419,7 @@ where
     P: Persist,
 {
     obj: &'a PBComb<D, P>,
-    id: usize,
+    seat: Seat<'a>,
     seq: u64,
 }
 
@@ -483,20 +431,9 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PBCombHandle")
-            .field("id", &self.id)
+            .field("id", &self.seat.id)
             .field("seq", &self.seq)
             .finish()
-    }
-}
-
-impl<D, P> Drop for PBCombHandle<'_, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-    fn drop(&mut self) {
-        self.obj.slots.release(self.id);
     }
 }
 
@@ -516,7 +453,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn id(&self) -> usize {
-        self.id
+        self.seat.id
     }
 
     /// The sequence number of this thread's last operation (the next one gets `seq() + 1`).
@@ -576,15 +513,15 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
-        let obj = self.obj;
+        let obj = &self.obj.obj;
         obj.inst.check_poison()?;
         self.seq += 1;
-        let persist = obj.mem.persist();
+        let persist = obj.persist();
         obj.inst.execute(
             obj.words(),
             persist,
             &Dispatcher(PhantomData),
-            self.id,
+            self.seat.id,
             op,
             self.seq,
         )
@@ -626,11 +563,11 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_execute(&mut self, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
-        let obj = self.obj;
-        let persist = obj.mem.persist();
+        let obj = &self.obj.obj;
+        let persist = obj.persist();
         let st = obj
             .inst
-            .read(obj.words(), persist, &Dispatcher(PhantomData), self.id)?;
+            .read(obj.words(), persist, &Dispatcher(PhantomData), self.seat.id)?;
         Ok(st.dispatch(op))
     }
 
@@ -683,15 +620,15 @@ where
         op: D::WriteOperation,
         seq: u64,
     ) -> Result<Recovered<D::Response>, Poisoned> {
-        let obj = self.obj;
+        let obj = &self.obj.obj;
         obj.inst.check_poison()?;
         self.seq = seq;
-        let persist = obj.mem.persist();
+        let persist = obj.persist();
         obj.inst.recover(
             obj.words(),
             persist,
             &Dispatcher(PhantomData),
-            self.id,
+            self.seat.id,
             op,
             seq,
         )

@@ -8,15 +8,13 @@ use core::marker::PhantomData;
 
 use nr_core::Dispatch;
 
-use crate::config::MAX_THREADS;
 use crate::engine::pwf::{WfBatch, WfInstance};
 use crate::error::{BuildError, RegisterError};
 use crate::fingerprint::type_fingerprint;
-use crate::layout::{header, Kind, RecordLayout};
-use crate::memory::Memory;
+use crate::memory::Place;
+use crate::object::Object;
 use crate::recovered::Recovered;
-use crate::slots::Slots;
-use crate::sync::AtomicU64;
+use crate::slots::Seat;
 use pmem::{NoPersist, Persist, Pod, Region};
 
 /// The batch of a `PWFComb` attempt: `dispatch_mut` on each request in thread order
@@ -103,9 +101,7 @@ where
     D::WriteOperation: Pod,
     P: Persist,
 {
-    mem: Memory<P>,
-    inst: Inst<D>,
-    slots: Slots,
+    obj: Object<Inst<D>, P>,
 }
 
 impl<D, P> fmt::Debug for PWFComb<D, P>
@@ -118,7 +114,7 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PWFComb")
             .field("max_threads", &self.max_threads())
-            .field("inst", &self.inst)
+            .field("inst", &self.obj.inst)
             .finish_non_exhaustive()
     }
 }
@@ -149,9 +145,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
-        let layout = Self::layout_for(max_threads)?;
-        let mem = Memory::heap(Inst::<D>::words(max_threads), NoPersist);
-        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
+        Self::with_persist(init, max_threads, NoPersist)
     }
 }
 
@@ -182,46 +176,22 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
-        let layout = Self::layout_for(max_threads)?;
-        let mem = Memory::heap(Inst::<D>::words(max_threads), persist);
-        Ok(Self::create_in(mem, layout, &init, type_fingerprint::<D>()))
+        let type_id = type_fingerprint::<D>();
+        Self::build(Place::Heap(persist), &init, max_threads, type_id)
     }
 
-    fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
-        if max_threads == 0 || max_threads > MAX_THREADS {
-            return Err(BuildError::InvalidMaxThreads {
-                requested: max_threads,
-                limit: MAX_THREADS,
-            });
-        }
-        Ok(Inst::<D>::layout(max_threads))
+    fn build(place: Place<P>, init: &D, threads: usize, type_id: u64) -> Result<Self, BuildError> {
+        let obj = Object::build(place, init, threads, Self::sizes(), type_id)?;
+        Ok(Self { obj })
     }
 
+    /// The header's sizes: state, response, operation.
     fn sizes() -> [usize; 3] {
         [
             core::mem::size_of::<D>(),
             core::mem::size_of::<D::Response>(),
             core::mem::size_of::<D::WriteOperation>(),
         ]
-    }
-
-    /// Initializes `mem` (zeroed) as a fresh object holding `init` and persists it:
-    /// `S := &MemState[n][0]`, holding `<init, <0..>, <0..>, <0..>, 0>`.
-    fn create_in(mem: Memory<P>, layout: RecordLayout, init: &D, type_id: u64) -> Self {
-        let obj = Self::with_memory(mem, &layout);
-        obj.inst.init(obj.mem.words(), init);
-        obj.mem
-            .init_header(Kind::PWFComb, &layout, Self::sizes(), type_id);
-        obj
-    }
-
-    /// The object over initialized memory with fresh volatile variables.
-    fn with_memory(mem: Memory<P>, layout: &RecordLayout) -> Self {
-        Self {
-            mem,
-            inst: WfInstance::new(0, layout.threads),
-            slots: Slots::new(layout.threads),
-        }
     }
 
     /// A persistent object holding `init`, allocated in `region` (which becomes its owner)
@@ -280,11 +250,7 @@ where
         max_threads: usize,
         type_id: u64,
     ) -> Result<Self, BuildError> {
-        let layout = Self::layout_for(max_threads)?;
-        let (mem, off) = Memory::allocate(region, Inst::<D>::words(max_threads))?;
-        let obj = Self::create_in(mem, layout, &init, type_id);
-        obj.mem.publish(off)?;
-        Ok(obj)
+        Self::build(Place::Region(region), &init, max_threads, type_id)
     }
 
     /// Reopens the object at `region`'s root after a restart or crash: the state is the one in
@@ -334,23 +300,8 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
-        let (mem, head) = Memory::open(region, "PWFComb")?;
-        let layout = Self::layout_for(head[header::THREADS] as usize).map_err(|_| {
-            BuildError::LayoutMismatch {
-                kind: "PWFComb",
-                detail: "bad max_threads in the header",
-            }
-        })?;
-        mem.check_header(Kind::PWFComb, &layout, Self::sizes(), type_id)?;
-        let obj = Self::with_memory(mem, &layout);
-        if !obj.inst.valid(obj.mem.words()) {
-            return Err(BuildError::LayoutMismatch {
-                kind: "PWFComb",
-                detail: "S names no record, or a Deactivate or Index flag of the current \
-                         record is not 0 or 1 (corrupt)",
-            });
-        }
-        Ok(obj)
+        let obj = Object::open(region, Self::sizes(), type_id)?;
+        Ok(Self { obj })
     }
 
     /// Gives back the region of a persistent object (`None` for a volatile one), e.g. to
@@ -364,7 +315,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn into_region(self) -> Option<Region<P>> {
-        self.mem.into_region()
+        self.obj.mem.into_region()
     }
 
     /// The `max_threads` fixed at construction.
@@ -377,7 +328,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn max_threads(&self) -> usize {
-        self.inst.threads()
+        self.obj.max_threads()
     }
 
     /// Registers the calling thread: claims the lowest free thread id.
@@ -396,8 +347,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register(&self) -> Result<PWFCombHandle<'_, D, P>, RegisterError> {
-        let id = self.slots.claim_any()?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::any(&self.obj.slots)?))
     }
 
     /// Registers as thread `id` (to recover its pending operation after a crash).
@@ -417,18 +367,19 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn register_as(&self, id: usize) -> Result<PWFCombHandle<'_, D, P>, RegisterError> {
-        self.slots.claim(id)?;
-        Ok(self.handle(id))
+        Ok(self.handle(Seat::at(&self.obj.slots, id)?))
     }
 
-    /// A handle for slot `id`, its activate bit seeded from the current record.
-    fn handle(&self, id: usize) -> PWFCombHandle<'_, D, P> {
-        let seq = self.inst.seed(self.mem.words(), id);
-        PWFCombHandle { obj: self, id, seq }
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.mem.words()
+    /// A handle for the claimed slot, its `activate` bit seeded from the current record so that
+    /// the next announcement flips it (after a restart `Request` is zeroed but `Deactivate[id]`
+    /// is whatever was persisted).
+    fn handle<'a>(&'a self, seat: Seat<'a>) -> PWFCombHandle<'a, D, P> {
+        let seq = self.obj.inst.seed(self.obj.words(), seat.id);
+        PWFCombHandle {
+            obj: self,
+            seat,
+            seq,
+        }
     }
 }
 
@@ -454,7 +405,7 @@ where
     P: Persist,
 {
     obj: &'a PWFComb<D, P>,
-    id: usize,
+    seat: Seat<'a>,
     seq: u64,
 }
 
@@ -467,21 +418,9 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PWFCombHandle")
-            .field("id", &self.id)
+            .field("id", &self.seat.id)
             .field("seq", &self.seq)
             .finish()
-    }
-}
-
-impl<D, P> Drop for PWFCombHandle<'_, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    fn drop(&mut self) {
-        self.obj.slots.release(self.id);
     }
 }
 
@@ -502,7 +441,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn id(&self) -> usize {
-        self.id
+        self.seat.id
     }
 
     /// The sequence number of this thread's last operation.
@@ -533,13 +472,13 @@ where
     /// ```
     pub fn execute_mut(&mut self, op: D::WriteOperation) -> D::Response {
         self.seq += 1;
-        let obj = self.obj;
-        let persist = obj.mem.persist();
+        let obj = &self.obj.obj;
+        let persist = obj.persist();
         obj.inst.execute(
             obj.words(),
             persist,
             &Dispatcher(PhantomData),
-            self.id,
+            self.seat.id,
             op,
             self.seq,
         )
@@ -556,8 +495,8 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn execute(&mut self, op: D::ReadOperation<'_>) -> D::Response {
-        let obj = self.obj;
-        obj.inst.read(obj.words(), obj.mem.persist()).dispatch(op)
+        let obj = &self.obj.obj;
+        obj.inst.read(obj.words(), obj.persist()).dispatch(op)
     }
 
     /// Recovery function (Algorithm 3 `Recover`, lines 4-7) for this thread's operation `op`
@@ -578,13 +517,13 @@ where
     /// ```
     pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
         self.seq = seq;
-        let obj = self.obj;
-        let persist = obj.mem.persist();
+        let obj = &self.obj.obj;
+        let persist = obj.persist();
         obj.inst.recover(
             obj.words(),
             persist,
             &Dispatcher(PhantomData),
-            self.id,
+            self.seat.id,
             op,
             seq,
         )

@@ -47,3 +47,30 @@ impl Slots {
         self.in_use[id].store(false, Ordering::Release);
     }
 }
+
+/// A claimed thread slot; dropping it frees the id (a handle's drop).
+#[derive(Debug)]
+pub(crate) struct Seat<'a> {
+    slots: &'a Slots,
+    pub(crate) id: usize,
+}
+
+impl<'a> Seat<'a> {
+    /// Claims the lowest free id.
+    pub(crate) fn any(slots: &'a Slots) -> Result<Self, RegisterError> {
+        let id = slots.claim_any()?;
+        Ok(Self { slots, id })
+    }
+
+    /// Claims `id`.
+    pub(crate) fn at(slots: &'a Slots, id: usize) -> Result<Self, RegisterError> {
+        slots.claim(id)?;
+        Ok(Self { slots, id })
+    }
+}
+
+impl Drop for Seat<'_> {
+    fn drop(&mut self) {
+        self.slots.release(self.id);
+    }
+}

@@ -9,8 +9,9 @@ use super::store::{Header, Link, Pool, Store};
 use super::{check_threads, AuditError, Options, Ret};
 use crate::engine::pb::{Batch, Instance};
 use crate::engine::pwf::{WfBatch, WfInstance};
-use crate::error::{BuildError, RegisterError};
-use crate::slots::Slots;
+use crate::error::BuildError;
+pub(crate) use crate::memory::Place;
+pub(crate) use crate::slots::Seat;
 use crate::sync::AtomicU64;
 use crate::Recovered;
 use pmem::{Persist, Pod, Region};
@@ -156,33 +157,6 @@ pub(crate) fn recover<E: Engine<B>, B, P: Persist, T>(
     })
 }
 
-/// A claimed thread slot; dropping it frees the id (a handle's drop).
-#[derive(Debug)]
-pub(crate) struct Seat<'a> {
-    slots: &'a Slots,
-    pub(crate) id: usize,
-}
-
-impl<'a> Seat<'a> {
-    /// Claims the lowest free id.
-    pub(crate) fn any(slots: &'a Slots) -> Result<Self, RegisterError> {
-        let id = slots.claim_any()?;
-        Ok(Self { slots, id })
-    }
-
-    /// Claims `id`.
-    pub(crate) fn at(slots: &'a Slots, id: usize) -> Result<Self, RegisterError> {
-        slots.claim(id)?;
-        Ok(Self { slots, id })
-    }
-}
-
-impl Drop for Seat<'_> {
-    fn drop(&mut self) {
-        self.slots.release(self.id);
-    }
-}
-
 /// What a structure's header says, checked: the block, its thread count, capacity and
 /// options.
 pub(crate) struct Opened<P: Persist> {
@@ -221,34 +195,6 @@ pub(crate) fn open_header<P: Persist>(
         capacity,
         options: Options::from_bits(head.options),
     })
-}
-
-/// A fresh structure's block: on the heap (`Err(persist)`) or allocated in a region, with
-/// `total` words; `publish` is then called with the region offset to record as the root.
-pub(crate) enum Place<P: Persist> {
-    Heap(P),
-    Region(Region<P>),
-}
-
-impl<P: Persist> Place<P> {
-    /// Builds a structure of `total` words with `make` (which initializes and persists it)
-    /// and, in a region, records it as the root.
-    pub(crate) fn build<T>(
-        self,
-        total: usize,
-        make: impl FnOnce(Store<P>) -> T,
-        store: impl FnOnce(&T) -> &Store<P>,
-    ) -> Result<T, BuildError> {
-        match self {
-            Place::Heap(persist) => Ok(make(Store::heap(total, persist))),
-            Place::Region(region) => {
-                let (s, off) = Store::allocate(region, total)?;
-                let built = make(s);
-                store(&built).publish(off)?;
-                Ok(built)
-            }
-        }
-    }
 }
 
 /// The header of a new structure.
