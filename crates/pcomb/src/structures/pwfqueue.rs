@@ -35,7 +35,7 @@
 
 use core::fmt;
 
-use super::shared::{self, audit_free, open_header, Place, Seat};
+use super::shared::{self, audit_free, open_header, structure_api, Parts, Place, Seat};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -306,52 +306,12 @@ impl<P: Persist> fmt::Debug for PWFQueue<P> {
     }
 }
 
-impl PWFQueue<NoPersist> {
-    /// A volatile queue with a chunk of `capacity` nodes for each of `max_threads` registered
-    /// threads.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
-    /// [`MAX_THREADS`](crate::MAX_THREADS); [`BuildError::RegionTooSmall`] if
-    /// `capacity * max_threads + 1` nodes do not fit a `u32` index.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PWFQueue::new(8, 2)?.capacity(), 8);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
-        Self::with_options(capacity, max_threads, Options::default())
-    }
-
-    /// [`new`](Self::new) with explicit [`Options`] (kept in the header; they have no effect
-    /// on a `PWFQueue`).
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::{Options, PWFQueue};
-    /// let q = PWFQueue::with_options(1, 1, Options { elimination: false, recycling: false })?;
-    /// let mut h = q.register()?;
-    /// h.enqueue(1)?;
-    /// h.dequeue();
-    /// assert!(h.enqueue(2).is_err()); // the only node is reused only after `open`
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_options(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::with_persist(capacity, max_threads, options, NoPersist)
-    }
-}
+structure_api!(
+    PWFQueue,
+    PWFQueueHandle,
+    "queue",
+    "`capacity` nodes per thread (a chunk each, see the type's docs)"
+);
 
 impl<P: Persist> PWFQueue<P> {
     /// Nodes of the pool: a chunk per thread and the first dummy (the last node).
@@ -372,71 +332,17 @@ impl<P: Persist> PWFQueue<P> {
             + Pool::words((capacity as usize * max_threads + 1) as u32)
     }
 
-    /// Bytes a queue of `capacity` nodes per thread for `max_threads` threads takes in a
-    /// region (add the region's own header, 4 KiB, when sizing a region).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::PWFQueue;
-    /// assert!(PWFQueue::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 4 * 16_000);
-    /// ```
-    pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
-        Self::total_words(capacity, max_threads) * 8
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            slots: &self.slots,
+            options: self.options,
+            capacity: self.shared.capacity,
+            threads: self.enq.threads(),
+        }
     }
 
-    /// A heap-backed queue whose persistence instructions go to `persist` (not durable; the
-    /// exact pwb/pfence/psync sequence of the persistent queue, to count or cost it).
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](PWFQueue::new).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem, structures::{Options, PWFQueue}};
-    /// let q = PWFQueue::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;
-    /// pmem::reset_stats();
-    /// q.register()?.enqueue(1)?;
-    /// assert!(pmem::stats().psyncs >= 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_persist(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-        persist: P,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Heap(persist), capacity, max_threads, options)
-    }
-
-    /// A persistent queue allocated in `region` (its owner from now on) and recorded as the
-    /// region's root; everything is persisted before this returns.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`], [`BuildError::RegionTooSmall`] (see
-    /// [`bytes_needed`](Self::bytes_needed)), [`BuildError::Region`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem::Region, structures::{Options, PWFQueue}};
-    ///
-    /// let q = PWFQueue::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;
-    /// q.register()?.enqueue(5)?;
-    /// let q = PWFQueue::open(q.into_region().expect("in a region"))?;
-    /// assert_eq!(q.register()?.dequeue(), Some(5));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn create(
-        region: Region<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Region(region), capacity, max_threads, options)
+    fn into_store(self) -> Store<P> {
+        self.shared.store
     }
 
     fn build(
@@ -652,91 +558,6 @@ impl<P: Persist> PWFQueue<P> {
         });
         // No leak check: dequeued nodes come back only at `open`.
         audit_free(&on_list, free, false)
-    }
-
-    /// Gives back the region of a persistent queue (`None` for a volatile one).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(pcomb::structures::PWFQueue::new(1, 1)?.into_region().is_none());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn into_region(self) -> Option<Region<P>> {
-        self.shared.store.into_region()
-    }
-
-    /// The per-thread capacity fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PWFQueue::new(3, 1)?.capacity(), 3);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn capacity(&self) -> u32 {
-        self.shared.capacity
-    }
-
-    /// The options fixed at creation (no effect on a `PWFQueue`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PWFQueue::new(3, 1)?;
-    /// assert_eq!(q.options(), pcomb::structures::Options::default());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn options(&self) -> Options {
-        self.options
-    }
-
-    /// The `max_threads` fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PWFQueue::new(3, 2)?.max_threads(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn max_threads(&self) -> usize {
-        self.enq.threads()
-    }
-
-    /// Registers the calling thread under the lowest free thread id.
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PWFQueue::new(3, 1)?;
-    /// let _h = q.register()?;
-    /// assert!(q.register().is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register(&self) -> Result<PWFQueueHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::any(&self.slots)?))
-    }
-
-    /// Registers as thread `id` (after a crash, to recover that thread's operations).
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
-    /// has a live handle.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PWFQueue::new(3, 2)?;
-    /// assert_eq!(q.register_as(1)?.id(), 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register_as(&self, id: usize) -> Result<PWFQueueHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
     fn handle<'a>(&'a self, seat: Seat<'a>) -> PWFQueueHandle<'a, P> {

@@ -26,7 +26,7 @@
 
 use core::fmt;
 
-use super::shared::{self, audit_free, open_header, walk_stack, Place, Seat};
+use super::shared::{self, audit_free, open_header, structure_api, walk_stack, Parts, Place, Seat};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -246,52 +246,12 @@ impl<P: Persist> fmt::Debug for PWFStack<P> {
     }
 }
 
-impl PWFStack<NoPersist> {
-    /// A volatile stack for up to `capacity` values and `max_threads` registered threads, with
-    /// elimination and recycling.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
-    /// [`MAX_THREADS`](crate::MAX_THREADS); [`BuildError::RegionTooSmall`] if
-    /// `capacity * max_threads` nodes do not fit a `u32` index.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PWFStack::new(8, 2)?.capacity(), 8);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
-        Self::with_options(capacity, max_threads, Options::default())
-    }
-
-    /// [`new`](Self::new) with explicit [`Options`].
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::{Options, PWFStack};
-    /// let o = Options { elimination: false, recycling: false };
-    /// let s = PWFStack::with_options(1, 1, o)?;
-    /// let mut h = s.register()?;
-    /// h.push(1)?;
-    /// h.pop();
-    /// assert!(h.push(2).is_err()); // the only node of this thread is not recycled
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_options(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::with_persist(capacity, max_threads, options, NoPersist)
-    }
-}
+structure_api!(
+    PWFStack,
+    PWFStackHandle,
+    "stack",
+    "`capacity` nodes per thread (a chunk each, see the type's docs)"
+);
 
 impl<P: Persist> PWFStack<P> {
     fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
@@ -310,72 +270,17 @@ impl<P: Persist> PWFStack<P> {
             + Pool::words((capacity as usize * max_threads) as u32)
     }
 
-    /// Bytes a stack of `capacity` values for `max_threads` threads takes in a region (add the
-    /// region's own header, 4 KiB, when sizing a region). The node pool holds
-    /// `capacity * max_threads` nodes (a chunk per thread).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::PWFStack;
-    /// assert!(PWFStack::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 4 * 16_000);
-    /// ```
-    pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
-        Self::total_words(capacity, max_threads) * 8
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            slots: &self.slots,
+            options: self.core.options,
+            capacity: self.core.capacity,
+            threads: self.inst.threads(),
+        }
     }
 
-    /// A heap-backed stack whose persistence instructions go to `persist` (not durable; the
-    /// exact pwb/pfence/psync sequence of the persistent stack, to count or cost it).
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](PWFStack::new).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem, structures::{Options, PWFStack}};
-    /// let s = PWFStack::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;
-    /// pmem::reset_stats();
-    /// s.register()?.push(1)?;
-    /// assert!(pmem::stats().psyncs >= 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_persist(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-        persist: P,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Heap(persist), capacity, max_threads, options)
-    }
-
-    /// A persistent stack allocated in `region` (its owner from now on) and recorded as the
-    /// region's root; everything is persisted before this returns.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`], [`BuildError::RegionTooSmall`] (see
-    /// [`bytes_needed`](Self::bytes_needed)), [`BuildError::Region`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem::Region, structures::{Options, PWFStack}};
-    ///
-    /// let s = PWFStack::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;
-    /// s.register()?.push(5)?;
-    /// let s = PWFStack::open(s.into_region().expect("in a region"))?;
-    /// assert_eq!(s.register()?.pop(), Some(5));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn create(
-        region: Region<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Region(region), capacity, max_threads, options)
+    fn into_store(self) -> Store<P> {
+        self.core.store
     }
 
     fn build(
@@ -513,90 +418,6 @@ impl<P: Persist> PWFStack<P> {
             l.free.iter().chain(&l.taken)
         });
         audit_free(&on_list, free, self.core.options.recycling)
-    }
-
-    /// Gives back the region of a persistent stack (`None` for a volatile one).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(pcomb::structures::PWFStack::new(1, 1)?.into_region().is_none());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn into_region(self) -> Option<Region<P>> {
-        self.core.store.into_region()
-    }
-
-    /// The capacity fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PWFStack::new(3, 1)?.capacity(), 3);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn capacity(&self) -> u32 {
-        self.core.capacity
-    }
-
-    /// The options fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PWFStack::new(3, 1)?;
-    /// assert_eq!(s.options(), pcomb::structures::Options::default());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn options(&self) -> Options {
-        self.core.options
-    }
-
-    /// The `max_threads` fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PWFStack::new(3, 2)?.max_threads(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn max_threads(&self) -> usize {
-        self.inst.threads()
-    }
-
-    /// Registers the calling thread under the lowest free thread id.
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PWFStack::new(3, 1)?;
-    /// let _h = s.register()?;
-    /// assert!(s.register().is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register(&self) -> Result<PWFStackHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::any(&self.slots)?))
-    }
-
-    /// Registers as thread `id` (after a crash, to recover that thread's operation).
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::OutOfRange`], [`RegisterError::InUse`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PWFStack::new(3, 2)?;
-    /// assert_eq!(s.register_as(1)?.id(), 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register_as(&self, id: usize) -> Result<PWFStackHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
     fn handle<'a>(&'a self, seat: Seat<'a>) -> PWFStackHandle<'a, P> {

@@ -22,7 +22,7 @@ use core::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::shared::{self, audit_free, open_header, Place, Seat};
+use super::shared::{self, audit_free, open_header, structure_api, Parts, Place, Seat};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -297,49 +297,7 @@ impl<P: Persist> fmt::Debug for PBQueue<P> {
     }
 }
 
-impl PBQueue<NoPersist> {
-    /// A volatile queue for up to `capacity` values and `max_threads` registered threads, with
-    /// recycling.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PBQueue::new(8, 1)?.capacity(), 8);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
-        Self::with_options(capacity, max_threads, Options::default())
-    }
-
-    /// [`new`](Self::new) with explicit [`Options`].
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::{Options, PBQueue};
-    /// let q = PBQueue::with_options(1, 1, Options { elimination: false, recycling: false })?;
-    /// let mut h = q.register()?;
-    /// h.enqueue(1)?;
-    /// h.dequeue();
-    /// assert!(h.enqueue(2).is_err()); // the only node was not recycled
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_options(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::with_persist(capacity, max_threads, options, NoPersist)
-    }
-}
+structure_api!(PBQueue, PBQueueHandle, "queue", "up to `capacity` values");
 
 impl<P: Persist> PBQueue<P> {
     fn total_words(capacity: u32, max_threads: usize) -> usize {
@@ -349,71 +307,17 @@ impl<P: Persist> PBQueue<P> {
             + Pool::words(capacity + 1)
     }
 
-    /// Bytes a queue of `capacity` values for `max_threads` threads takes in a region (add the
-    /// region's own header, 4 KiB, when sizing a region).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::PBQueue;
-    /// assert!(PBQueue::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 16_000);
-    /// ```
-    pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
-        Self::total_words(capacity, max_threads) * 8
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            slots: &self.slots,
+            options: self.shared.options,
+            capacity: self.capacity,
+            threads: self.enq.threads(),
+        }
     }
 
-    /// A heap-backed queue whose persistence instructions go to `persist` (not durable; the
-    /// exact pwb/pfence/psync sequence of the persistent queue, to count or cost it).
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem, structures::{Options, PBQueue}};
-    /// let q = PBQueue::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;
-    /// pmem::reset_stats();
-    /// q.register()?.enqueue(1)?;
-    /// assert!(pmem::stats().pwbs >= 2); // the node, the record, MIndex
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_persist(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-        persist: P,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Heap(persist), capacity, max_threads, options)
-    }
-
-    /// A persistent queue allocated in `region` (its owner from now on) and recorded as the
-    /// region's root; everything is persisted before this returns.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`], [`BuildError::RegionTooSmall`] (see
-    /// [`bytes_needed`](Self::bytes_needed)), [`BuildError::Region`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem::Region, structures::{Options, PBQueue}};
-    ///
-    /// let q = PBQueue::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;
-    /// q.register()?.enqueue(5)?;
-    /// let q = PBQueue::open(q.into_region().expect("in a region"))?;
-    /// assert_eq!(q.register()?.dequeue(), Some(5));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn create(
-        region: Region<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Region(region), capacity, max_threads, options)
+    fn into_store(self) -> Store<P> {
+        self.shared.store
     }
 
     fn build(
@@ -564,91 +468,6 @@ impl<P: Persist> PBQueue<P> {
         }
         let free = self.shared.ring.snapshot();
         audit_free(&on_list, &free, self.shared.options.recycling)
-    }
-
-    /// Gives back the region of a persistent queue (`None` for a volatile one).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(pcomb::structures::PBQueue::new(1, 1)?.into_region().is_none());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn into_region(self) -> Option<Region<P>> {
-        self.shared.store.into_region()
-    }
-
-    /// The capacity fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PBQueue::new(3, 1)?.capacity(), 3);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn capacity(&self) -> u32 {
-        self.capacity
-    }
-
-    /// The options fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PBQueue::new(3, 1)?;
-    /// assert!(q.options().recycling);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn options(&self) -> Options {
-        self.shared.options
-    }
-
-    /// The `max_threads` fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PBQueue::new(3, 2)?.max_threads(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn max_threads(&self) -> usize {
-        self.enq.threads()
-    }
-
-    /// Registers the calling thread under the lowest free thread id.
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PBQueue::new(3, 1)?;
-    /// let _h = q.register()?;
-    /// assert!(q.register().is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register(&self) -> Result<PBQueueHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::any(&self.slots)?))
-    }
-
-    /// Registers as thread `id` (after a crash, to recover that thread's operations).
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
-    /// has a live handle.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PBQueue::new(3, 2)?;
-    /// assert_eq!(q.register_as(1)?.id(), 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register_as(&self, id: usize) -> Result<PBQueueHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
     fn handle<'a>(&'a self, seat: Seat<'a>) -> PBQueueHandle<'a, P> {

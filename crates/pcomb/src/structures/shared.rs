@@ -269,3 +269,220 @@ pub(crate) fn audit_free<'n>(
     }
     Ok(())
 }
+
+/// What the generated accessors read from a structure.
+pub(crate) struct Parts<'a> {
+    pub(crate) slots: &'a crate::slots::Slots,
+    pub(crate) options: Options,
+    pub(crate) capacity: u32,
+    pub(crate) threads: usize,
+}
+
+/// The constructors, accessors and registration every linked structure has, written once.
+///
+/// The structure `$T` (handle `$H`, a `$what` holding `$holds`) provides `total_words(capacity,
+/// max_threads)`, `build(place, capacity, max_threads, options)`, `handle(seat)` and
+/// `parts()`.
+macro_rules! structure_api {
+    ($T:ident, $H:ident, $what:literal, $holds:literal) => {
+        impl $T<NoPersist> {
+            #[doc = concat!("A volatile ", $what, " (no persistence cost) holding ", $holds, ", for up to")]
+            /// `max_threads` registered threads, with the default [`Options`] (elimination and
+            /// recycling on).
+            ///
+            /// # Errors
+            ///
+            /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+            /// [`MAX_THREADS`](crate::MAX_THREADS).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let s = pcomb::structures::", stringify!($T), "::new(8, 1)?;")]
+            /// assert_eq!(s.capacity(), 8);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
+                Self::with_options(capacity, max_threads, Options::default())
+            }
+
+            /// [`new`](Self::new) with explicit [`Options`].
+            ///
+            /// # Errors
+            ///
+            /// As [`new`](Self::new).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use pcomb::structures::{Options, ", stringify!($T), "};")]
+            /// let o = Options { elimination: false, recycling: true };
+            #[doc = concat!("assert_eq!(", stringify!($T), "::with_options(8, 1, o)?.options(), o);")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn with_options(
+                capacity: u32,
+                max_threads: usize,
+                options: Options,
+            ) -> Result<Self, BuildError> {
+                Self::with_persist(capacity, max_threads, options, NoPersist)
+            }
+        }
+
+        impl<P: Persist> $T<P> {
+            #[doc = concat!("Bytes a ", $what, " holding ", $holds, " for `max_threads` threads takes in a")]
+            /// region (add the region's own header, 4 KiB, when sizing a region).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use pcomb::structures::", stringify!($T), ";")]
+            #[doc = concat!("assert!(", stringify!($T), "::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 16_000);")]
+            /// ```
+            pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
+                Self::total_words(capacity, max_threads) * 8
+            }
+
+            #[doc = concat!("A heap-backed ", $what, " like [`new`](", stringify!($T), "::new) whose persistence")]
+            /// instructions go to `persist`: not durable, but with the exact pwb/pfence/psync
+            /// sequence of the persistent structure (to count or cost it).
+            ///
+            /// # Errors
+            ///
+            #[doc = concat!("As [`new`](", stringify!($T), "::new); [`BuildError::RegionTooSmall`] if the node")]
+            /// pool cannot be named by 32-bit links.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use pcomb::{pmem, structures::{Options, ", stringify!($T), "}};")]
+            #[doc = concat!("let s = ", stringify!($T), "::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;")]
+            /// assert_eq!(s.max_threads(), 1);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn with_persist(
+                capacity: u32,
+                max_threads: usize,
+                options: Options,
+                persist: P,
+            ) -> Result<Self, BuildError> {
+                Self::build(Place::Heap(persist), capacity, max_threads, options)
+            }
+
+            #[doc = concat!("A persistent ", $what, " allocated in `region` (which becomes its owner) and")]
+            /// recorded as the region's root; everything is persisted before this returns.
+            ///
+            /// # Errors
+            ///
+            /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
+            /// [`BuildError::RegionTooSmall`] if the region has no room for
+            /// [`bytes_needed`](Self::bytes_needed) bytes, [`BuildError::Region`] if the region
+            /// refuses the allocation or the root.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use pcomb::{pmem::Region, structures::{Options, ", stringify!($T), "}};")]
+            ///
+            #[doc = concat!("let s = ", stringify!($T), "::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;")]
+            #[doc = concat!("let s = ", stringify!($T), "::open(s.into_region().expect(\"in a region\"))?;")]
+            /// assert_eq!((s.capacity(), s.max_threads()), (100, 2));
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn create(
+                region: Region<P>,
+                capacity: u32,
+                max_threads: usize,
+                options: Options,
+            ) -> Result<Self, BuildError> {
+                Self::build(Place::Region(region), capacity, max_threads, options)
+            }
+
+            #[doc = concat!("Gives back the region of a persistent ", $what, " (`None` for a volatile one).")]
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("assert!(pcomb::structures::", stringify!($T), "::new(1, 1)?.into_region().is_none());")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn into_region(self) -> Option<Region<P>> {
+                self.into_store().into_region()
+            }
+
+            /// The capacity fixed at creation.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("assert_eq!(pcomb::structures::", stringify!($T), "::new(3, 1)?.capacity(), 3);")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn capacity(&self) -> u32 {
+                self.parts().capacity
+            }
+
+            /// The options fixed at creation.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let s = pcomb::structures::", stringify!($T), "::new(3, 1)?;")]
+            /// assert_eq!(s.options(), pcomb::structures::Options::default());
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn options(&self) -> Options {
+                self.parts().options
+            }
+
+            /// The `max_threads` fixed at creation.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("assert_eq!(pcomb::structures::", stringify!($T), "::new(3, 2)?.max_threads(), 2);")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn max_threads(&self) -> usize {
+                self.parts().threads
+            }
+
+            /// Registers the calling thread under the lowest free thread id.
+            ///
+            /// # Errors
+            ///
+            /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let s = pcomb::structures::", stringify!($T), "::new(3, 1)?;")]
+            /// let _h = s.register()?;
+            /// assert!(s.register().is_err());
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn register(&self) -> Result<$H<'_, P>, RegisterError> {
+                Ok(self.handle(Seat::any(self.parts().slots)?))
+            }
+
+            /// Registers as thread `id` (after a crash, to recover that thread's operations).
+            ///
+            /// # Errors
+            ///
+            /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`]
+            /// if `id` has a live handle.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let s = pcomb::structures::", stringify!($T), "::new(3, 2)?;")]
+            /// assert_eq!(s.register_as(1)?.id(), 1);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn register_as(&self, id: usize) -> Result<$H<'_, P>, RegisterError> {
+                Ok(self.handle(Seat::at(self.parts().slots, id)?))
+            }
+        }
+    };
+}
+pub(crate) use structure_api;

@@ -17,7 +17,7 @@
 
 use core::fmt;
 
-use super::shared::{self, audit_free, open_header, walk_stack, Place, Seat};
+use super::shared::{self, audit_free, open_header, structure_api, walk_stack, Parts, Place, Seat};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -245,48 +245,7 @@ impl<P: Persist> fmt::Debug for PBStack<P> {
     }
 }
 
-impl PBStack<NoPersist> {
-    /// A volatile stack (no persistence cost) for up to `capacity` values and `max_threads`
-    /// registered threads, with elimination and recycling.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
-    /// [`MAX_THREADS`](crate::MAX_THREADS).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let stack = pcomb::structures::PBStack::new(8, 1)?;
-    /// assert_eq!(stack.capacity(), 8);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
-        Self::with_options(capacity, max_threads, Options::default())
-    }
-
-    /// [`new`](Self::new) with explicit [`Options`].
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::{Options, PBStack};
-    /// let o = Options { elimination: false, recycling: true };
-    /// assert_eq!(PBStack::with_options(8, 1, o)?.options(), o);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_options(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::with_persist(capacity, max_threads, options, NoPersist)
-    }
-}
+structure_api!(PBStack, PBStackHandle, "stack", "up to `capacity` values");
 
 impl<P: Persist> PBStack<P> {
     /// Words of a stack: header line, instance, pool.
@@ -294,74 +253,17 @@ impl<P: Persist> PBStack<P> {
         LINE_WORDS + StackInstance::words(max_threads) + Pool::words(capacity)
     }
 
-    /// Bytes a stack of `capacity` values for `max_threads` threads takes in a region (add the
-    /// region's own header, 4 KiB, when sizing a region).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::structures::PBStack;
-    /// assert!(PBStack::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 16_000);
-    /// ```
-    pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
-        Self::total_words(capacity, max_threads) * 8
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            slots: &self.slots,
+            options: self.core.options,
+            capacity: self.capacity,
+            threads: self.inst.threads(),
+        }
     }
 
-    /// A heap-backed stack like [`new`](PBStack::new) whose persistence instructions go to
-    /// `persist`: not durable, but with the exact pwb/pfence/psync sequence of the persistent
-    /// stack (to count or cost it).
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](PBStack::new).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem, structures::{Options, PBStack}};
-    /// let s = PBStack::with_persist(8, 1, Options::default(), pmem::Hardware::no_flush())?;
-    /// pmem::reset_stats();
-    /// s.register()?.push(1)?;
-    /// assert!(pmem::stats().psyncs >= 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_persist(
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-        persist: P,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Heap(persist), capacity, max_threads, options)
-    }
-
-    /// A persistent stack allocated in `region` (which becomes its owner) and recorded as the
-    /// region's root; everything is persisted before this returns.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
-    /// [`BuildError::RegionTooSmall`] if the region has no room for
-    /// [`bytes_needed`](Self::bytes_needed) bytes, [`BuildError::Region`] if the region refuses
-    /// the allocation or the root.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{pmem::Region, structures::{Options, PBStack}};
-    ///
-    /// let stack = PBStack::create(Region::anonymous(1, 1 << 16)?, 100, 2, Options::default())?;
-    /// stack.register()?.push(5)?;
-    /// let stack = PBStack::open(stack.into_region().expect("in a region"))?;
-    /// assert_eq!(stack.register()?.pop(), Some(5));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn create(
-        region: Region<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        Self::build(Place::Region(region), capacity, max_threads, options)
+    fn into_store(self) -> Store<P> {
+        self.core.store
     }
 
     fn build(
@@ -491,91 +393,6 @@ impl<P: Persist> PBStack<P> {
         // - `&mut self`: no handle, hence no combiner, is alive.
         let nodes = unsafe { self.core.nodes() };
         audit_free(&on_list, &nodes.free, self.core.options.recycling)
-    }
-
-    /// Gives back the region of a persistent stack (`None` for a volatile one).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(pcomb::structures::PBStack::new(1, 1)?.into_region().is_none());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn into_region(self) -> Option<Region<P>> {
-        self.core.store.into_region()
-    }
-
-    /// The capacity fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PBStack::new(3, 1)?.capacity(), 3);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn capacity(&self) -> u32 {
-        self.capacity
-    }
-
-    /// The options fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PBStack::new(3, 1)?;
-    /// assert_eq!(s.options(), pcomb::structures::Options::default());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn options(&self) -> Options {
-        self.core.options
-    }
-
-    /// The `max_threads` fixed at creation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PBStack::new(3, 2)?.max_threads(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn max_threads(&self) -> usize {
-        self.inst.threads()
-    }
-
-    /// Registers the calling thread under the lowest free thread id.
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PBStack::new(3, 1)?;
-    /// let _h = s.register()?;
-    /// assert!(s.register().is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register(&self) -> Result<PBStackHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::any(&self.slots)?))
-    }
-
-    /// Registers as thread `id` (after a crash, to recover that thread's operation).
-    ///
-    /// # Errors
-    ///
-    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
-    /// has a live handle.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PBStack::new(3, 2)?;
-    /// assert_eq!(s.register_as(1)?.id(), 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn register_as(&self, id: usize) -> Result<PBStackHandle<'_, P>, RegisterError> {
-        Ok(self.handle(Seat::at(&self.slots, id)?))
     }
 
     fn handle<'a>(&'a self, seat: Seat<'a>) -> PBStackHandle<'a, P> {
