@@ -15,7 +15,7 @@ use nr_core::Dispatch;
 
 use super::{recovered, ret_unit, ret_value, unit_of, value_of, Full, Ret};
 use crate::error::{BuildError, RegisterError};
-use crate::{PBComb, PBCombHandle, Recovered};
+use crate::{PBComb, PBCombHandle, Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Pod, Region};
 
 /// A bounded binary min-heap of `u64` keys with room for `CAP` keys, as plain old data: the
@@ -559,5 +559,103 @@ impl<const CAP: usize, P: Persist> PBHeapHandle<'_, CAP, P> {
     /// ```
     pub fn recover_delete_min(&mut self, seq: u64) -> Recovered<Option<u64>> {
         recovered(self.inner.recover(HeapOp::DeleteMin, seq), value_of)
+    }
+
+    /// [`insert`](Self::insert) that returns nr-core's [`Poisoned`] instead of panicking when
+    /// the heap is poisoned (as
+    /// [`PBCombHandle::try_execute_mut`](crate::PBCombHandle::try_execute_mut)).
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked; otherwise the insert's own answer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let heap = pcomb::structures::PBHeap::<4>::new(1)?;
+    /// assert_eq!(heap.register()?.try_insert(3), Ok(Ok(())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_insert(&mut self, key: u64) -> Result<Result<(), Full>, Poisoned> {
+        self.inner.try_execute_mut(HeapOp::Insert(key)).map(unit_of)
+    }
+
+    /// [`delete_min`](Self::delete_min) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let heap = pcomb::structures::PBHeap::<4>::new(1)?;
+    /// assert_eq!(heap.register()?.try_delete_min(), Ok(None));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_delete_min(&mut self) -> Result<Option<u64>, Poisoned> {
+        self.inner.try_execute_mut(HeapOp::DeleteMin).map(value_of)
+    }
+
+    /// [`len`](Self::len) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let heap = pcomb::structures::PBHeap::<4>::new(1)?;
+    /// assert_eq!(heap.register()?.try_len(), Ok(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_len(&mut self) -> Result<usize, Poisoned> {
+        Ok(self.inner.try_execute(HeapRead::Len)?[1] as usize)
+    }
+
+    /// [`recover_insert`](Self::recover_insert) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBHeap, Recovered};
+    /// let heap = PBHeap::<4>::new(1)?;
+    /// let mut h = heap.register()?;
+    /// assert_eq!(h.try_recover_insert(3, 1), Ok(Recovered::Reexecuted(Ok(()))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover_insert(
+        &mut self,
+        key: u64,
+        seq: u64,
+    ) -> Result<Recovered<Result<(), Full>>, Poisoned> {
+        let r = self.inner.try_recover(HeapOp::Insert(key), seq)?;
+        Ok(recovered(r, unit_of))
+    }
+
+    /// [`recover_delete_min`](Self::recover_delete_min) that returns [`Poisoned`] instead of
+    /// panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a combining pass panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{structures::PBHeap, Recovered};
+    /// let heap = PBHeap::<4>::new(1)?;
+    /// let mut h = heap.register()?;
+    /// assert_eq!(h.try_recover_delete_min(1), Ok(Recovered::Reexecuted(None)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover_delete_min(&mut self, seq: u64) -> Result<Recovered<Option<u64>>, Poisoned> {
+        let r = self.inner.try_recover(HeapOp::DeleteMin, seq)?;
+        Ok(recovered(r, value_of))
     }
 }
