@@ -12,6 +12,11 @@
 //! after `open` starts at 0 or 1, not at the number the thread had reached; `recover_*(op,
 //! seq)` sets the handle's number to `seq`, and later calls continue from there.
 //!
+//! The blocking structures' handles ([`PBStackHandle`], [`PBQueueHandle`], [`PBHeapHandle`])
+//! panic on a poisoned structure (a combining pass that panicked); each call has a `try_*`
+//! twin that returns nr-core's [`Poisoned`](crate::Poisoned) instead, as `PBCombHandle`'s do.
+//! The wait-free ones have no lock and are never poisoned.
+//!
 //! | structure | state in the combined record | paper |
 //! |---|---|---|
 //! | [`PBStack`] | `top` and the length; nodes in a pool in the same region | §5 PBstack |
