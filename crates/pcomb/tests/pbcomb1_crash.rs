@@ -628,3 +628,54 @@ fn a_panicking_operation_poisons_and_is_not_applied() {
     assert_eq!(h.try_execute_mut(1), Err(pcomb::Poisoned));
     assert_eq!(obj.passes(), 1, "the panicking pass published nothing");
 }
+
+/// Nothing is visible before it is durable: a combiner held inside its pass's psync (a gated
+/// persistence domain) has not published the pass, so a read, `passes()` and a waiter whose
+/// request that pass applied all still see the state before it. (With the record published
+/// before the psync, the read returns 1 while the psync has not run: a crash there would lose a
+/// state some thread already saw.)
+#[test]
+fn nothing_is_visible_before_its_psync() {
+    use std::sync::Arc;
+
+    #[derive(Debug, Default)]
+    struct Gate {
+        armed: AtomicBool,
+        entered: AtomicBool,
+        open: AtomicBool,
+    }
+    #[derive(Debug, Clone, Default)]
+    struct Gated(Arc<Gate>);
+    impl pcomb::Persist for Gated {
+        unsafe fn pwb(&self, _addr: *const u8, _len: usize) {}
+        fn pfence(&self) {}
+        fn psync(&self) {
+            // SeqCst: a handshake between the combiner and the test thread.
+            if self.0.armed.load(Ordering::SeqCst) {
+                self.0.entered.store(true, Ordering::SeqCst);
+                while !self.0.open.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    let gate = Gated::default();
+    let obj = PBComb1::with_persist(Counter::default(), 2, gate.clone()).expect("fits");
+    gate.0.armed.store(true, Ordering::SeqCst);
+    std::thread::scope(|s| {
+        let combiner = s.spawn(|| obj.register().expect("slot").execute_mut(1));
+        while !gate.0.entered.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        let mut h = obj.register().expect("slot");
+        let (read, passes) = (h.execute(()), obj.passes());
+        // Open the gate before asserting, so that a failure does not leave the combiner
+        // waiting (and the scope joining it) forever.
+        gate.0.open.store(true, Ordering::SeqCst);
+        assert_eq!(combiner.join().expect("no panic"), 0);
+        assert_eq!(read, 0, "a read saw a pass whose psync has not run");
+        assert_eq!(passes, 0, "a pass was published before its psync");
+        assert_eq!(h.execute(()), 1);
+    });
+}
