@@ -9,9 +9,9 @@
 //! all, and `recover(op, seq)` must say `Applied` exactly when the pending operation is in the
 //! recovered state, with the response it had.
 //!
-//! `PCOMB1_CRASH_POINTS` (default 500) sets the random crash points per object; the issue's
-//! figure (>= 10,000 each for the counter and the AtomicFloat) is a release run:
-//! `PCOMB1_CRASH_POINTS=10000 cargo test --release -p pcomb --test pbcomb1_crash`.
+//! `PCOMB1_CRASH_POINTS` (else `PCOMB_CRASH_POINTS`, else 500) sets the random crash points per
+//! object; the figure (>= 10,000 each for the counter and the AtomicFloat) is a release
+//! run: `PCOMB_CRASH_POINTS=10000 cargo test --release -p pcomb --test pbcomb1_crash`.
 //!
 //! Also here: a systematic sweep (every event of a single-threaded run, with and without
 //! what a crash may keep by chance), every tearing of the newest record, a record written to
@@ -209,9 +209,9 @@ where
 }
 
 fn crash_points() -> u64 {
-    std::env::var("PCOMB1_CRASH_POINTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
+    ["PCOMB1_CRASH_POINTS", "PCOMB_CRASH_POINTS"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
         .unwrap_or(500)
 }
 
@@ -665,7 +665,12 @@ fn nothing_is_visible_before_its_psync() {
     gate.0.armed.store(true, Ordering::SeqCst);
     std::thread::scope(|s| {
         let combiner = s.spawn(|| obj.register().expect("slot").execute_mut(1));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while !gate.0.entered.load(Ordering::SeqCst) {
+            if std::time::Instant::now() > deadline {
+                gate.0.open.store(true, Ordering::SeqCst);
+                panic!("the pass never reached a psync");
+            }
             std::thread::yield_now();
         }
         let mut h = obj.register().expect("slot");
