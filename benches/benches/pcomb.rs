@@ -4,7 +4,7 @@
 //! so criterion's line chart shows throughput against threads per method and `Kelem/s` reads
 //! as Mops/s (Mpairs/s). See `benches::crit` and `benches::pcomb_bench`.
 //!
-//! Groups: `pcomb-atomicfloat` (PBcomb, PWFcomb persistent and volatile, `Mutex`,
+//! Groups: `pcomb-atomicfloat` (PBcomb, PBcomb1, PWFcomb persistent and volatile, `Mutex`,
 //! `Mutex+persist`: durable, not detectable), `pcomb-stack`, `pcomb-queue` and `pcomb-heap-256`
 //! (PB and PWF structures persistent and volatile, `Mutex+persist`, a volatile `Mutex`
 //! baseline). `BENCH_FULL=1` adds `pcomb-heap-64`, `pcomb-heap-1024`, the variants without
@@ -15,7 +15,7 @@
 //! on DRAM: flush costs, not NVMM latency.
 //!
 //! ```text
-//! cargo bench -p benches --bench pcomb                           # default set: 66 benchmarks
+//! cargo bench -p benches --bench pcomb                           # default set: 69 benchmarks
 //! BENCH_FULL=1 cargo bench -p benches --bench pcomb              # every panel and variant
 //! cargo bench -p benches --bench pcomb -- pcomb-queue            # one panel
 //! ```

@@ -2,7 +2,8 @@
 //!
 //! Every thread repeatedly applies `v := v * k` (returning the old value), with a local-work loop
 //! of a random 1..=512 volatile increments between operations (seeded per thread). Methods:
-//! PBcomb and PWFcomb persistent (a mapped file, `Hardware` flushes) and volatile, a `Mutex`, and
+//! PBcomb, PBcomb1 (the self-naming record) and PWFcomb persistent (a mapped file, `Hardware`
+//! flushes), PBcomb and PWFcomb volatile, a `Mutex`, and
 //! `Mutex+persist` (pwb + psync after each update: durable, not detectable). Every run builds a
 //! fresh object; at each thread count every method runs once unmeasured, then `--reps` rounds
 //! with the methods interleaved and their order rotated. Reports the median Mops/s (min-max,
@@ -36,7 +37,7 @@ struct Args {
     /// Seed of the per-thread local-work streams.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Only these methods (comma-separated, case-insensitive: PBcomb, PWFcomb,
+    /// Only these methods (comma-separated, case-insensitive: PBcomb, PBcomb1, PWFcomb,
     /// PBcomb-volatile, PWFcomb-volatile, Mutex, Mutex+persist).
     #[arg(long, value_delimiter = ',')]
     methods: Option<Vec<String>>,

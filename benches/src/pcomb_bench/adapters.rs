@@ -8,7 +8,7 @@ use pcomb::pmem::Persist;
 use pcomb::structures::{
     PBHeapHandle, PBQueueHandle, PBStackHandle, PWFQueueHandle, PWFStackHandle,
 };
-use pcomb::{PBCombHandle, PWFCombHandle};
+use pcomb::{PBComb1Handle, PBCombHandle, PWFCombHandle};
 
 use super::structures::PairOps;
 use crate::BenchError;
@@ -29,6 +29,14 @@ fn full(e: pcomb::structures::Full) -> BenchError {
 
 pub(super) fn float_op_pb<P: Persist>(
     h: &mut PBCombHandle<'_, AtomicFloat, P>,
+    k: u64,
+) -> Result<(), BenchError> {
+    black_box(h.execute_mut(k));
+    Ok(())
+}
+
+pub(super) fn float_op_pb1<P: Persist>(
+    h: &mut PBComb1Handle<'_, AtomicFloat, P>,
     k: u64,
 ) -> Result<(), BenchError> {
     black_box(h.execute_mut(k));

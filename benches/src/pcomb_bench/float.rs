@@ -6,9 +6,9 @@ use std::hint::black_box;
 use std::sync::Mutex;
 
 use pcomb::objects::AtomicFloat;
-use pcomb::{PBComb, PWFComb};
+use pcomb::{PBComb, PBComb1, PWFComb};
 
-use super::adapters::{built, float_op_pb, float_op_pwf, register};
+use super::adapters::{built, float_op_pb, float_op_pb1, float_op_pwf, register};
 use super::baselines::MutexPersist;
 use super::{drive, Outcome, TempRegion};
 use crate::BenchError;
@@ -23,13 +23,16 @@ const K: f64 = 1.000_000_1;
 /// ```
 /// use benches::pcomb_bench::FloatMethod;
 ///
-/// assert_eq!(FloatMethod::ALL.len(), 6);
+/// assert_eq!(FloatMethod::ALL.len(), 7);
 /// assert_eq!(FloatMethod::MutexPersist.name(), "Mutex+persist");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FloatMethod {
     /// PBcomb on a mapped file.
     PBComb,
+    /// PBcomb with the self-naming record layout (`pcomb::PBComb1`: one pwb and one psync per
+    /// pass) on a mapped file.
+    PBComb1,
     /// PWFcomb on a mapped file.
     PWFComb,
     /// PBcomb, volatile mode.
@@ -45,8 +48,9 @@ pub enum FloatMethod {
 
 impl FloatMethod {
     /// Every method, in table order.
-    pub const ALL: [FloatMethod; 6] = [
+    pub const ALL: [FloatMethod; 7] = [
         FloatMethod::PBComb,
+        FloatMethod::PBComb1,
         FloatMethod::PWFComb,
         FloatMethod::PBCombVolatile,
         FloatMethod::PWFCombVolatile,
@@ -62,6 +66,7 @@ impl FloatMethod {
     pub fn name(self) -> &'static str {
         match self {
             FloatMethod::PBComb => "PBcomb",
+            FloatMethod::PBComb1 => "PBcomb1",
             FloatMethod::PWFComb => "PWFcomb",
             FloatMethod::PBCombVolatile => "PBcomb-volatile",
             FloatMethod::PWFCombVolatile => "PWFcomb-volatile",
@@ -104,6 +109,14 @@ pub fn atomic_float(
             drive(threads, ops_per_thread, seed, |_| {
                 let mut h = register(obj.register())?;
                 Ok(Box::new(move |_| float_op_pb(&mut h, k)))
+            })
+        }
+        FloatMethod::PBComb1 => {
+            let (_file, region) = TempRegion::create("float", 1 << 20)?;
+            let obj = built(PBComb1::create(region, init(), threads))?;
+            drive(threads, ops_per_thread, seed, |_| {
+                let mut h = register(obj.register())?;
+                Ok(Box::new(move |_| float_op_pb1(&mut h, k)))
             })
         }
         FloatMethod::PWFComb => {

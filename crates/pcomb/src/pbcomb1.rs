@@ -1,0 +1,1316 @@
+//! PBcomb with a self-naming state record: one write-back and one fence per combining pass
+//! (issue 11, "Beyond the paper: fewer persists per pass"). The design and the argument are on
+//! [`PBComb1`].
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+use nr_core::{Dispatch, Poisoned};
+
+use crate::config::MAX_THREADS;
+use crate::error::{BuildError, RegisterError};
+use crate::fingerprint::type_fingerprint;
+use crate::recovered::Recovered;
+use crate::slots::Slots;
+use crate::sync::{panicking, words_at, AtomicBool, AtomicU64, Ordering, UnsafeCell};
+use crate::wait::Waiter;
+use crate::words::{self, words_for};
+use pmem::{NoPersist, Offset, Persist, Pod, Region};
+
+/// The protocol's name in errors.
+const KIND: &str = "PBComb1";
+/// Words per cache line.
+const LINE_WORDS: usize = 8;
+/// Word index of slot 0 (slot 1 follows it).
+const SLOTS_AT: usize = LINE_WORDS;
+
+/// `ctrl` bit 0: the `activate` bit of Algorithm 1's `RequestRec`.
+const ACTIVATE: u64 = 1;
+/// `ctrl` bit 1: the `valid` bit (0 until the thread announces after a (re)start).
+const VALID: u64 = 2;
+
+/// Header word indices.
+mod header {
+    pub(super) const MAGIC: usize = 0;
+    pub(super) const THREADS: usize = 1;
+    pub(super) const STATE_BYTES: usize = 2;
+    pub(super) const RESPONSE_BYTES: usize = 3;
+    pub(super) const RECORD_WORDS: usize = 4;
+    /// Words covered by the checksum.
+    pub(super) const CHECKED: usize = 6;
+    pub(super) const CHECKSUM: usize = 6;
+    pub(super) const TYPE_ID: usize = 7;
+    pub(super) const MAGIC_VALUE: u64 = u64::from_le_bytes(*b"PBCOMB1L");
+}
+
+/// Where the words of one record are, for `threads` threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    threads: usize,
+    state_words: usize,
+    ret_words: usize,
+    ret_at: usize,
+    deact_at: usize,
+    /// The `check` word: the record's last word.
+    check_at: usize,
+    /// Record length in words (a multiple of [`LINE_WORDS`]).
+    len: usize,
+}
+
+impl Layout {
+    fn new<D, R>(threads: usize) -> Self {
+        let state_words = words_for::<D>();
+        let ret_words = words_for::<R>();
+        let ret_at = 1 + state_words;
+        let deact_at = ret_at + threads * ret_words;
+        let end = deact_at + threads.div_ceil(64) + 1;
+        let len = end.div_ceil(LINE_WORDS) * LINE_WORDS;
+        Self {
+            threads,
+            state_words,
+            ret_words,
+            ret_at,
+            deact_at,
+            check_at: len - 1,
+            len,
+        }
+    }
+
+    /// Words of the whole object: header line and two records.
+    fn total_words(&self) -> usize {
+        SLOTS_AT + 2 * self.len
+    }
+}
+
+/// The 64-bit check of a record whose words before `check` are `words` (pass included).
+///
+/// A multiply-xorshift mix per word, then a final avalanche: every word (and its position)
+/// changes the result, so a record mixing words of two different records fails with
+/// probability about `1 - 2^-64`. The seed makes an all-zero record invalid.
+fn seal(words: impl Iterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    for w in words {
+        h = (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 29;
+    }
+    h = (h ^ (h >> 33)).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h = (h ^ (h >> 33)).wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
+/// A view of one record slot.
+#[derive(Clone, Copy)]
+struct Rec<'a, D, R> {
+    words: &'a [AtomicU64],
+    layout: &'a Layout,
+    _types: PhantomData<fn() -> (D, R)>,
+}
+
+impl<'a, D: Pod, R: Pod> Rec<'a, D, R> {
+    fn at(all: &'a [AtomicU64], layout: &'a Layout, slot: usize) -> Self {
+        let start = SLOTS_AT + slot * layout.len;
+        Self {
+            words: &all[start..start + layout.len],
+            layout,
+            _types: PhantomData,
+        }
+    }
+
+    fn pass(&self) -> u64 {
+        // Acquire: as in `words::load` (pairs with the Release stores of the writer).
+        self.words[0].load(Ordering::Acquire)
+    }
+
+    fn set_pass(&self, pass: u64) {
+        // Release: as in `words::store`.
+        self.words[0].store(pass, Ordering::Release);
+    }
+
+    fn state(&self) -> D {
+        words::load(&self.words[1..1 + self.layout.state_words])
+    }
+
+    fn set_state(&self, st: &D) {
+        words::store(&self.words[1..1 + self.layout.state_words], st);
+    }
+
+    fn ret(&self, q: usize) -> R {
+        let at = self.layout.ret_at + q * self.layout.ret_words;
+        words::load(&self.words[at..at + self.layout.ret_words])
+    }
+
+    fn set_ret(&self, q: usize, r: &R) {
+        let at = self.layout.ret_at + q * self.layout.ret_words;
+        words::store(&self.words[at..at + self.layout.ret_words], r);
+    }
+
+    /// `Deactivate[q]` (0 or 1).
+    fn deact(&self, q: usize) -> u8 {
+        // Acquire: as in `words::load`.
+        let w = self.words[self.layout.deact_at + q / 64].load(Ordering::Acquire);
+        ((w >> (q % 64)) & 1) as u8
+    }
+
+    /// Sets `Deactivate[q]`; only the record's single writer (the combiner) calls this.
+    fn set_deact(&self, q: usize, bit: u8) {
+        let word = &self.words[self.layout.deact_at + q / 64];
+        // Relaxed: the caller is the only writer, it reads its own last store.
+        let old = word.load(Ordering::Relaxed);
+        let new = (old & !(1 << (q % 64))) | (u64::from(bit & 1) << (q % 64));
+        // Release: as in `words::store`.
+        word.store(new, Ordering::Release);
+    }
+
+    /// The check the record's words call for.
+    fn expected_check(&self) -> u64 {
+        // Acquire: as in `words::load`.
+        seal(
+            self.words[..self.layout.check_at]
+                .iter()
+                .map(|w| w.load(Ordering::Acquire)),
+        )
+    }
+
+    /// Writes the check word (last: the record is valid from this store on, if every other
+    /// word is already in place).
+    fn seal(&self) {
+        let check = self.expected_check();
+        // Release: as in `words::store`.
+        self.words[self.layout.check_at].store(check, Ordering::Release);
+    }
+
+    /// Whether the record in slot `slot` is a complete, untorn record of that slot.
+    fn valid(&self, slot: usize) -> bool {
+        // Acquire: as in `words::load`.
+        let check = self.words[self.layout.check_at].load(Ordering::Acquire);
+        check == self.expected_check() && self.pass() % 2 == slot as u64
+    }
+}
+
+/// Where the object's words are.
+enum Backing<P: Persist> {
+    /// A heap array (volatile objects, and every object under loom); the object's words are
+    /// `words[start..start + len]`, `start` chosen so that they are line aligned (a one-line
+    /// record is then written back with one pwb, also on the heap).
+    Heap {
+        words: Box<[AtomicU64]>,
+        start: usize,
+        len: usize,
+        persist: P,
+    },
+    /// `len` words at `ptr` (64-byte aligned) in `region`'s mapping; only this object touches
+    /// them, and only through atomics.
+    Region {
+        region: Region<P>,
+        ptr: NonNull<u64>,
+        len: usize,
+    },
+}
+
+impl<P: Persist> Backing<P> {
+    fn words(&self) -> &[AtomicU64] {
+        match self {
+            Backing::Heap {
+                words, start, len, ..
+            } => &words[*start..*start + *len],
+            Backing::Region { ptr, len, .. } => {
+                // SAFETY:
+                // - `ptr` came from `Region::ptr_array` for `len` words: in bounds and aligned,
+                //   and the mapping lives as long as `region`, hence as long as `&self`;
+                // - this object accesses its words only through these atomics.
+                unsafe { words_at(ptr.as_ptr(), *len) }
+            }
+        }
+    }
+
+    fn persist(&self) -> &P {
+        match self {
+            Backing::Heap { persist, .. } => persist,
+            Backing::Region { region, .. } => region.persist(),
+        }
+    }
+}
+
+/// One `RequestRec` (Algorithm 1): the operation and a control word (bit 0 `activate`, bit 1
+/// `valid`).
+struct Request<Op> {
+    ctrl: AtomicU64,
+    /// Written only by the owner while its request is not active (equal activate/deactivate
+    /// bits); read only by the combiner, under `Lock`, while the request is active.
+    op: UnsafeCell<Option<Op>>,
+}
+
+/// A blocking, detectably recoverable combining object like [`PBComb`](crate::PBComb), whose
+/// persisted state record names itself: **one write-back and one fence per combining pass**
+/// when the record fits in a cache line (the paper's layout pays two of each).
+///
+/// Same API and same guarantees as `PBComb` (durable linearizability, `recover(op, seq)`
+/// saying whether an interrupted operation took effect, a type fingerprint checked by
+/// `open`), with a different persistent layout (see *Design* below for the layout and the argument, and *Design:
+/// sizes* for which objects need one line). Differences a user sees:
+///
+/// - reads ([`execute`](PBComb1Handle::execute)) never take the lock (they validate a copy of
+///   the current record, which is always durable);
+/// - a region holding a `PBComb` does not open as a `PBComb1`, nor the other way round.
+///
+/// The paper's PBcomb (Algorithms 1-2) persists the new `StateRec` (line 22), fences (line 23),
+/// flips `MIndex` and persists it (lines 25-27): two write-backs and two fences per pass, the
+/// second pair only to say *which* record is current. Here each record names itself: it carries
+/// the number of the pass that wrote it and a checksum over its words, and recovery picks the
+/// newest record whose checksum holds. A pass is then "copy the current record into the other
+/// slot, apply the batch, seal, one pwb of the record, one psync", and the record it replaced
+/// (two passes old) was already superseded by a durable one.
+///
+/// # Design: persistent layout
+///
+/// ```text
+/// word 0..8        header line: magic "PBCOMB1L", max threads, sizes of D / response,
+///                  record length in words, (0), header checksum, type fingerprint
+/// word 8..8+L      slot 0 \  L = record length, a whole number of cache lines,
+/// word 8+L..8+2L   slot 1 /  line aligned
+/// ```
+///
+/// A record (`L` words):
+///
+/// ```text
+/// pass | st (state words) | ReturnVal[0..n] | Deactivate bits (1 bit per thread) | 0.. | check
+/// ```
+///
+/// - `pass`: the number of the combining pass that wrote it (0: the initial record); a record
+///   with pass `k` lives in slot `k % 2`, so pass `k + 1` overwrites pass `k - 1`, never `k`;
+/// - `check`: a 64-bit hash of every other word of the record (pass included).
+///
+/// A record is *valid* when its `check` matches and its `pass` has its slot's parity. Recovery
+/// ([`PBComb1::open`]) takes the valid record with the larger pass. Why that is the last
+/// durable state:
+///
+/// 1. a combiner of pass `k + 1` starts only after pass `k` was persisted (its pwb and psync
+///    precede the release of `Lock`), so the slot it overwrites holds pass `k - 1`, already
+///    superseded by a durable record;
+/// 2. a crash while pass `k + 1`'s record is being written or written back leaves, in its
+///    slot, any mix of its words and pass `k - 1`'s (only aligned 8-byte words are
+///    failure-atomic): either exactly the new record (valid, and the newest: pass `k + 1` may
+///    take effect, its operations were not acknowledged yet), or a mix that the checksum
+///    rejects (probability of a false accept: about 2^-64 per torn record), or the old record
+///    (valid, older than `k`);
+/// 3. so the slots always hold pass `k` (durable, valid) and `k - 1` or `k + 1` or garbage.
+///
+/// # Design: hand-off
+///
+/// The index of the current record is *volatile* (`current`, the pass number, in DRAM): a
+/// combiner publishes it after the psync, so every record a thread can see is durable. That
+/// removes the paper's `LockVal` (line 12: a waiter that found its request served in a record
+/// not yet persisted had to wait for the next combiner), and lets reads skip the lock: a read
+/// copies the current record and re-reads `current`; unchanged means no combiner has started
+/// overwriting that slot (which needs two later passes). Writes still go through `Lock` as in
+/// Algorithm 2 (lines 5-11).
+///
+/// # Design: sizes
+///
+/// Every `Pod` state and response and any `max_threads` up to
+/// [`MAX_THREADS`](crate::MAX_THREADS) are supported; the record takes
+/// `2 + words(D) + n * words(R) + ceil(n / 64)` words rounded up to whole lines, and a pass
+/// writes back that many lines (still one fence). One line, so one write-back per pass, holds
+/// `words(D) + n * words(R) <= 5` for `n <= 64` threads: an 8-byte state with 8-byte responses
+/// (the AtomicFloat, the counter) for up to 4 threads. [`PBComb1::record_lines`] says how many
+/// lines a given object uses.
+///
+/// # Examples
+///
+/// ```
+/// use pcomb::objects::Counter;
+/// use pcomb::pmem::Region;
+/// use pcomb::{PBComb1, Recovered};
+///
+/// let region = Region::anonymous(7, 1 << 16)?;
+/// let c = PBComb1::create(region, Counter::default(), 4)?;
+/// assert_eq!(c.record_lines(), 1); // one pwb per pass
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             let mut h = c.register().expect("4 slots");
+///             for _ in 0..100 {
+///                 h.execute_mut(1);
+///             }
+///         });
+///     }
+/// });
+/// // Reopen (as after a crash) and ask about thread 0's 100th operation.
+/// let c = PBComb1::<Counter, _>::open(c.into_region().expect("persistent"))?;
+/// let mut h = c.register_as(0)?;
+/// assert!(matches!(h.recover(1, 100), Recovered::Applied(_)));
+/// assert_eq!(h.execute(()), 400);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PBComb1<D, P = NoPersist>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    backing: Backing<P>,
+    layout: Layout,
+    /// The pass number of the current record (volatile; published after its psync).
+    current: CachePadded<AtomicU64>,
+    /// Odd: taken by the combiner whose value it is; even: free (Algorithm 1 `Lock`).
+    lock: CachePadded<AtomicU64>,
+    requests: Box<[CachePadded<Request<D::WriteOperation>>]>,
+    slots: Slots,
+    poisoned: AtomicBool,
+    _state: PhantomData<fn() -> D>,
+}
+
+// SAFETY:
+// - `Backing::Region`'s `ptr` points into the mapping owned by the `Region` stored beside it,
+//   which is `Send + Sync`; the words are only accessed through atomics;
+// - the `UnsafeCell<Option<Op>>` slots hold `D::WriteOperation: Send + Sync` values that one
+//   thread writes and another clones, under the protocol described on `Request::op`;
+// - `D` and `D::Response` are `Pod` (`Send + Sync`) and are only stored in atomic words.
+unsafe impl<D, P> Send for PBComb1<D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+}
+
+// SAFETY: as for `Send`: all shared mutation goes through atomics, and the request cells follow
+// the owner-writes-while-inactive / combiner-reads-while-active protocol.
+unsafe impl<D, P> Sync for PBComb1<D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+}
+
+impl<D, P> fmt::Debug for PBComb1<D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PBComb1")
+            .field("max_threads", &self.layout.threads)
+            .field("record_lines", &self.record_lines())
+            // Relaxed: diagnostic snapshots.
+            .field("pass", &self.current.load(Ordering::Relaxed))
+            .field("lock", &self.lock.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D> PBComb1<D, NoPersist>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+{
+    /// A volatile object (no persistence cost) holding `init`, for up to `max_threads`
+    /// concurrently registered threads.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::AtomicFloat, PBComb1};
+    ///
+    /// let f = PBComb1::new(AtomicFloat::new(1.0), 2)?;
+    /// let mut h = f.register()?;
+    /// assert_eq!(f64::from_bits(h.execute_mut(2.0f64.to_bits())), 1.0);
+    /// assert_eq!(f64::from_bits(h.execute(())), 2.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
+        Self::with_persist(init, max_threads, NoPersist)
+    }
+}
+
+impl<D, P> PBComb1<D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    /// A heap-backed object like [`new`](PBComb1::new), with every persistence instruction
+    /// sent to `persist` (no durability: the words are not in a region), e.g. to count them.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem, PBComb1};
+    ///
+    /// let c = PBComb1::with_persist(Counter::default(), 1, pmem::Hardware::new())?;
+    /// let mut h = c.register()?;
+    /// pmem::reset_stats();
+    /// h.execute_mut(1);
+    /// let s = pmem::stats();
+    /// assert_eq!((s.pwbs, s.pfences, s.psyncs), (1, 0, 1)); // one line, one fence
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
+        let layout = Self::layout_for(max_threads)?;
+        let len = layout.total_words();
+        let words = words::zeroed(len + LINE_WORDS - 1);
+        let line = LINE_WORDS * 8;
+        let start = (line - words.as_ptr() as usize % line) % line / 8;
+        let backing = Backing::Heap {
+            words,
+            start,
+            len,
+            persist,
+        };
+        Ok(Self::create_in(
+            backing,
+            layout,
+            &init,
+            type_fingerprint::<D>(),
+        ))
+    }
+
+    /// A persistent object holding `init`, allocated in `region` (which becomes its owner) and
+    /// recorded as the region's root, for up to `max_threads` registered threads. Everything is
+    /// persisted before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
+    /// [`BuildError::RegionTooSmall`] if the region has no room, [`BuildError::Region`] if the
+    /// region refuses the allocation or the root.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb1};
+    ///
+    /// let c = PBComb1::create(Region::anonymous(7, 1 << 16)?, Counter::new(1), 2)?;
+    /// assert_eq!(c.register()?.execute_mut(1), 1);
+    /// let c = PBComb1::<Counter, _>::open(c.into_region().expect("created in a region"))?;
+    /// assert_eq!(c.register()?.execute(()), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+        Self::create_with_type_id(region, init, max_threads, type_fingerprint::<D>())
+    }
+
+    /// [`create`](Self::create) with the type fingerprint `type_id` chosen by the caller
+    /// instead of [`type_fingerprint::<D>()`](crate::type_fingerprint); the object then opens
+    /// only with [`open_with_type_id`](Self::open_with_type_id) and the same id.
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb1};
+    ///
+    /// let c = PBComb1::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 1, 42)?;
+    /// let region = c.into_region().expect("in a region");
+    /// let c = PBComb1::<Counter, _>::open_with_type_id(region, 42)?;
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PBComb1::<Counter, _>::open(region).is_err()); // the default fingerprint differs
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with_type_id(
+        region: Region<P>,
+        init: D,
+        max_threads: usize,
+        type_id: u64,
+    ) -> Result<Self, BuildError> {
+        let layout = Self::layout_for(max_threads)?;
+        let len = layout.total_words();
+        let bytes = (len * 8) as u64;
+        let off = region
+            .allocator(bytes)
+            .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
+            .map_err(|e| match e {
+                pmem::AllocError::Exhausted { .. } => {
+                    BuildError::RegionTooSmall { needed: len * 8 }
+                }
+                other => BuildError::Region(Box::new(other)),
+            })?;
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        let obj = Self::create_in(Backing::Region { region, ptr, len }, layout, &init, type_id);
+        if let Backing::Region { region, .. } = &obj.backing {
+            // Persisted by `set_root`, after the object (`create_in` ends with a psync).
+            region.set_root(off).map_err(region_err)?;
+        }
+        Ok(obj)
+    }
+
+    /// Reopens the object at `region`'s root after a restart or crash: its state is the newest
+    /// valid record (see [`PBComb1`], *Design*); each thread's pending operation can then be
+    /// [`recover`](PBComb1Handle::recover)ed.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PBComb1` of these types
+    /// (magic, header checksum, sizes, thread count, type fingerprint) or holds no valid record;
+    /// [`BuildError::Region`] if the root lies outside the region.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, BuildError, PBComb1};
+    ///
+    /// let c = PBComb1::create(Region::anonymous(7, 1 << 16)?, Counter::default(), 2)?;
+    /// let region = c.into_region().expect("created in a region");
+    /// let err = PBComb1::<AtomicFloat, _>::open(Region::anonymous(7, 1 << 16)?).unwrap_err();
+    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// assert!(PBComb1::<Counter, _>::open(region).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+        Self::open_with_type_id(region, type_fingerprint::<D>())
+    }
+
+    /// [`open`](Self::open) for an object created by
+    /// [`create_with_type_id`](Self::create_with_type_id) with `type_id`.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open); [`BuildError::LayoutMismatch`] when the object was created with
+    /// another type id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb1};
+    /// let c = PBComb1::create_with_type_id(Region::anonymous(7, 1 << 16)?, Counter::new(1), 1, 9)?;
+    /// let region = c.into_region().expect("in a region");
+    /// assert!(PBComb1::<Counter, _>::open_with_type_id(region, 9).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
+        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let off = region
+            .root()
+            .ok_or(mismatch("the region has no root object"))?;
+        let head = read_words(&region, off, LINE_WORDS)?;
+        if head[header::MAGIC] != header::MAGIC_VALUE {
+            return Err(mismatch(
+                "wrong magic (another protocol, or not an object root)",
+            ));
+        }
+        if head[header::CHECKSUM] != fnv(&head[..header::CHECKED]) {
+            return Err(mismatch("header checksum does not match (corrupt header)"));
+        }
+        let threads = head[header::THREADS] as usize;
+        let layout =
+            Self::layout_for(threads).map_err(|_| mismatch("bad max_threads in the header"))?;
+        if head[..header::CHECKED] != header_values(&layout)[..header::CHECKED] {
+            return Err(mismatch("different state or response sizes"));
+        }
+        if head[header::TYPE_ID] != type_id {
+            return Err(mismatch(
+                "a different type fingerprint (created with another state type, or another type id)",
+            ));
+        }
+        let len = layout.total_words();
+        let ptr = region
+            .ptr_array::<u64>(off, len as u64)
+            .map_err(region_err)?;
+        if ptr.as_ptr() as usize % (LINE_WORDS * 8) != 0 {
+            return Err(mismatch("the object is not cache-line aligned"));
+        }
+        let backing = Backing::Region { region, ptr, len };
+        let pass = newest_valid::<D, D::Response>(backing.words(), &layout).ok_or(mismatch(
+            "no valid state record (both slots torn or corrupt)",
+        ))?;
+        Ok(Self::with_backing(backing, layout, pass))
+    }
+
+    /// Gives back the region of a persistent object (`None` for a volatile one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// assert!(PBComb1::new(Counter::default(), 1)?.into_region().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_region(self) -> Option<Region<P>> {
+        match self.backing {
+            Backing::Heap { .. } => None,
+            Backing::Region { region, .. } => Some(region),
+        }
+    }
+
+    /// The `max_threads` fixed at construction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// assert_eq!(PBComb1::new(Counter::default(), 3)?.max_threads(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_threads(&self) -> usize {
+        self.layout.threads
+    }
+
+    /// Cache lines per record: the write-backs of one combining pass (one for small states,
+    /// see [`PBComb1`], *Design: sizes*).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, PBComb1};
+    /// assert_eq!(PBComb1::new(Counter::default(), 4)?.record_lines(), 1);
+    /// assert_eq!(PBComb1::new(Counter::default(), 8)?.record_lines(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_lines(&self) -> usize {
+        self.layout.len / LINE_WORDS
+    }
+
+    /// The number of combining passes that changed the state since creation (persisted in the
+    /// current record, so it survives `open`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// let c = PBComb1::new(Counter::default(), 1)?;
+    /// c.register()?.execute_mut(1);
+    /// assert_eq!(c.passes(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn passes(&self) -> u64 {
+        // Acquire: pairs with the Release in `publish`.
+        self.current.load(Ordering::Acquire)
+    }
+
+    /// Registers the calling thread: claims the lowest free thread id.
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// let c = PBComb1::new(Counter::default(), 2)?;
+    /// let (a, b) = (c.register()?, c.register()?);
+    /// assert_eq!((a.id(), b.id()), (0, 1));
+    /// assert!(c.register().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register(&self) -> Result<PBComb1Handle<'_, D, P>, RegisterError> {
+        let id = self.slots.claim_any()?;
+        Ok(self.handle(id))
+    }
+
+    /// Registers as thread `id`: after a crash, each thread reclaims its old id to
+    /// [`recover`](PBComb1Handle::recover) its pending operation.
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
+    /// has a live handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1, RegisterError};
+    /// let c = PBComb1::new(Counter::default(), 2)?;
+    /// let h = c.register_as(1)?;
+    /// assert_eq!(c.register_as(1).unwrap_err(), RegisterError::InUse { id: 1 });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_as(&self, id: usize) -> Result<PBComb1Handle<'_, D, P>, RegisterError> {
+        self.slots.claim(id)?;
+        Ok(self.handle(id))
+    }
+
+    fn layout_for(max_threads: usize) -> Result<Layout, BuildError> {
+        if max_threads == 0 || max_threads > MAX_THREADS {
+            return Err(BuildError::InvalidMaxThreads {
+                requested: max_threads,
+                limit: MAX_THREADS,
+            });
+        }
+        Ok(Layout::new::<D, D::Response>(max_threads))
+    }
+
+    /// Initializes the (zeroed or reused) words as a fresh object holding `init`: header,
+    /// slot 0 = the sealed record of pass 0, slot 1 = zeros (invalid: wrong parity and check);
+    /// then persists everything (pwb of every word, psync).
+    fn create_in(backing: Backing<P>, layout: Layout, init: &D, type_id: u64) -> Self {
+        let w = backing.words();
+        for (word, v) in w.iter().zip(header_values(&layout)) {
+            // Relaxed: the object is not shared yet; the psync below and the handover of the
+            // object to other threads (by reference, a synchronizing operation) publish it.
+            word.store(v, Ordering::Relaxed);
+        }
+        // Relaxed: as above.
+        w[header::TYPE_ID].store(type_id, Ordering::Relaxed);
+        for word in &w[SLOTS_AT..] {
+            // Relaxed: as above.
+            word.store(0, Ordering::Relaxed);
+        }
+        let first = Rec::<D, D::Response>::at(w, &layout, 0);
+        first.set_state(init);
+        first.seal();
+        let persist = backing.persist();
+        persist.pwb_val(w); // creation: the whole object
+        persist.psync(); // creation: durable before the root names it
+        Self::with_backing(backing, layout, 0)
+    }
+
+    /// The object over initialized words whose current record has pass `pass`, with fresh
+    /// volatile variables (`Request` zeroed: every `valid` bit is 0).
+    fn with_backing(backing: Backing<P>, layout: Layout, pass: u64) -> Self {
+        let n = layout.threads;
+        Self {
+            backing,
+            layout,
+            current: CachePadded::new(AtomicU64::new(pass)),
+            lock: CachePadded::new(AtomicU64::new(0)),
+            requests: (0..n)
+                .map(|_| {
+                    CachePadded::new(Request {
+                        ctrl: AtomicU64::new(0),
+                        op: UnsafeCell::new(None),
+                    })
+                })
+                .collect(),
+            slots: Slots::new(n),
+            poisoned: AtomicBool::new(false),
+            _state: PhantomData,
+        }
+    }
+
+    /// A handle for the claimed slot `id`, its `activate` bit seeded from the current record so
+    /// that the next announcement flips it.
+    fn handle(&self, id: usize) -> PBComb1Handle<'_, D, P> {
+        let act = u64::from(self.read(|r| r.deact(id)));
+        // Release: pairs with the combiner's Acquire load of `ctrl`; valid = 0 until the first
+        // announcement.
+        self.requests[id].ctrl.store(act, Ordering::Release);
+        PBComb1Handle {
+            obj: self,
+            id,
+            seq: act,
+        }
+    }
+
+    fn record(&self, pass: u64) -> Rec<'_, D, D::Response> {
+        Rec::at(self.backing.words(), &self.layout, (pass % 2) as usize)
+    }
+
+    /// Runs `f` on a consistent view of the current record (always a durable one): reads
+    /// `current`, runs `f` on its slot, and retries if `current` moved meanwhile.
+    ///
+    /// A slot is rewritten only by the combiner of the pass two after the one it holds, which
+    /// starts after the pass in between was published; so if `current` still reads `k` after
+    /// `f`, no word `f` read came from a later pass (`f`'s loads are Acquire and the stores of
+    /// a combiner are Release: had one of them been seen, so would the store of `k + 1` to
+    /// `current` that precedes it). Torn values are `Pod`, so `f` is harmless on them; they are
+    /// discarded.
+    #[inline]
+    fn read<T>(&self, f: impl Fn(Rec<'_, D, D::Response>) -> T) -> T {
+        loop {
+            // Acquire: pairs with the Release in `publish`: the record's words are visible.
+            let k = self.current.load(Ordering::Acquire);
+            let out = f(self.record(k));
+            // Acquire: keeps this load after the record loads (see above).
+            if self.current.load(Ordering::Acquire) == k {
+                return out;
+            }
+        }
+    }
+
+    #[inline]
+    fn check_poison(&self) -> Result<(), Poisoned> {
+        // Acquire: pairs with the Release in `Unlock::drop`.
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Poisoned);
+        }
+        Ok(())
+    }
+
+    /// Algorithm 1 line 1 / line 3: `Request[p] := <op, act, 1>`.
+    fn announce(&self, p: usize, op: D::WriteOperation, act: u64) {
+        let req = &self.requests[p];
+        // SAFETY:
+        // - only thread `p` (the owner of the live handle for slot `p`) writes this cell;
+        // - `p`'s previous request is not active (its bits are equal in the current record,
+        //   or `valid` is 0), so no combiner reads the cell now: a combiner reads it only after
+        //   loading a `ctrl` whose activate bit differs from its record's `Deactivate[p]`, and
+        //   the store below is what makes them differ.
+        req.op.with_mut(|cell| unsafe { *cell = Some(op) });
+        // Release: pairs with the combiner's Acquire load of `ctrl`, which then sees the
+        // operation written above.
+        req.ctrl.store(act | VALID, Ordering::Release);
+    }
+
+    /// Algorithm 2 `PerformRequest` (lines 5-13) for thread `p` whose pending request has
+    /// activate bit `act`. Without `LockVal`: a record a waiter can see is durable.
+    fn perform(&self, p: usize, act: u8) -> Result<D::Response, Poisoned> {
+        loop {
+            self.check_poison()?;
+            // Acquire: pairs with the Release of `Lock` in `Unlock::drop`.
+            let mut lval = self.lock.load(Ordering::Acquire);
+            if lval % 2 == 0 {
+                // Acquire: pairs with the previous combiner's Release in `Unlock::drop`.
+                if self
+                    .lock
+                    .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(self.combine(lval + 1, p));
+                }
+                lval += 1;
+            }
+            self.wait_while_lock_is(lval);
+            self.check_poison()?;
+            let (deact, ret) = self.read(|r| (r.deact(p), r.ret(p)));
+            if deact == act {
+                return Ok(ret);
+            }
+        }
+    }
+
+    /// Waits until `Lock != value` (spin, then yield).
+    fn wait_while_lock_is(&self, value: u64) {
+        let mut waiter = Waiter::default();
+        // Acquire: pairs with the Release of `Lock` in `Unlock::drop`.
+        while self.lock.load(Ordering::Acquire) == value {
+            waiter.snooze();
+        }
+    }
+
+    /// Makes pass `pass` the current one (volatile; after its record is durable).
+    #[inline]
+    fn publish(&self, pass: u64) {
+        // Release: pairs with the Acquire loads in `read` and `passes`.
+        self.current.store(pass, Ordering::Release);
+    }
+
+    /// A combining pass by the holder of `Lock == lval` (odd), for its own request `own`:
+    /// builds the next record in the other slot, persists it (one pwb of the record, one
+    /// psync), publishes it, releases the lock. Returns `ReturnVal[own]`.
+    fn combine(&self, lval: u64, own: usize) -> D::Response {
+        let unlock = Unlock { obj: self, lval };
+        // Relaxed: we hold the lock; our Acquire CAS on `Lock` pairs with the previous
+        // combiner's Release, which follows its `publish`.
+        let k = self.current.load(Ordering::Relaxed);
+        let cur = self.record(k);
+        let next = self.record(k.wrapping_add(1));
+        // The pass number first, the check last: until `seal`, the slot holds no valid record
+        // (the check word is still pass k - 1's, over other words).
+        next.set_pass(k.wrapping_add(1));
+        words::copy(
+            &next.words[1..self.layout.check_at],
+            &cur.words[1..self.layout.check_at],
+        );
+        let mut st = next.state();
+        let mut applied = false;
+        for (q, req) in self.requests.iter().enumerate() {
+            // Acquire: pairs with the Release in `announce`.
+            let ctrl = req.ctrl.load(Ordering::Acquire);
+            let act = (ctrl & ACTIVATE) as u8;
+            // q has a valid request that is not yet applied (Algorithm 2 line 17).
+            if ctrl & VALID != 0 && act != next.deact(q) {
+                // SAFETY:
+                // - the request is active (`act != Deactivate[q]` in the current record), so
+                //   its owner does not write the cell until a record with equal bits is
+                //   published, which only this combiner (holding `Lock`) can do;
+                // - no other thread reads it: only the lock holder reads request cells.
+                let op = req.op.with(|cell| unsafe { (*cell).clone() });
+                let op = op.expect("invariant: an active, valid request has an operation");
+                let ret = st.dispatch_mut(op);
+                next.set_ret(q, &ret);
+                next.set_deact(q, act);
+                applied = true;
+            }
+        }
+        if !applied {
+            // Our own request was served by the previous combiner (whose record is durable
+            // and current): nothing to persist. The slot we wrote to holds no valid record.
+            let ret = cur.ret(own);
+            drop(unlock);
+            return ret;
+        }
+        next.set_state(&st);
+        next.seal();
+        let persist = self.backing.persist();
+        persist.pwb_val(next.words); // the record: its only write-back
+        persist.psync(); // the pass's only fence
+        self.publish(k.wrapping_add(1));
+        let ret = next.ret(own);
+        drop(unlock);
+        ret
+    }
+}
+
+/// Releases `Lock` when dropped; if dropped by a panic in `dispatch_mut`, poisons the object
+/// first (nothing was published, so the state is the one before the pass).
+struct Unlock<'a, D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    obj: &'a PBComb1<D, P>,
+    lval: u64,
+}
+
+impl<D, P> Drop for Unlock<'_, D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    fn drop(&mut self) {
+        if panicking() {
+            // Release: pairs with the Acquire in `check_poison`.
+            self.obj.poisoned.store(true, Ordering::Release);
+        }
+        // Release: pairs with the Acquire loads of `Lock` in `perform`, `wait_while_lock_is`
+        // and the next combiner's CAS.
+        self.obj.lock.store(self.lval + 1, Ordering::Release);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn poisoned(_: Poisoned) -> ! {
+    panic!("PBComb1 is poisoned: a dispatch_mut panicked in a combiner")
+}
+
+/// A registered thread's access to a [`PBComb1`]. Dropping it frees its thread id.
+///
+/// Sequence numbers work as for [`PBCombHandle`](crate::PBCombHandle): the `n`-th call of
+/// [`execute_mut`](Self::execute_mut) on this thread id carries `n`; a system persists
+/// `(op, seq() + 1)` before each call and, after a crash, calls [`recover`](Self::recover) with
+/// them.
+///
+/// # Examples
+///
+/// ```
+/// # use pcomb::{objects::Counter, PBComb1};
+/// let c = PBComb1::new(Counter::default(), 1)?;
+/// let mut h = c.register()?;
+/// assert_eq!(h.execute_mut(2), 0);
+/// assert_eq!(h.seq(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PBComb1Handle<'a, D, P = NoPersist>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    obj: &'a PBComb1<D, P>,
+    id: usize,
+    seq: u64,
+}
+
+impl<D, P> fmt::Debug for PBComb1Handle<'_, D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PBComb1Handle")
+            .field("id", &self.id)
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
+
+impl<D, P> Drop for PBComb1Handle<'_, D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    fn drop(&mut self) {
+        self.obj.slots.release(self.id);
+    }
+}
+
+impl<D, P> PBComb1Handle<'_, D, P>
+where
+    D: Dispatch + Pod,
+    D::Response: Pod,
+    P: Persist,
+{
+    /// This thread's id, in `0..max_threads`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// assert_eq!(PBComb1::new(Counter::default(), 1)?.register()?.id(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The sequence number of this thread's last operation (the next one gets `seq() + 1`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// let c = PBComb1::new(Counter::default(), 1)?;
+    /// let mut h = c.register()?;
+    /// h.execute_mut(1);
+    /// assert_eq!(h.seq(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Applies the write operation `op` through the combiner and returns its response, once it
+    /// is persisted (in persistent mode).
+    ///
+    /// # Panics
+    ///
+    /// If the object is poisoned (a `dispatch_mut` panicked in a combiner).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// let c = PBComb1::new(Counter::default(), 1)?;
+    /// let mut h = c.register()?;
+    /// assert_eq!(h.execute_mut(3), 0);
+    /// assert_eq!(h.execute_mut(4), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn execute_mut(&mut self, op: D::WriteOperation) -> D::Response {
+        self.try_execute_mut(op).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`execute_mut`](Self::execute_mut) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if a `dispatch_mut` panicked in a combiner (before or during this call).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// let c = PBComb1::new(Counter::default(), 1)?;
+    /// assert_eq!(c.register()?.try_execute_mut(3), Ok(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
+        self.obj.check_poison()?;
+        self.seq += 1;
+        let act = self.seq & ACTIVATE;
+        self.obj.announce(self.id, op, act);
+        self.obj.perform(self.id, act as u8)
+    }
+
+    /// Runs the read operation `op` on a validated copy of the current (durable) state,
+    /// without taking the lock.
+    ///
+    /// # Panics
+    ///
+    /// If the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// let c = PBComb1::new(Counter::new(9), 1)?;
+    /// assert_eq!(c.register()?.execute(()), 9);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn execute(&mut self, op: D::ReadOperation<'_>) -> D::Response {
+        self.try_execute(op).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`execute`](Self::execute) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use pcomb::{objects::Counter, PBComb1};
+    /// let c = PBComb1::new(Counter::new(9), 1)?;
+    /// assert_eq!(c.register()?.try_execute(()), Ok(9));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_execute(&mut self, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
+        self.obj.check_poison()?;
+        Ok(self.obj.read(|r| r.state()).dispatch(op))
+    }
+
+    /// Recovery (Algorithm 1 `Recover`) for this thread's operation `op` with sequence number
+    /// `seq`, pending when the system crashed: [`Recovered::Applied`] with the response it had
+    /// if it took effect before the crash, else it is executed now ([`Recovered::Reexecuted`]).
+    /// Later operations continue from `seq`.
+    ///
+    /// `Deactivate[p]` is read before the operation is re-announced (it changes only when this
+    /// thread announces), so the answer is about the crash even while other threads run.
+    ///
+    /// # Panics
+    ///
+    /// If the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, PBComb1, Recovered};
+    ///
+    /// let c = PBComb1::new(Counter::default(), 1)?;
+    /// let mut h = c.register()?;
+    /// h.execute_mut(5); // seq 1
+    /// assert_eq!(h.recover(5, 1), Recovered::Applied(0));
+    /// assert_eq!(h.recover(1, 2), Recovered::Reexecuted(5));
+    /// assert_eq!(h.execute(()), 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
+        self.try_recover(op, seq).unwrap_or_else(|e| poisoned(e))
+    }
+
+    /// [`recover`](Self::recover) that returns [`Poisoned`] instead of panicking.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if the object is poisoned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, PBComb1, Recovered};
+    /// let c = PBComb1::new(Counter::default(), 1)?;
+    /// let mut h = c.register()?;
+    /// assert_eq!(h.try_recover(2, 1), Ok(Recovered::Reexecuted(0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recover(
+        &mut self,
+        op: D::WriteOperation,
+        seq: u64,
+    ) -> Result<Recovered<D::Response>, Poisoned> {
+        self.obj.check_poison()?;
+        let act = seq & ACTIVATE;
+        self.seq = seq;
+        let (deact, ret) = self.obj.read(|r| (r.deact(self.id), r.ret(self.id)));
+        if u64::from(deact) == act {
+            return Ok(Recovered::Applied(ret));
+        }
+        self.obj.announce(self.id, op, act);
+        Ok(Recovered::Reexecuted(self.obj.perform(self.id, act as u8)?))
+    }
+}
+
+/// The pass of the newest valid record of the two slots, if any.
+fn newest_valid<D: Pod, R: Pod>(all: &[AtomicU64], layout: &Layout) -> Option<u64> {
+    (0..2)
+        .map(|s| Rec::<D, R>::at(all, layout, s))
+        .enumerate()
+        .filter(|(s, r)| r.valid(*s))
+        .map(|(_, r)| r.pass())
+        .max()
+}
+
+/// The header line's words for `layout` (type id 0: stored separately).
+fn header_values(layout: &Layout) -> [u64; LINE_WORDS] {
+    let mut v = [0u64; LINE_WORDS];
+    v[header::MAGIC] = header::MAGIC_VALUE;
+    v[header::THREADS] = layout.threads as u64;
+    v[header::STATE_BYTES] = (layout.state_words * 8) as u64;
+    v[header::RESPONSE_BYTES] = (layout.ret_words * 8) as u64;
+    v[header::RECORD_WORDS] = layout.len as u64;
+    v[header::CHECKSUM] = fnv(&v[..header::CHECKED]);
+    v
+}
+
+/// FNV-1a over the header words.
+fn fnv(words: &[u64]) -> u64 {
+    words
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
+/// Copies `n` words at `off` out of `region` (bounds and alignment checked).
+fn read_words<P: Persist>(
+    region: &Region<P>,
+    off: Offset,
+    n: usize,
+) -> Result<Vec<u64>, BuildError> {
+    let ptr = region.ptr_array::<u64>(off, n as u64).map_err(region_err)?;
+    // SAFETY:
+    // - `ptr_array` checked that `n` words at `ptr` are in bounds and aligned, and the mapping
+    //   lives as long as `region`, which outlives this call;
+    // - nothing else accesses the region while it is being opened (`open` owns it).
+    let view = unsafe { words_at(ptr.as_ptr(), n) };
+    // Relaxed: single-threaded reopening.
+    Ok(view.iter().map(|w| w.load(Ordering::Relaxed)).collect())
+}
+
+fn region_err(e: pmem::RegionError) -> BuildError {
+    BuildError::Region(Box::new(e))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_records_are_invalid() {
+        for lines in 1..=8 {
+            let n = lines * LINE_WORDS - 1;
+            assert_ne!(seal(core::iter::repeat(0).take(n)), 0, "{lines} lines");
+        }
+    }
+
+    #[test]
+    fn one_line_holds_an_8_byte_state_for_4_threads() {
+        assert_eq!(Layout::new::<u64, u64>(4).len, LINE_WORDS);
+        assert_eq!(Layout::new::<u64, u64>(5).len, 2 * LINE_WORDS);
+        assert_eq!(Layout::new::<[u64; 5], ()>(1).len, 2 * LINE_WORDS);
+        assert_eq!(Layout::new::<[u64; 4], ()>(1).len, LINE_WORDS);
+        let l = Layout::new::<u64, u64>(65);
+        assert_eq!(l.check_at, l.len - 1);
+        assert!(l.deact_at + 2 <= l.check_at);
+    }
+
+    #[test]
+    fn the_check_sees_every_word_and_its_place() {
+        let base: Vec<u64> = (1..8).collect();
+        let h = seal(base.iter().copied());
+        for i in 0..base.len() {
+            let mut w = base.clone();
+            w[i] ^= 1 << (i * 7);
+            assert_ne!(seal(w.iter().copied()), h, "word {i}");
+        }
+        let mut swapped = base.clone();
+        swapped.swap(1, 2);
+        assert_ne!(seal(swapped.iter().copied()), h);
+    }
+}
