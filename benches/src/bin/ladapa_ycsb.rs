@@ -1,7 +1,15 @@
 //! Ladapa paper Figures 7-10 scaled to this machine: YCSB mixes (write-only, read-only, 95%
 //! update, 95% read, 50/50), uniform and scrambled Zipfian 0.99 keys, 1/2/4 threads, 1 and 4
-//! virtual nodes, first-level table sweep; Ladapa (each metadata mode), kvbase, CR and dashmap
-//! side by side in one run, interleaved and repeated; memory per method with every result.
+//! virtual nodes, first-level table sweep; Ladapa (each metadata mode, on-demand value
+//! replication; `ladapa-async-eager`: the paper's eager replication), kvbase, CR and dashmap
+//! side by side in one run, repeated; memory per method with every result.
+//!
+//! One method is in memory at a time (2^18 items of 4 KiB are 1 GiB per copy, and Ladapa-eager
+//! or CR hold one copy per node): each repetition builds, loads, runs every point and drops
+//! each method in turn, the order rotating between repetitions; medians and min-max over the
+//! repetitions. Each result line gives the method's own memory account (values + metadata)
+//! and the process RSS after the point (an upper bound: the allocator may keep memory from
+//! earlier methods). Adaptive lines give the metadata-mode switches in that point's runs.
 //!
 //! ```text
 //! cargo run --release -p benches --bin ladapa_ycsb -- --keys 16384 --reps 3 --duration-ms 500
@@ -23,7 +31,7 @@ use std::time::{Duration, Instant};
 use benches::report::Machine;
 use clap::Parser;
 use ladapa::ycsb::{self, KeyDist, Mix, RunConfig, RunResult};
-use ladapa::{Cr, DashMapKv, KvBase, KvStore, MemoryUsage, MetadataMode, Store};
+use ladapa::{Cr, DashMapKv, KvBase, KvStore, MemoryUsage, MetadataMode, Store, ValueReplication};
 use nr_core::Topology;
 
 /// YCSB sweeps of Ladapa against kvbase, CR and dashmap.
@@ -49,16 +57,17 @@ struct Args {
     /// Key distributions: uniform, zipf (YCSB's scrambled Zipfian 0.99).
     #[arg(long, value_delimiter = ',', default_value = "uniform,zipf")]
     dists: Vec<String>,
-    /// Methods: ladapa-sync, ladapa-async, ladapa-adaptive, kvbase, cr, dashmap.
+    /// Methods: ladapa-sync, ladapa-async, ladapa-adaptive (on-demand value replication),
+    /// the same with `-eager` (the paper's: every write copied to every node), kvbase, cr,
+    /// dashmap.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "ladapa-sync,ladapa-async,ladapa-adaptive,kvbase,cr,dashmap"
+        default_value = "ladapa-sync,ladapa-async,ladapa-adaptive,ladapa-async-eager,kvbase,cr,dashmap"
     )]
     methods: Vec<String>,
-    /// Items loaded (the key space). The paper's scale here is 2^18 = 262144; memory is about
-    /// keys x value size x (nodes per Ladapa mode + nodes for CR + 2), so use fewer on a
-    /// shared machine.
+    /// Items loaded (the key space): the paper's 2^18 = 262144. One method is held at a time;
+    /// the largest (Ladapa-eager, CR) needs about keys x value size x (nodes + 1).
     #[arg(long, default_value_t = 1 << 18)]
     keys: u64,
     /// Value size in bytes (32-byte metadata indexes each value).
@@ -111,6 +120,13 @@ impl Method {
             Method::Dash(s) => ycsb::load(s, keys),
         }
     }
+    /// Adaptive-mode switches so far (Ladapa only).
+    fn switches(&self) -> Option<u64> {
+        match self {
+            Method::Ladapa(s) => Some(s.stats().mode_switches),
+            _ => None,
+        }
+    }
     fn memory(&self) -> MemoryUsage {
         match self {
             Method::Ladapa(s) => s.memory(),
@@ -131,6 +147,66 @@ impl Method {
             }
         }
     }
+}
+
+/// Builds method `name` (L1 size `l1` for the Ladapa ones) on `topology`.
+fn build(
+    name: &str,
+    l1: usize,
+    args: &Args,
+    topology: &Topology,
+) -> Result<Method, Box<dyn std::error::Error>> {
+    let nodes = topology.num_nodes();
+    Ok(match name {
+        n if n.starts_with("ladapa-") => {
+            // `-eager`: the paper's value replication; otherwise on demand (the default).
+            let (mode_name, replication) = match n.strip_suffix("-eager") {
+                Some(m) => (m, ValueReplication::Eager),
+                None => (n, ValueReplication::OnDemand),
+            };
+            let mode = match mode_name {
+                "ladapa-sync" => MetadataMode::Sync,
+                "ladapa-async" => MetadataMode::Async,
+                "ladapa-adaptive" => MetadataMode::Adaptive,
+                other => return Err(format!("unknown method {other:?}").into()),
+            };
+            Method::Ladapa(
+                Store::builder()
+                    .topology(topology.clone())
+                    .value_size(args.value_size)
+                    .capacity(args.keys as usize)
+                    .l1_entries(l1.min(args.keys as usize))
+                    .metadata_mode(mode)
+                    .value_replication(replication)
+                    .build()?,
+            )
+        }
+        "kvbase" => Method::KvBase(KvBase::new(args.value_size, nodes)),
+        "cr" => Method::Cr(Cr::new(args.value_size, topology.clone())?),
+        "dashmap" => Method::Dash(DashMapKv::new(args.value_size, nodes)),
+        other => return Err(format!("unknown method {other:?}").into()),
+    })
+}
+
+/// The process's resident set in MiB (0 where `/proc` is missing). It includes memory the
+/// allocator kept from methods run earlier, so it is an upper bound for the method in memory.
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<f64>().ok())
+        })
+        .map_or(0.0, |pages| pages * 4096.0 / (1 << 20) as f64)
+}
+
+/// `/proc/loadavg`'s first three fields (`unknown` where missing).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 fn mix_named(name: &str) -> Result<Mix, String> {
@@ -195,9 +271,11 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "# one memory node here: virtual nodes measure replication overheads, not NUMA benefit"
     );
+    println!("# load average at the start: {}", load_average());
     std::fs::create_dir_all(&args.out)?;
-    let mut csv =
-        String::from("nodes,topology,mix,dist,threads,oversubscribed,method,rep,mops,memory_mib\n");
+    let mut csv = String::from(
+        "nodes,topology,mix,dist,threads,oversubscribed,method,rep,mops,memory_mib,rss_mib\n",
+    );
     let mut summary = String::new();
     for &nodes in &args.nodes {
         let topology = hardware.with_shared_virtual_nodes(nodes)?;
@@ -206,54 +284,23 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
             nodes,
             topology.source()
         );
-        // Build and load every method once per node count.
-        let mut methods: Vec<(String, Method)> = Vec::new();
+        // Every (label, method name, L1 size) to run; built one at a time.
+        let mut labels: Vec<(String, String, usize)> = Vec::new();
         for name in &args.methods {
-            let built: Vec<(String, Method)> = match name.as_str() {
-                "ladapa-sync" | "ladapa-async" | "ladapa-adaptive" => {
-                    let mode = match name.as_str() {
-                        "ladapa-sync" => MetadataMode::Sync,
-                        "ladapa-async" => MetadataMode::Async,
-                        _ => MetadataMode::Adaptive,
+            if name.starts_with("ladapa-") {
+                for &l1 in &args.l1 {
+                    let label = if args.l1.len() > 1 {
+                        format!("{name}/l1={l1}")
+                    } else {
+                        name.clone()
                     };
-                    let mut v = Vec::new();
-                    for &l1 in &args.l1 {
-                        let store = Store::builder()
-                            .topology(topology.clone())
-                            .value_size(args.value_size)
-                            .capacity(args.keys as usize)
-                            .l1_entries(l1.min(args.keys as usize))
-                            .metadata_mode(mode)
-                            .build()?;
-                        let label = if args.l1.len() > 1 {
-                            format!("{name}/l1={l1}")
-                        } else {
-                            name.clone()
-                        };
-                        v.push((label, Method::Ladapa(store)));
-                    }
-                    v
+                    labels.push((label, name.clone(), l1));
                 }
-                "kvbase" => vec![(
-                    name.clone(),
-                    Method::KvBase(KvBase::new(args.value_size, nodes)),
-                )],
-                "cr" => vec![(
-                    name.clone(),
-                    Method::Cr(Cr::new(args.value_size, topology.clone())?),
-                )],
-                "dashmap" => vec![(
-                    name.clone(),
-                    Method::Dash(DashMapKv::new(args.value_size, nodes)),
-                )],
-                other => return Err(format!("unknown method {other:?}").into()),
-            };
-            for (label, method) in built {
-                method.load(args.keys)?;
-                method.settle();
-                methods.push((label, method));
+            } else {
+                labels.push((name.clone(), name.clone(), 0));
             }
         }
+        let mut points: Vec<(KeyDist, Mix, usize)> = Vec::new();
         for dist_name in &args.dists {
             let dist = if dist_name == "zipf" {
                 KeyDist::scrambled_zipfian(args.keys)
@@ -262,85 +309,132 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
             };
             for &mix in &mixes {
                 for &threads in &args.threads {
-                    let over = threads > topology.num_cpus();
-                    // results[method] = (mops per rep, memory)
-                    let mut results: Vec<(Vec<f64>, MemoryUsage)> = methods
-                        .iter()
-                        .map(|_| (Vec::new(), MemoryUsage::default()))
-                        .collect();
-                    for rep in 0..args.reps {
-                        // Interleave, rotating which method goes first.
-                        for k in 0..methods.len() {
-                            let i = (k + rep) % methods.len();
-                            let (label, method) = &methods[i];
-                            let mut config = RunConfig::new(
-                                threads,
-                                mix,
-                                dist.clone(),
-                                Duration::from_millis(args.duration_ms),
-                            );
-                            config.seed = args.seed + rep as u64 * 1000;
-                            config.topology = Some(topology.clone());
-                            let r = method.run(&config)?;
-                            method.settle();
-                            let memory = method.memory();
-                            results[i].0.push(r.mops());
-                            results[i].1 = memory;
-                            let _ = writeln!(
-                                csv,
-                                "{nodes},{},{mix},{dist},{threads},{over},{label},{rep},{:.4},{:.1}",
-                                topology.source(),
-                                r.mops(),
-                                memory.total() as f64 / (1 << 20) as f64
-                            );
-                        }
-                    }
-                    let mut line = format!(
-                        "{nodes} nodes {mix:<10} {dist:<8} {threads} thr{}:",
-                        if over { " (oversubscribed)" } else { "" }
-                    );
-                    let medians: Vec<f64> =
-                        results.iter().map(|(v, _)| median(v.clone())).collect();
-                    for ((label, _), ((v, memory), med)) in
-                        methods.iter().zip(results.iter().zip(&medians))
-                    {
-                        let (lo, hi) = v
-                            .iter()
-                            .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-                        let _ = write!(
-                            line,
-                            "  {label} {med:.3} [{lo:.3}-{hi:.3}] Mops/s {:.0} MiB;",
-                            memory.total() as f64 / (1 << 20) as f64
-                        );
-                    }
-                    println!("{line}");
-                    // Ratios of medians, Ladapa methods over the baselines present.
-                    let find =
-                        |n: &str| methods.iter().position(|(l, _)| l == n).map(|i| medians[i]);
-                    let mut ratios = String::new();
-                    for ((label, _), med) in methods.iter().zip(&medians) {
-                        if !label.starts_with("ladapa") {
-                            continue;
-                        }
-                        for base in ["cr", "kvbase", "dashmap"] {
-                            if let Some(b) = find(base).filter(|&b| b > 0.0) {
-                                let _ = write!(ratios, "  {label}/{base} {:.2}x", med / b);
-                            }
-                        }
-                    }
-                    if !ratios.is_empty() {
-                        println!("    ratios:{ratios}");
-                        let _ =
-                            writeln!(summary, "{nodes} nodes {mix} {dist} {threads} thr:{ratios}");
-                    }
+                    points.push((dist.clone(), mix, threads));
                 }
             }
         }
-        for (label, method) in &methods {
-            if let Method::Ladapa(store) = method {
-                println!("# {label} after the sweep: {}", store.stats());
+        // results[point][label] = (mops per rep, memory after the point's last run, RSS MiB)
+        let mut results: Vec<Vec<(Vec<f64>, MemoryUsage, f64)>> = points
+            .iter()
+            .map(|_| {
+                labels
+                    .iter()
+                    .map(|_| (Vec::new(), MemoryUsage::default(), 0.0))
+                    .collect()
+            })
+            .collect();
+        let mut switches: Vec<Vec<u64>> = labels.iter().map(|_| Vec::new()).collect();
+        for rep in 0..args.reps {
+            // One method in memory at a time; the order rotates with the repetition.
+            for k in 0..labels.len() {
+                let i = (k + rep) % labels.len();
+                let (label, name, l1) = &labels[i];
+                let method = build(name, *l1, &args, &topology)?;
+                method.load(args.keys)?;
+                method.settle();
+                eprintln!(
+                    "# rep {rep}: {label} loaded ({:.0} MiB, RSS {:.0} MiB), {} points",
+                    method.memory().total() as f64 / (1 << 20) as f64,
+                    rss_mib(),
+                    points.len()
+                );
+                for (p, (dist, mix, threads)) in points.iter().enumerate() {
+                    let mut config = RunConfig::new(
+                        *threads,
+                        *mix,
+                        dist.clone(),
+                        Duration::from_millis(args.duration_ms),
+                    );
+                    config.seed = args.seed + rep as u64 * 1000;
+                    config.topology = Some(topology.clone());
+                    let before = method.switches();
+                    let r = method.run(&config)?;
+                    method.settle();
+                    let memory = method.memory();
+                    let rss = rss_mib();
+                    let slot = &mut results[p][i];
+                    slot.0.push(r.mops());
+                    slot.1 = memory;
+                    slot.2 = rss;
+                    if let (Some(before), Some(after)) = (before, method.switches()) {
+                        switches[i].push(after - before);
+                    }
+                    let _ = writeln!(
+                        csv,
+                        "{nodes},{},{mix},{dist},{threads},{},{label},{rep},{:.4},{:.1},{rss:.0}",
+                        topology.source(),
+                        threads > &topology.num_cpus(),
+                        r.mops(),
+                        memory.total() as f64 / (1 << 20) as f64
+                    );
+                }
+                if rep + 1 == args.reps {
+                    if let Method::Ladapa(store) = &method {
+                        println!("# {label} after its last repetition: {}", store.stats());
+                    }
+                }
+                drop(method);
             }
         }
+        for (p, (dist, mix, threads)) in points.iter().enumerate() {
+            let over = *threads > topology.num_cpus();
+            let mut line = format!(
+                "{nodes} nodes {mix:<10} {dist:<8} {threads} thr{}:",
+                if over { " (oversubscribed)" } else { "" }
+            );
+            let medians: Vec<f64> = results[p]
+                .iter()
+                .map(|(v, _, _)| median(v.clone()))
+                .collect();
+            for ((label, _, _), ((v, memory, rss), med)) in
+                labels.iter().zip(results[p].iter().zip(&medians))
+            {
+                let (lo, hi) = v
+                    .iter()
+                    .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                let _ = write!(
+                    line,
+                    "  {label} {med:.3} [{lo:.3}-{hi:.3}] Mops/s {:.0} MiB (RSS {rss:.0});",
+                    memory.total() as f64 / (1 << 20) as f64
+                );
+                let n = points.len();
+                if let Some(per_point) = switches
+                    .iter()
+                    .zip(&labels)
+                    .find(|(_, (l, _, _))| l == label && l.contains("adaptive"))
+                    .map(|(s, _)| s)
+                    .filter(|s| !s.is_empty())
+                {
+                    // Switches in this point's runs, all repetitions together.
+                    let total: u64 = per_point.iter().skip(p).step_by(n).sum();
+                    let _ = write!(line, " {total} switches;");
+                }
+            }
+            println!("{line}");
+            // Ratios of medians, Ladapa methods over the baselines present.
+            let find = |n: &str| {
+                labels
+                    .iter()
+                    .position(|(l, _, _)| l == n)
+                    .map(|i| medians[i])
+            };
+            let mut ratios = String::new();
+            for ((label, _, _), med) in labels.iter().zip(&medians) {
+                if !label.starts_with("ladapa") {
+                    continue;
+                }
+                for base in ["cr", "kvbase", "dashmap"] {
+                    if let Some(b) = find(base).filter(|&b| b > 0.0) {
+                        let _ = write!(ratios, "  {label}/{base} {:.2}x", med / b);
+                    }
+                }
+            }
+            if !ratios.is_empty() {
+                println!("    ratios:{ratios}");
+                let _ = writeln!(summary, "{nodes} nodes {mix} {dist} {threads} thr:{ratios}");
+            }
+        }
+        println!("# load average after {nodes} node(s): {}", load_average());
     }
     let path = args.out.join("ladapa_ycsb.csv");
     std::fs::write(&path, csv)?;

@@ -15,7 +15,7 @@
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use ladapa::{MetadataMode, Store};
+use ladapa::{MetadataMode, Store, ValueReplication};
 use nr_core::Topology;
 use testkit::lin::{check, EventKind, History, Recorder};
 use testkit::models::{Register, RegisterOp, RegisterRet};
@@ -64,7 +64,7 @@ fn spin(n: u64) {
     }
 }
 
-fn round(mode: MetadataMode, seed: u64) -> (usize, usize) {
+fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize, usize) {
     let topology = Topology::detect_hardware()
         .unwrap()
         .with_shared_virtual_nodes(NODES)
@@ -76,6 +76,7 @@ fn round(mode: MetadataMode, seed: u64) -> (usize, usize) {
             .capacity(16)
             .l1_entries(1) // one way for two keys: every write of the other key evicts
             .metadata_mode(mode)
+            .value_replication(replication)
             .manual_pump()
             .build()
             .unwrap(),
@@ -157,7 +158,7 @@ fn round(mode: MetadataMode, seed: u64) -> (usize, usize) {
         totals.0 += o;
         totals.1 += n;
         if let Err(violation) = check(Register::new(0), &history) {
-            panic!("{mode:?} seed {seed} key {key}: not linearizable: {violation:?}");
+            panic!("{mode:?} {replication} seed {seed} key {key}: not linearizable: {violation:?}");
         }
     }
     assert!(store.check_health().is_ok());
@@ -174,7 +175,14 @@ fn every_key_is_linearizable_under_lagging_replication() {
             MetadataMode::Async,
             MetadataMode::Adaptive,
         ][seed as usize % 3];
-        let (o, n) = round(mode, seed * 7919 + 1);
+        // Two rounds in three copy every write (most replicas to lag behind), one copies on
+        // demand (after two remote reads).
+        let replication = if seed % 9 < 6 {
+            ValueReplication::Eager
+        } else {
+            ValueReplication::OnDemand
+        };
+        let (o, n) = round(mode, replication, seed * 7919 + 1);
         overlapping += o;
         total += n;
     }

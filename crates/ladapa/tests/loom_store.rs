@@ -6,7 +6,7 @@
 
 #![cfg(loom)]
 
-use ladapa::{MetadataMode, Store};
+use ladapa::{MetadataMode, Store, ValueReplication};
 use loom::sync::Arc;
 use nr_core::Topology;
 
@@ -21,6 +21,7 @@ fn store(mode: MetadataMode) -> Store {
         .capacity(4)
         .l1_entries(1)
         .metadata_mode(mode)
+        .value_replication(ValueReplication::Eager)
         .queue_bounds(4, 4)
         .manual_pump()
         .build()
