@@ -8,8 +8,8 @@
 //! or CR hold one copy per node): each repetition builds, loads, runs every point and drops
 //! each method in turn, the order rotating between repetitions; medians and min-max over the
 //! repetitions. Each result line gives the method's own memory account (values + metadata)
-//! and the process RSS after the point (an upper bound: the allocator may keep memory from
-//! earlier methods). Adaptive lines give the metadata-mode switches in that point's runs.
+//! and the process RSS after the point (freed memory is handed back to the kernel between
+//! methods, so the RSS is the method's own plus the driver's few MiB). Adaptive lines give the metadata-mode switches in that point's runs.
 //!
 //! ```text
 //! cargo run --release -p benches --bin ladapa_ycsb -- --keys 16384 --reps 3 --duration-ms 500
@@ -188,8 +188,8 @@ fn build(
     })
 }
 
-/// The process's resident set in MiB (0 where `/proc` is missing). It includes memory the
-/// allocator kept from methods run earlier, so it is an upper bound for the method in memory.
+/// The process's resident set in MiB (0 where `/proc` is missing). Freed memory is handed
+/// back between methods (`release_freed_memory`), so it is close to the method's own.
 fn rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
@@ -199,6 +199,18 @@ fn rss_mib() -> f64 {
                 .and_then(|p| p.parse::<f64>().ok())
         })
         .map_or(0.0, |pages| pages * 4096.0 / (1 << 20) as f64)
+}
+
+/// Hands memory the allocator kept from the method just dropped back to the kernel (glibc
+/// keeps freed 4 KiB values in its heap otherwise), so the next method's RSS is its own.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY:
+    // - `malloc_trim` only returns free heap pages to the kernel; it takes no pointer and
+    //   touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// `/proc/loadavg`'s first three fields (`unknown` where missing).
@@ -374,6 +386,7 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
                 drop(method);
+                release_freed_memory();
             }
         }
         for (p, (dist, mix, threads)) in points.iter().enumerate() {

@@ -11,6 +11,10 @@ use loom::sync::Arc;
 use nr_core::Topology;
 
 fn store(mode: MetadataMode) -> Store {
+    store_with(mode, ValueReplication::Eager)
+}
+
+fn store_with(mode: MetadataMode, replication: ValueReplication) -> Store {
     let topology = Topology::from_nodes(vec![(0, vec![0])])
         .unwrap()
         .with_shared_virtual_nodes(2)
@@ -21,7 +25,7 @@ fn store(mode: MetadataMode) -> Store {
         .capacity(4)
         .l1_entries(1)
         .metadata_mode(mode)
-        .value_replication(ValueReplication::Eager)
+        .value_replication(replication)
         .queue_bounds(4, 4)
         .manual_pump()
         .build()
@@ -79,4 +83,76 @@ fn read_never_returns_a_superseded_replica_sync() {
 #[test]
 fn read_never_returns_a_superseded_replica_async() {
     model(MetadataMode::Async);
+}
+
+/// On-demand replication: node 1 has asked for a copy of version 1 (two remote reads); its
+/// replicator serves the request while a writer on node 0 overwrites the key and node 1 reads.
+/// The reader sees version 1 or 2, never back in time; once the write is done node 1 reads 2
+/// whatever the replicator installed.
+#[test]
+fn on_demand_copy_racing_an_overwrite_is_never_served_stale() {
+    loom::model(|| {
+        let store = Arc::new(store_with(MetadataMode::Sync, ValueReplication::OnDemand));
+        store.node(0).unwrap().put(1, &1u64.to_le_bytes()).unwrap();
+        assert_eq!(get(&store, 1, 1), Some(1));
+        assert_eq!(get(&store, 1, 1), Some(1)); // second remote read: a copy is asked for
+        let writer = {
+            let store = Arc::clone(&store);
+            loom::thread::spawn(move || {
+                store.node(0).unwrap().put(1, &2u64.to_le_bytes()).unwrap();
+            })
+        };
+        let replicator = {
+            let store = Arc::clone(&store);
+            loom::thread::spawn(move || {
+                store.pump_replicator(1);
+            })
+        };
+        let first = get(&store, 1, 1);
+        let second = get(&store, 1, 1);
+        assert!(matches!(first, Some(1) | Some(2)), "{first:?}");
+        assert!(
+            !(first == Some(2) && second == Some(1)),
+            "went back in time"
+        );
+        writer.join().unwrap();
+        replicator.join().unwrap();
+        assert_eq!(
+            get(&store, 1, 1),
+            Some(2),
+            "stale after the write completed"
+        );
+    });
+}
+
+/// A delete racing node 1's replicator (eager notes queued for version 1) and a reader on
+/// node 1: the copy must not bring the key back, and once the delete is done every node
+/// reads it absent.
+#[test]
+fn delete_racing_a_replicator_stays_deleted() {
+    loom::model(|| {
+        let store = Arc::new(store(MetadataMode::Sync));
+        store.node(0).unwrap().put(1, &1u64.to_le_bytes()).unwrap(); // a note for node 1
+        let deleter = {
+            let store = Arc::clone(&store);
+            loom::thread::spawn(move || {
+                assert!(store.node(0).unwrap().delete(1).unwrap());
+            })
+        };
+        let replicator = {
+            let store = Arc::clone(&store);
+            loom::thread::spawn(move || {
+                store.pump_replicator(1);
+            })
+        };
+        let first = get(&store, 1, 1);
+        let second = get(&store, 1, 1);
+        assert!(matches!(first, Some(1) | None), "{first:?}");
+        assert!(!(first.is_none() && second.is_some()), "came back");
+        deleter.join().unwrap();
+        replicator.join().unwrap();
+        assert_eq!(get(&store, 1, 1), None, "resurrected on node 1");
+        assert_eq!(get(&store, 0, 1), None);
+        assert!(!store.node(1).unwrap().contains(1));
+    });
 }
