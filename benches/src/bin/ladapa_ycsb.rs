@@ -9,7 +9,10 @@
 //! each method in turn, the order rotating between repetitions; medians and min-max over the
 //! repetitions. Each result line gives the method's own memory account (values + metadata)
 //! and the process RSS after the point (freed memory is handed back to the kernel between
-//! methods, so the RSS is the method's own plus the driver's few MiB). Adaptive lines give the metadata-mode switches in that point's runs.
+//! methods, so the RSS is the method's own plus the driver's few MiB). Adaptive lines give the
+//! metadata-mode switches in that point's runs, all repetitions together. `--together` holds
+//! every method at once and interleaves them at each point instead (fairer under a noisy
+//! load, when memory allows).
 //!
 //! ```text
 //! cargo run --release -p benches --bin ladapa_ycsb -- --keys 16384 --reps 3 --duration-ms 500
@@ -88,9 +91,26 @@ struct Args {
     /// Tiny sizes, 20 ms runs, 1 repetition, threads 1,2, nodes 1,2: the CI smoke run.
     #[arg(long)]
     smoke: bool,
+    /// Hold every method in memory at once and interleave them at every point (rotating the
+    /// order per repetition): fairer under a noisy load, but needs the sum of their memory.
+    #[arg(long)]
+    together: bool,
     /// Output directory for the CSV file.
     #[arg(long, default_value = "target/bench-results")]
     out: PathBuf,
+}
+
+/// One method's results at one point.
+#[derive(Default)]
+struct PointResult {
+    /// Mops/s per repetition.
+    mops: Vec<f64>,
+    /// Memory after the last run.
+    memory: MemoryUsage,
+    /// Process RSS after the last run, MiB.
+    rss: f64,
+    /// Adaptive-mode switches over all repetitions (Ladapa only).
+    switches: Option<u64>,
 }
 
 /// One method under test.
@@ -325,68 +345,97 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        // results[point][label] = (mops per rep, memory after the point's last run, RSS MiB)
-        let mut results: Vec<Vec<(Vec<f64>, MemoryUsage, f64)>> = points
+        let mut results: Vec<Vec<PointResult>> = points
             .iter()
-            .map(|_| {
-                labels
-                    .iter()
-                    .map(|_| (Vec::new(), MemoryUsage::default(), 0.0))
-                    .collect()
-            })
+            .map(|_| labels.iter().map(|_| PointResult::default()).collect())
             .collect();
-        let mut switches: Vec<Vec<u64>> = labels.iter().map(|_| Vec::new()).collect();
-        for rep in 0..args.reps {
-            // One method in memory at a time; the order rotates with the repetition.
-            for k in 0..labels.len() {
-                let i = (k + rep) % labels.len();
-                let (label, name, l1) = &labels[i];
+        let run_point = |method: &Method,
+                         label: &str,
+                         p: usize,
+                         rep: usize,
+                         slot: &mut PointResult,
+                         csv: &mut String|
+         -> Result<(), Box<dyn std::error::Error>> {
+            let (dist, mix, threads) = &points[p];
+            let mut config = RunConfig::new(
+                *threads,
+                *mix,
+                dist.clone(),
+                Duration::from_millis(args.duration_ms),
+            );
+            config.seed = args.seed + rep as u64 * 1000;
+            config.topology = Some(topology.clone());
+            let before = method.switches();
+            let r = method.run(&config)?;
+            method.settle();
+            slot.mops.push(r.mops());
+            slot.memory = method.memory();
+            slot.rss = rss_mib();
+            if let (Some(before), Some(after)) = (before, method.switches()) {
+                *slot.switches.get_or_insert(0) += after - before;
+            }
+            let _ = writeln!(
+                csv,
+                "{nodes},{},{mix},{dist},{threads},{},{label},{rep},{:.4},{:.1},{:.0}",
+                topology.source(),
+                threads > &topology.num_cpus(),
+                r.mops(),
+                slot.memory.total() as f64 / (1 << 20) as f64,
+                slot.rss
+            );
+            Ok(())
+        };
+        let report_stats = |label: &str, method: &Method| {
+            if let Method::Ladapa(store) = method {
+                println!("# {label} after its last run: {}", store.stats());
+            }
+        };
+        if args.together {
+            // Every method in memory at once; each point runs all of them, interleaved, the
+            // order rotating with the repetition.
+            let mut methods = Vec::new();
+            for (label, name, l1) in &labels {
                 let method = build(name, *l1, &args, &topology)?;
                 method.load(args.keys)?;
                 method.settle();
-                eprintln!(
-                    "# rep {rep}: {label} loaded ({:.0} MiB, RSS {:.0} MiB), {} points",
-                    method.memory().total() as f64 / (1 << 20) as f64,
-                    rss_mib(),
-                    points.len()
-                );
-                for (p, (dist, mix, threads)) in points.iter().enumerate() {
-                    let mut config = RunConfig::new(
-                        *threads,
-                        *mix,
-                        dist.clone(),
-                        Duration::from_millis(args.duration_ms),
-                    );
-                    config.seed = args.seed + rep as u64 * 1000;
-                    config.topology = Some(topology.clone());
-                    let before = method.switches();
-                    let r = method.run(&config)?;
+                eprintln!("# {label} loaded, RSS {:.0} MiB", rss_mib());
+                methods.push(method);
+            }
+            for (p, row) in results.iter_mut().enumerate() {
+                for rep in 0..args.reps {
+                    for k in 0..labels.len() {
+                        let i = (k + rep) % labels.len();
+                        run_point(&methods[i], &labels[i].0, p, rep, &mut row[i], &mut csv)?;
+                    }
+                }
+            }
+            for ((label, _, _), method) in labels.iter().zip(&methods) {
+                report_stats(label, method);
+            }
+        } else {
+            for rep in 0..args.reps {
+                // One method in memory at a time; the order rotates with the repetition.
+                for k in 0..labels.len() {
+                    let i = (k + rep) % labels.len();
+                    let (label, name, l1) = &labels[i];
+                    let method = build(name, *l1, &args, &topology)?;
+                    method.load(args.keys)?;
                     method.settle();
-                    let memory = method.memory();
-                    let rss = rss_mib();
-                    let slot = &mut results[p][i];
-                    slot.0.push(r.mops());
-                    slot.1 = memory;
-                    slot.2 = rss;
-                    if let (Some(before), Some(after)) = (before, method.switches()) {
-                        switches[i].push(after - before);
-                    }
-                    let _ = writeln!(
-                        csv,
-                        "{nodes},{},{mix},{dist},{threads},{},{label},{rep},{:.4},{:.1},{rss:.0}",
-                        topology.source(),
-                        threads > &topology.num_cpus(),
-                        r.mops(),
-                        memory.total() as f64 / (1 << 20) as f64
+                    eprintln!(
+                        "# rep {rep}: {label} loaded ({:.0} MiB, RSS {:.0} MiB), {} points",
+                        method.memory().total() as f64 / (1 << 20) as f64,
+                        rss_mib(),
+                        points.len()
                     );
-                }
-                if rep + 1 == args.reps {
-                    if let Method::Ladapa(store) = &method {
-                        println!("# {label} after its last repetition: {}", store.stats());
+                    for (p, row) in results.iter_mut().enumerate() {
+                        run_point(&method, label, p, rep, &mut row[i], &mut csv)?;
                     }
+                    if rep + 1 == args.reps {
+                        report_stats(label, &method);
+                    }
+                    drop(method);
+                    release_freed_memory();
                 }
-                drop(method);
-                release_freed_memory();
             }
         }
         for (p, (dist, mix, threads)) in points.iter().enumerate() {
@@ -395,32 +444,20 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 "{nodes} nodes {mix:<10} {dist:<8} {threads} thr{}:",
                 if over { " (oversubscribed)" } else { "" }
             );
-            let medians: Vec<f64> = results[p]
-                .iter()
-                .map(|(v, _, _)| median(v.clone()))
-                .collect();
-            for ((label, _, _), ((v, memory, rss), med)) in
-                labels.iter().zip(results[p].iter().zip(&medians))
-            {
-                let (lo, hi) = v
+            let medians: Vec<f64> = results[p].iter().map(|r| median(r.mops.clone())).collect();
+            for ((label, _, _), (r, med)) in labels.iter().zip(results[p].iter().zip(&medians)) {
+                let (lo, hi) = r
+                    .mops
                     .iter()
                     .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
                 let _ = write!(
                     line,
-                    "  {label} {med:.3} [{lo:.3}-{hi:.3}] Mops/s {:.0} MiB (RSS {rss:.0});",
-                    memory.total() as f64 / (1 << 20) as f64
+                    "  {label} {med:.3} [{lo:.3}-{hi:.3}] Mops/s {:.0} MiB (RSS {:.0});",
+                    r.memory.total() as f64 / (1 << 20) as f64,
+                    r.rss
                 );
-                let n = points.len();
-                if let Some(per_point) = switches
-                    .iter()
-                    .zip(&labels)
-                    .find(|(_, (l, _, _))| l == label && l.contains("adaptive"))
-                    .map(|(s, _)| s)
-                    .filter(|s| !s.is_empty())
-                {
-                    // Switches in this point's runs, all repetitions together.
-                    let total: u64 = per_point.iter().skip(p).step_by(n).sum();
-                    let _ = write!(line, " {total} switches;");
+                if let Some(switches) = r.switches.filter(|_| label.contains("adaptive")) {
+                    let _ = write!(line, " {switches} switches;");
                 }
             }
             println!("{line}");
