@@ -49,8 +49,13 @@ impl<'a> NodeHandle<'a> {
                 None => {
                     // L1 misses: this node's L2 is current (the findability invariant).
                     let entry = shared.l2[node].get(key)?;
+                    // Promotion needs a free way: in a full set (the steady state) skip the
+                    // write-lock attempt altogether. A hint; `promote` re-checks under the lock.
+                    let room = data.free_way().is_some();
                     drop(data);
-                    promote(shared, set, key, node);
+                    if room {
+                        promote(shared, set, key, node);
+                    }
                     (entry.meta, Some(entry.replica))
                 }
             }
