@@ -367,6 +367,9 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
             config.topology = Some(topology.clone());
             let before = method.switches();
             let r = method.run(&config)?;
+            if r.misses > 0 {
+                return Err(format!("{label}: {} reads found no value", r.misses).into());
+            }
             method.settle();
             slot.mops.push(r.mops());
             slot.memory = method.memory();
