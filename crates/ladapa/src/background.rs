@@ -6,8 +6,10 @@
 //!
 //! - **Propagator** (Fig. 6 steps 5a, 5, 6): pops a [`MetaNote`], and if its version is still
 //!   the key's current one (checked under the key's set lock), installs the metadata into every
-//!   node's L2 and queues a [`DataNote`] for every other node's replicator. A note whose version
-//!   is no longer current is skipped: a newer write queued its own note (coalescing).
+//!   node's L2 and, under [`ValueReplication::Eager`], queues a [`DataNote`] for every other
+//!   node's replicator (under `OnDemand` a reader's second remote read of a version queues one
+//!   for its own node: [`Shared::remote_read`]). A note whose version is no longer current is
+//!   skipped: a newer write queued its own note (coalescing).
 //! - **Replicator** of node `m` (steps 7-9): pops a [`DataNote`]; pinned, it checks under the
 //!   set lock that the version is still current (so the source block cannot be reclaimed while
 //!   it copies), copies the value into node `m`'s pool, and installs the copy as the local

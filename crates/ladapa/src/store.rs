@@ -89,7 +89,8 @@ pub(crate) struct Shared {
 }
 
 /// A locality-aware key-value store: `u64` keys, values of one fixed size, metadata decoupled
-/// from values, values replicated to every node lazily, reads never stale.
+/// from values, values copied lazily to the nodes that read them (or to every node, with
+/// [`ValueReplication::Eager`]), reads never stale.
 ///
 /// Build one with [`Store::builder`]. Operations on the `Store` itself run as the calling
 /// thread's node (threads are spread round-robin over the nodes in the order they first touch
