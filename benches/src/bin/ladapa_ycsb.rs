@@ -1,7 +1,18 @@
 //! Ladapa paper Figures 7-10 scaled to this machine: YCSB mixes (write-only, read-only, 95%
 //! update, 95% read, 50/50), uniform and scrambled Zipfian 0.99 keys, 1/2/4 threads, 1 and 4
-//! virtual nodes, first-level table sweep; Ladapa (each metadata mode), kvbase, CR and dashmap
-//! side by side in one run, interleaved and repeated; memory per method with every result.
+//! virtual nodes, first-level table sweep; Ladapa (each metadata mode, on-demand value
+//! replication; `ladapa-async-eager`: the paper's eager replication), kvbase, CR and dashmap
+//! side by side in one run, repeated; memory per method with every result.
+//!
+//! One method is in memory at a time (2^18 items of 4 KiB are 1 GiB per copy, and Ladapa-eager
+//! or CR hold one copy per node): each repetition builds, loads, runs every point and drops
+//! each method in turn, the order rotating between repetitions; medians and min-max over the
+//! repetitions. Each result line gives the method's own memory account (values + metadata)
+//! and the process RSS after the point (freed memory is handed back to the kernel between
+//! methods, so the RSS is the method's own plus the driver's few MiB). Adaptive lines give the
+//! metadata-mode switches in that point's runs, all repetitions together. `--together` holds
+//! every method at once and interleaves them at each point instead (fairer under a noisy
+//! load, when memory allows).
 //!
 //! ```text
 //! cargo run --release -p benches --bin ladapa_ycsb -- --keys 16384 --reps 3 --duration-ms 500
@@ -23,7 +34,7 @@ use std::time::{Duration, Instant};
 use benches::report::Machine;
 use clap::Parser;
 use ladapa::ycsb::{self, KeyDist, Mix, RunConfig, RunResult};
-use ladapa::{Cr, DashMapKv, KvBase, KvStore, MemoryUsage, MetadataMode, Store};
+use ladapa::{Cr, DashMapKv, KvBase, KvStore, MemoryUsage, MetadataMode, Store, ValueReplication};
 use nr_core::Topology;
 
 /// YCSB sweeps of Ladapa against kvbase, CR and dashmap.
@@ -49,16 +60,17 @@ struct Args {
     /// Key distributions: uniform, zipf (YCSB's scrambled Zipfian 0.99).
     #[arg(long, value_delimiter = ',', default_value = "uniform,zipf")]
     dists: Vec<String>,
-    /// Methods: ladapa-sync, ladapa-async, ladapa-adaptive, kvbase, cr, dashmap.
+    /// Methods: ladapa-sync, ladapa-async, ladapa-adaptive (on-demand value replication),
+    /// the same with `-eager` (the paper's: every write copied to every node), kvbase, cr,
+    /// dashmap.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "ladapa-sync,ladapa-async,ladapa-adaptive,kvbase,cr,dashmap"
+        default_value = "ladapa-sync,ladapa-async,ladapa-adaptive,ladapa-async-eager,kvbase,cr,dashmap"
     )]
     methods: Vec<String>,
-    /// Items loaded (the key space). The paper's scale here is 2^18 = 262144; memory is about
-    /// keys x value size x (nodes per Ladapa mode + nodes for CR + 2), so use fewer on a
-    /// shared machine.
+    /// Items loaded (the key space): the paper's 2^18 = 262144. One method is held at a time;
+    /// the largest (Ladapa-eager, CR) needs about keys x value size x (nodes + 1).
     #[arg(long, default_value_t = 1 << 18)]
     keys: u64,
     /// Value size in bytes (32-byte metadata indexes each value).
@@ -79,9 +91,26 @@ struct Args {
     /// Tiny sizes, 20 ms runs, 1 repetition, threads 1,2, nodes 1,2: the CI smoke run.
     #[arg(long)]
     smoke: bool,
+    /// Hold every method in memory at once and interleave them at every point (rotating the
+    /// order per repetition): fairer under a noisy load, but needs the sum of their memory.
+    #[arg(long)]
+    together: bool,
     /// Output directory for the CSV file.
     #[arg(long, default_value = "target/bench-results")]
     out: PathBuf,
+}
+
+/// One method's results at one point.
+#[derive(Default)]
+struct PointResult {
+    /// Mops/s per repetition.
+    mops: Vec<f64>,
+    /// Memory after the last run.
+    memory: MemoryUsage,
+    /// Process RSS after the last run, MiB.
+    rss: f64,
+    /// Adaptive-mode switches over all repetitions (Ladapa only).
+    switches: Option<u64>,
 }
 
 /// One method under test.
@@ -111,6 +140,13 @@ impl Method {
             Method::Dash(s) => ycsb::load(s, keys),
         }
     }
+    /// Adaptive-mode switches so far (Ladapa only).
+    fn switches(&self) -> Option<u64> {
+        match self {
+            Method::Ladapa(s) => Some(s.stats().mode_switches),
+            _ => None,
+        }
+    }
     fn memory(&self) -> MemoryUsage {
         match self {
             Method::Ladapa(s) => s.memory(),
@@ -131,6 +167,78 @@ impl Method {
             }
         }
     }
+}
+
+/// Builds method `name` (L1 size `l1` for the Ladapa ones) on `topology`.
+fn build(
+    name: &str,
+    l1: usize,
+    args: &Args,
+    topology: &Topology,
+) -> Result<Method, Box<dyn std::error::Error>> {
+    let nodes = topology.num_nodes();
+    Ok(match name {
+        n if n.starts_with("ladapa-") => {
+            // `-eager`: the paper's value replication; otherwise on demand (the default).
+            let (mode_name, replication) = match n.strip_suffix("-eager") {
+                Some(m) => (m, ValueReplication::Eager),
+                None => (n, ValueReplication::OnDemand),
+            };
+            let mode = match mode_name {
+                "ladapa-sync" => MetadataMode::Sync,
+                "ladapa-async" => MetadataMode::Async,
+                "ladapa-adaptive" => MetadataMode::Adaptive,
+                other => return Err(format!("unknown method {other:?}").into()),
+            };
+            Method::Ladapa(
+                Store::builder()
+                    .topology(topology.clone())
+                    .value_size(args.value_size)
+                    .capacity(args.keys as usize)
+                    .l1_entries(l1.min(args.keys as usize))
+                    .metadata_mode(mode)
+                    .value_replication(replication)
+                    .build()?,
+            )
+        }
+        "kvbase" => Method::KvBase(KvBase::new(args.value_size, nodes)),
+        "cr" => Method::Cr(Cr::new(args.value_size, topology.clone())?),
+        "dashmap" => Method::Dash(DashMapKv::new(args.value_size, nodes)),
+        other => return Err(format!("unknown method {other:?}").into()),
+    })
+}
+
+/// The process's resident set in MiB (0 where `/proc` is missing). Freed memory is handed
+/// back between methods (`release_freed_memory`), so it is close to the method's own.
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<f64>().ok())
+        })
+        .map_or(0.0, |pages| pages * 4096.0 / (1 << 20) as f64)
+}
+
+/// Hands memory the allocator kept from the method just dropped back to the kernel (glibc
+/// keeps freed 4 KiB values in its heap otherwise), so the next method's RSS is its own.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY:
+    // - `malloc_trim` only returns free heap pages to the kernel; it takes no pointer and
+    //   touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// `/proc/loadavg`'s first three fields (`unknown` where missing).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 fn mix_named(name: &str) -> Result<Mix, String> {
@@ -195,9 +303,11 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "# one memory node here: virtual nodes measure replication overheads, not NUMA benefit"
     );
+    println!("# load average at the start: {}", load_average());
     std::fs::create_dir_all(&args.out)?;
-    let mut csv =
-        String::from("nodes,topology,mix,dist,threads,oversubscribed,method,rep,mops,memory_mib\n");
+    let mut csv = String::from(
+        "nodes,topology,mix,dist,threads,oversubscribed,method,rep,mops,memory_mib,rss_mib\n",
+    );
     let mut summary = String::new();
     for &nodes in &args.nodes {
         let topology = hardware.with_shared_virtual_nodes(nodes)?;
@@ -206,54 +316,23 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
             nodes,
             topology.source()
         );
-        // Build and load every method once per node count.
-        let mut methods: Vec<(String, Method)> = Vec::new();
+        // Every (label, method name, L1 size) to run; built one at a time.
+        let mut labels: Vec<(String, String, usize)> = Vec::new();
         for name in &args.methods {
-            let built: Vec<(String, Method)> = match name.as_str() {
-                "ladapa-sync" | "ladapa-async" | "ladapa-adaptive" => {
-                    let mode = match name.as_str() {
-                        "ladapa-sync" => MetadataMode::Sync,
-                        "ladapa-async" => MetadataMode::Async,
-                        _ => MetadataMode::Adaptive,
+            if name.starts_with("ladapa-") {
+                for &l1 in &args.l1 {
+                    let label = if args.l1.len() > 1 {
+                        format!("{name}/l1={l1}")
+                    } else {
+                        name.clone()
                     };
-                    let mut v = Vec::new();
-                    for &l1 in &args.l1 {
-                        let store = Store::builder()
-                            .topology(topology.clone())
-                            .value_size(args.value_size)
-                            .capacity(args.keys as usize)
-                            .l1_entries(l1.min(args.keys as usize))
-                            .metadata_mode(mode)
-                            .build()?;
-                        let label = if args.l1.len() > 1 {
-                            format!("{name}/l1={l1}")
-                        } else {
-                            name.clone()
-                        };
-                        v.push((label, Method::Ladapa(store)));
-                    }
-                    v
+                    labels.push((label, name.clone(), l1));
                 }
-                "kvbase" => vec![(
-                    name.clone(),
-                    Method::KvBase(KvBase::new(args.value_size, nodes)),
-                )],
-                "cr" => vec![(
-                    name.clone(),
-                    Method::Cr(Cr::new(args.value_size, topology.clone())?),
-                )],
-                "dashmap" => vec![(
-                    name.clone(),
-                    Method::Dash(DashMapKv::new(args.value_size, nodes)),
-                )],
-                other => return Err(format!("unknown method {other:?}").into()),
-            };
-            for (label, method) in built {
-                method.load(args.keys)?;
-                method.settle();
-                methods.push((label, method));
+            } else {
+                labels.push((name.clone(), name.clone(), 0));
             }
         }
+        let mut points: Vec<(KeyDist, Mix, usize)> = Vec::new();
         for dist_name in &args.dists {
             let dist = if dist_name == "zipf" {
                 KeyDist::scrambled_zipfian(args.keys)
@@ -262,85 +341,153 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
             };
             for &mix in &mixes {
                 for &threads in &args.threads {
-                    let over = threads > topology.num_cpus();
-                    // results[method] = (mops per rep, memory)
-                    let mut results: Vec<(Vec<f64>, MemoryUsage)> = methods
-                        .iter()
-                        .map(|_| (Vec::new(), MemoryUsage::default()))
-                        .collect();
-                    for rep in 0..args.reps {
-                        // Interleave, rotating which method goes first.
-                        for k in 0..methods.len() {
-                            let i = (k + rep) % methods.len();
-                            let (label, method) = &methods[i];
-                            let mut config = RunConfig::new(
-                                threads,
-                                mix,
-                                dist.clone(),
-                                Duration::from_millis(args.duration_ms),
-                            );
-                            config.seed = args.seed + rep as u64 * 1000;
-                            config.topology = Some(topology.clone());
-                            let r = method.run(&config)?;
-                            method.settle();
-                            let memory = method.memory();
-                            results[i].0.push(r.mops());
-                            results[i].1 = memory;
-                            let _ = writeln!(
-                                csv,
-                                "{nodes},{},{mix},{dist},{threads},{over},{label},{rep},{:.4},{:.1}",
-                                topology.source(),
-                                r.mops(),
-                                memory.total() as f64 / (1 << 20) as f64
-                            );
-                        }
-                    }
-                    let mut line = format!(
-                        "{nodes} nodes {mix:<10} {dist:<8} {threads} thr{}:",
-                        if over { " (oversubscribed)" } else { "" }
-                    );
-                    let medians: Vec<f64> =
-                        results.iter().map(|(v, _)| median(v.clone())).collect();
-                    for ((label, _), ((v, memory), med)) in
-                        methods.iter().zip(results.iter().zip(&medians))
-                    {
-                        let (lo, hi) = v
-                            .iter()
-                            .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-                        let _ = write!(
-                            line,
-                            "  {label} {med:.3} [{lo:.3}-{hi:.3}] Mops/s {:.0} MiB;",
-                            memory.total() as f64 / (1 << 20) as f64
-                        );
-                    }
-                    println!("{line}");
-                    // Ratios of medians, Ladapa methods over the baselines present.
-                    let find =
-                        |n: &str| methods.iter().position(|(l, _)| l == n).map(|i| medians[i]);
-                    let mut ratios = String::new();
-                    for ((label, _), med) in methods.iter().zip(&medians) {
-                        if !label.starts_with("ladapa") {
-                            continue;
-                        }
-                        for base in ["cr", "kvbase", "dashmap"] {
-                            if let Some(b) = find(base).filter(|&b| b > 0.0) {
-                                let _ = write!(ratios, "  {label}/{base} {:.2}x", med / b);
-                            }
-                        }
-                    }
-                    if !ratios.is_empty() {
-                        println!("    ratios:{ratios}");
-                        let _ =
-                            writeln!(summary, "{nodes} nodes {mix} {dist} {threads} thr:{ratios}");
-                    }
+                    points.push((dist.clone(), mix, threads));
                 }
             }
         }
-        for (label, method) in &methods {
+        let mut results: Vec<Vec<PointResult>> = points
+            .iter()
+            .map(|_| labels.iter().map(|_| PointResult::default()).collect())
+            .collect();
+        let run_point = |method: &Method,
+                         label: &str,
+                         p: usize,
+                         rep: usize,
+                         slot: &mut PointResult,
+                         csv: &mut String|
+         -> Result<(), Box<dyn std::error::Error>> {
+            let (dist, mix, threads) = &points[p];
+            let mut config = RunConfig::new(
+                *threads,
+                *mix,
+                dist.clone(),
+                Duration::from_millis(args.duration_ms),
+            );
+            config.seed = args.seed + rep as u64 * 1000;
+            config.topology = Some(topology.clone());
+            let before = method.switches();
+            let r = method.run(&config)?;
+            if r.misses > 0 {
+                return Err(format!("{label}: {} reads found no value", r.misses).into());
+            }
+            method.settle();
+            slot.mops.push(r.mops());
+            slot.memory = method.memory();
+            slot.rss = rss_mib();
+            if let (Some(before), Some(after)) = (before, method.switches()) {
+                *slot.switches.get_or_insert(0) += after - before;
+            }
+            let _ = writeln!(
+                csv,
+                "{nodes},{},{mix},{dist},{threads},{},{label},{rep},{:.4},{:.1},{:.0}",
+                topology.source(),
+                threads > &topology.num_cpus(),
+                r.mops(),
+                slot.memory.total() as f64 / (1 << 20) as f64,
+                slot.rss
+            );
+            Ok(())
+        };
+        let report_stats = |label: &str, method: &Method| {
             if let Method::Ladapa(store) = method {
-                println!("# {label} after the sweep: {}", store.stats());
+                println!("# {label} after its last run: {}", store.stats());
+            }
+        };
+        if args.together {
+            // Every method in memory at once; each point runs all of them, interleaved, the
+            // order rotating with the repetition.
+            let mut methods = Vec::new();
+            for (label, name, l1) in &labels {
+                let method = build(name, *l1, &args, &topology)?;
+                method.load(args.keys)?;
+                method.settle();
+                eprintln!("# {label} loaded, RSS {:.0} MiB", rss_mib());
+                methods.push(method);
+            }
+            for (p, row) in results.iter_mut().enumerate() {
+                for rep in 0..args.reps {
+                    for k in 0..labels.len() {
+                        let i = (k + rep) % labels.len();
+                        run_point(&methods[i], &labels[i].0, p, rep, &mut row[i], &mut csv)?;
+                    }
+                }
+            }
+            for ((label, _, _), method) in labels.iter().zip(&methods) {
+                report_stats(label, method);
+            }
+        } else {
+            for rep in 0..args.reps {
+                // One method in memory at a time; the order rotates with the repetition.
+                for k in 0..labels.len() {
+                    let i = (k + rep) % labels.len();
+                    let (label, name, l1) = &labels[i];
+                    let method = build(name, *l1, &args, &topology)?;
+                    method.load(args.keys)?;
+                    method.settle();
+                    eprintln!(
+                        "# rep {rep}: {label} loaded ({:.0} MiB, RSS {:.0} MiB), {} points",
+                        method.memory().total() as f64 / (1 << 20) as f64,
+                        rss_mib(),
+                        points.len()
+                    );
+                    for (p, row) in results.iter_mut().enumerate() {
+                        run_point(&method, label, p, rep, &mut row[i], &mut csv)?;
+                    }
+                    if rep + 1 == args.reps {
+                        report_stats(label, &method);
+                    }
+                    drop(method);
+                    release_freed_memory();
+                }
             }
         }
+        for (p, (dist, mix, threads)) in points.iter().enumerate() {
+            let over = *threads > topology.num_cpus();
+            let mut line = format!(
+                "{nodes} nodes {mix:<10} {dist:<8} {threads} thr{}:",
+                if over { " (oversubscribed)" } else { "" }
+            );
+            let medians: Vec<f64> = results[p].iter().map(|r| median(r.mops.clone())).collect();
+            for ((label, _, _), (r, med)) in labels.iter().zip(results[p].iter().zip(&medians)) {
+                let (lo, hi) = r
+                    .mops
+                    .iter()
+                    .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+                let _ = write!(
+                    line,
+                    "  {label} {med:.3} [{lo:.3}-{hi:.3}] Mops/s {:.0} MiB (RSS {:.0});",
+                    r.memory.total() as f64 / (1 << 20) as f64,
+                    r.rss
+                );
+                if let Some(switches) = r.switches.filter(|_| label.contains("adaptive")) {
+                    let _ = write!(line, " {switches} switches;");
+                }
+            }
+            println!("{line}");
+            // Ratios of medians, Ladapa methods over the baselines present.
+            let find = |n: &str| {
+                labels
+                    .iter()
+                    .position(|(l, _, _)| l == n)
+                    .map(|i| medians[i])
+            };
+            let mut ratios = String::new();
+            for ((label, _, _), med) in labels.iter().zip(&medians) {
+                if !label.starts_with("ladapa") {
+                    continue;
+                }
+                for base in ["cr", "kvbase", "dashmap"] {
+                    if let Some(b) = find(base).filter(|&b| b > 0.0) {
+                        let _ = write!(ratios, "  {label}/{base} {:.2}x", med / b);
+                    }
+                }
+            }
+            if !ratios.is_empty() {
+                println!("    ratios:{ratios}");
+                let _ = writeln!(summary, "{nodes} nodes {mix} {dist} {threads} thr:{ratios}");
+            }
+        }
+        println!("# load average after {nodes} node(s): {}", load_average());
     }
     let path = args.out.join("ladapa_ycsb.csv");
     std::fs::write(&path, csv)?;

@@ -10,13 +10,13 @@
 //! Options: `--nodes N` (virtual nodes; may exceed the CPUs, they then share CPUs), `--threads
 //! N`, `--seconds S`, `--keys N`, `--value-size B`, `--mix
 //! write-only|read-only|update95|read95|balanced`, `--dist zipf|uniform`, `--mode
-//! sync|async|adaptive`, `--phases` (cycles the mixes, one per second, to show the adaptive
+//! sync|async|adaptive`, `--replication on-demand|eager`, `--phases` (cycles the mixes, one per second, to show the adaptive
 //! rule switching).
 
 use std::time::Duration;
 
 use ladapa::ycsb::{load, run, KeyDist, Mix, RunConfig};
-use ladapa::{MetadataMode, Store};
+use ladapa::{MetadataMode, Store, ValueReplication};
 use nr_core::Topology;
 
 struct Args {
@@ -28,6 +28,7 @@ struct Args {
     mix: Mix,
     dist: String,
     mode: MetadataMode,
+    replication: ValueReplication,
     phases: bool,
 }
 
@@ -41,6 +42,7 @@ fn parse() -> Result<Args, String> {
         mix: Mix::BALANCED,
         dist: "zipf".into(),
         mode: MetadataMode::Adaptive,
+        replication: ValueReplication::OnDemand,
         phases: false,
     };
     let mut it = std::env::args().skip(1);
@@ -72,6 +74,13 @@ fn parse() -> Result<Args, String> {
                     _ => return Err(format!("unknown mode {value}")),
                 }
             }
+            "--replication" => {
+                args.replication = match value.as_str() {
+                    "on-demand" => ValueReplication::OnDemand,
+                    "eager" => ValueReplication::Eager,
+                    _ => return Err(format!("unknown replication {value}")),
+                }
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -92,10 +101,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .capacity(args.keys as usize)
         .l1_entries((args.keys as usize).min(8192))
         .metadata_mode(args.mode)
+        .value_replication(args.replication)
         .build()?;
     println!(
-        "ladapa {} metadata, topology {}, {} threads ({} CPUs{}), {} keys x {} B, {dist}",
+        "ladapa {} metadata, {} value replication, topology {}, {} threads ({} CPUs{}), {} keys x {} B, {dist}",
         args.mode,
+        args.replication,
         topology.source(),
         args.threads,
         topology.num_cpus(),

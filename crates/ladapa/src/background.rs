@@ -6,8 +6,10 @@
 //!
 //! - **Propagator** (Fig. 6 steps 5a, 5, 6): pops a [`MetaNote`], and if its version is still
 //!   the key's current one (checked under the key's set lock), installs the metadata into every
-//!   node's L2 and queues a [`DataNote`] for every other node's replicator. A note whose version
-//!   is no longer current is skipped: a newer write queued its own note (coalescing).
+//!   node's L2 and, under [`ValueReplication::Eager`], queues a [`DataNote`] for every other
+//!   node's replicator (under `OnDemand` a reader's second remote read of a version queues one
+//!   for its own node: [`Shared::remote_read`]). A note whose version is no longer current is
+//!   skipped: a newer write queued its own note (coalescing).
 //! - **Replicator** of node `m` (steps 7-9): pops a [`DataNote`]; pinned, it checks under the
 //!   set lock that the version is still current (so the source block cannot be reclaimed while
 //!   it copies), copies the value into node `m`'s pool, and installs the copy as the local
@@ -21,10 +23,11 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
+use crate::config::ValueReplication;
 use crate::error::{BackgroundPanic, BackgroundThread};
-use crate::meta::{read, write, Loc, Meta};
+use crate::meta::{mix64, read, write, Loc, Meta};
 use crate::store::Shared;
-use crate::sync::{yield_now, Ordering};
+use crate::sync::{doze, yield_now, Ordering};
 
 /// A metadata replication notification (to the propagator).
 #[derive(Clone, Copy, Debug)]
@@ -42,19 +45,26 @@ pub(crate) struct DataNote {
 }
 
 /// The rule [`MetadataMode::Adaptive`](crate::MetadataMode::Adaptive) follows (ours; the paper
-/// leaves it open). Adapter 0 evaluates it once per sampling period over the operations of
-/// that period, all nodes together:
+/// leaves it open). Adapter 0 judges it once per sampling period over the operations of that
+/// period, all nodes together. Each judged period *votes*:
 ///
-/// - **synchronous** when the propagator's queue is more than 3/4 full (back-pressure: writers
-///   do the work themselves rather than let the backlog grow), or when the period saw at least
-///   [`AdaptiveRule::MIN_OPS`] operations of which fewer than 1 in
-///   [`AdaptiveRule::SYNC_BELOW_ONE_WRITE_IN`] were writes (writes are rare, so doing their
-///   metadata replication inline costs little and makes every node's L2 and replicas fresh
-///   soonest, which is what read-mostly loads want);
-/// - **asynchronous** otherwise (write-heavy loads keep replication off the critical path).
+/// - **for synchronous** when the propagator's queue is more than 3/4 full (back-pressure:
+///   writers do the work themselves rather than let the backlog grow; this vote switches at
+///   once), or, while asynchronous, when fewer than 1 operation in
+///   [`AdaptiveRule::ENTER_SYNC_BELOW_ONE_WRITE_IN`] (5%) was a write (writes are rare, so
+///   doing their metadata replication inline costs little and makes every node's L2 fresh at
+///   once, which is what read-mostly loads want);
+/// - **for asynchronous** while synchronous when more than 1 operation in
+///   [`AdaptiveRule::LEAVE_SYNC_ABOVE_ONE_WRITE_IN`] (10%) was a write and the queue is no more
+///   than 3/4 full (write-heavy loads keep replication off the critical path);
+/// - otherwise for the current mode.
 ///
-/// A period with fewer operations leaves the mode unchanged. [`Stats::mode_switches`] counts
-/// the changes and [`Stats::sync_writes`] / [`Stats::async_writes`] what writes did.
+/// **Hysteresis**, twice over: the thresholds differ (enter synchronous below 5% writes, leave
+/// it only above 10%), and a rate vote against the current mode must come
+/// [`AdaptiveRule::CONFIRM_PERIODS`] judged periods in a row before the mode changes. A period
+/// with fewer than [`AdaptiveRule::MIN_OPS`] operations is not judged (it neither votes nor
+/// breaks a streak). [`Stats::mode_switches`] counts the changes and [`Stats::sync_writes`] /
+/// [`Stats::async_writes`] what writes did.
 ///
 /// [`Stats::mode_switches`]: crate::Stats::mode_switches
 /// [`Stats::sync_writes`]: crate::Stats::sync_writes
@@ -65,31 +75,88 @@ pub(crate) struct DataNote {
 /// ```
 /// use ladapa::AdaptiveRule;
 ///
-/// assert!(AdaptiveRule::wants_sync(1000, 10, false)); // 1% writes
-/// assert!(!AdaptiveRule::wants_sync(500, 500, false)); // 50% writes
-/// assert!(AdaptiveRule::wants_sync(0, 1000, true)); // backlog
-/// assert!(!AdaptiveRule::wants_sync(10, 0, false)); // too few operations to judge
+/// let mut rule = AdaptiveRule::new();
+/// assert!(!rule.is_sync(), "starts asynchronous");
+/// for _ in 0..AdaptiveRule::CONFIRM_PERIODS - 1 {
+///     rule.observe(1000, 10, false); // 1% writes
+///     assert!(!rule.is_sync(), "not yet: the vote must be confirmed");
+/// }
+/// assert!(rule.observe(1000, 10, false), "switched to synchronous");
+/// rule.observe(920, 80, false); // 8% writes: between the thresholds, stays synchronous
+/// assert!(rule.is_sync());
+/// rule.observe(10, 0, false); // too few operations to judge
+/// assert!(rule.is_sync());
+/// let mut async_again = false;
+/// for _ in 0..AdaptiveRule::CONFIRM_PERIODS {
+///     async_again = rule.observe(500, 500, false); // 50% writes
+/// }
+/// assert!(async_again && !rule.is_sync());
+/// assert!(rule.observe(500, 500, true) && rule.is_sync(), "a backlog switches at once");
+/// assert_eq!(rule.switches(), 3);
 /// ```
-#[derive(Debug, Clone, Copy)]
-pub struct AdaptiveRule;
+#[derive(Debug, Clone, Default)]
+pub struct AdaptiveRule {
+    sync: bool,
+    /// Consecutive judged periods that voted against the current mode.
+    streak: u32,
+    switches: u64,
+}
 
 impl AdaptiveRule {
-    /// Operations a period needs before the rate rule applies.
+    /// Operations a period needs before it is judged.
     pub const MIN_OPS: u64 = 64;
-    /// Synchronous while writes are fewer than one in this many operations (5%).
-    pub const SYNC_BELOW_ONE_WRITE_IN: u64 = 20;
+    /// While asynchronous, a period votes synchronous when writes are fewer than one in this
+    /// many operations (5%).
+    pub const ENTER_SYNC_BELOW_ONE_WRITE_IN: u64 = 20;
+    /// While synchronous, a period votes asynchronous when writes are more than one in this
+    /// many operations (10%).
+    pub const LEAVE_SYNC_ABOVE_ONE_WRITE_IN: u64 = 10;
+    /// Consecutive votes against the current mode that change it (a backlog vote needs one).
+    pub const CONFIRM_PERIODS: u32 = 3;
 
-    /// Whether a period of `reads` and `writes` (and a propagator backlog above 3/4 of its
-    /// bound, `backlog`) calls for synchronous metadata replication; `false` also when the
-    /// period is too short to judge (the caller then keeps the current mode).
-    pub fn wants_sync(reads: u64, writes: u64, backlog: bool) -> bool {
-        let ops = reads + writes;
-        backlog || (ops >= Self::MIN_OPS && writes * Self::SYNC_BELOW_ONE_WRITE_IN < ops)
+    /// Asynchronous, no history.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// Whether the period is long enough for the rate rule.
-    fn judges(reads: u64, writes: u64, backlog: bool) -> bool {
-        backlog || reads + writes >= Self::MIN_OPS
+    /// Whether the rule currently chooses synchronous metadata replication.
+    pub fn is_sync(&self) -> bool {
+        self.sync
+    }
+
+    /// Mode changes so far.
+    pub fn switches(&self) -> u64 {
+        self.switches
+    }
+
+    /// Takes one period: `reads` and `writes` done in it, and whether the propagator's queue
+    /// is more than 3/4 full (`backlog`). Returns whether the mode changed.
+    pub fn observe(&mut self, reads: u64, writes: u64, backlog: bool) -> bool {
+        let ops = reads + writes;
+        let vote_sync = if backlog {
+            if !self.sync {
+                self.streak = Self::CONFIRM_PERIODS; // switch now
+            }
+            true
+        } else if ops < Self::MIN_OPS {
+            return false;
+        } else if self.sync {
+            writes * Self::LEAVE_SYNC_ABOVE_ONE_WRITE_IN <= ops
+        } else {
+            writes * Self::ENTER_SYNC_BELOW_ONE_WRITE_IN < ops
+        };
+        if vote_sync == self.sync {
+            self.streak = 0;
+            return false;
+        }
+        self.streak = self.streak.saturating_add(1).min(Self::CONFIRM_PERIODS);
+        if self.streak < Self::CONFIRM_PERIODS {
+            return false;
+        }
+        self.sync = vote_sync;
+        self.streak = 0;
+        self.switches += 1;
+        true
     }
 }
 
@@ -98,7 +165,14 @@ impl AdaptiveRule {
 pub(crate) struct AdapterState {
     reads: u64,
     writes: u64,
+    /// Adapter 0's adaptive rule.
+    rule: AdaptiveRule,
 }
+
+/// How long an idle propagator or replicator dozes (without parking) after a busy pass before
+/// it parks: producers that publish meanwhile find it awake and need not wake it with a
+/// system call, so under a steady load notes are taken in batches about this far apart.
+const DOZE: Duration = Duration::from_micros(50);
 
 impl Shared {
     /// The current metadata of `key` as seen under its set's read lock from node `node`'s
@@ -157,30 +231,75 @@ impl Shared {
         }
     }
 
-    /// Queues the value of `meta` for every node but its own, and rings their threads.
+    /// Queues the value of `meta` for every node but its own, and rings their threads
+    /// ([`ValueReplication::Eager`]; nothing under `OnDemand`, where readers ask).
     pub(crate) fn notify_replicators(&self, key: u64, meta: Meta) {
+        if self.replication != ValueReplication::Eager {
+            return;
+        }
         let note = DataNote {
             key,
             version: meta.version,
             src: meta.loc,
         };
         for node in 0..self.nodes {
-            if node == meta.loc.node as usize {
-                continue;
+            if node != meta.loc.node as usize {
+                self.queue_data_note(node, note);
             }
-            let pending = &self.replicator_pending[node];
-            let first = pending.publish();
-            if self.replicator_queues[node].push(note).is_err() {
-                pending.unpublish();
-                // Relaxed: statistics.
-                self.counters[node].dropped.fetch_add(1, Ordering::Relaxed);
-                continue;
+        }
+    }
+
+    /// Queues `note` for node `node`'s replicator (dropping it when the queue is full) and
+    /// rings the replicator if its queue was empty.
+    fn queue_data_note(&self, node: usize, note: DataNote) {
+        let pending = &self.replicator_pending[node];
+        let first = pending.publish();
+        if self.replicator_queues[node].push(note).is_err() {
+            pending.unpublish();
+            // Relaxed: statistics.
+            self.counters[node].dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if first {
+            if let Some(bells) = &self.bells {
+                bells.replicators[node].ring();
             }
-            if first {
-                if let Some(bells) = &self.bells {
-                    bells.replicators[node].ring();
-                }
-            }
+        }
+    }
+
+    /// A read on node `node` used the authoritative copy of `key` at `meta` because the node
+    /// has no replica of that version ([`ValueReplication::OnDemand`] only). On the
+    /// [`ValueReplication::REMOTE_READS_BEFORE_COPY`]-th such read of one version, asks the
+    /// node's replicator for a copy. The table is a hint: each slot remembers one
+    /// `(key, version)` tag and whether a copy was asked for; a collision only delays or
+    /// repeats a request (a repeated one is skipped by the replicator's checks).
+    pub(crate) fn remote_read(&self, node: usize, key: u64, meta: Meta) {
+        let Some(table) = self.remote_reads.get(node) else {
+            return;
+        };
+        let hash = mix64(key ^ meta.version.rotate_left(32));
+        let slot = &table[(hash as usize) & (table.len() - 1)];
+        // Tags use the high bits; the low bits count remote reads (saturating at the
+        // threshold, which means "asked").
+        let tag = hash & !0xFF;
+        // Relaxed: a hint; a lost update between two readers of one node only delays or
+        // repeats a request.
+        let seen = slot.load(Ordering::Relaxed);
+        let reads = if seen & !0xFF == tag { seen & 0xFF } else { 0 };
+        let threshold = u64::from(ValueReplication::REMOTE_READS_BEFORE_COPY);
+        if reads >= threshold {
+            return; // asked already
+        }
+        slot.store(tag | (reads + 1), Ordering::Relaxed);
+        if reads + 1 == threshold {
+            self.queue_data_note(
+                node,
+                DataNote {
+                    key,
+                    version: meta.version,
+                    src: meta.loc,
+                },
+            );
         }
     }
 
@@ -259,12 +378,10 @@ impl Shared {
         state.writes = writes;
         if node == 0 && self.mode == crate::MetadataMode::Adaptive {
             let backlog = self.propagator_queue.len() * 4 > self.propagator_queue.capacity() * 3;
-            if AdaptiveRule::judges(dr, dw, backlog) {
-                let sync = AdaptiveRule::wants_sync(dr, dw, backlog);
+            if state.rule.observe(dr, dw, backlog) {
                 // Relaxed: a mode hint; either mode is correct for every write.
-                if self.sync_now.swap(sync, Ordering::Relaxed) != sync {
-                    self.mode_switches.fetch_add(1, Ordering::Relaxed);
-                }
+                self.sync_now.store(state.rule.is_sync(), Ordering::Relaxed);
+                self.mode_switches.fetch_add(1, Ordering::Relaxed);
             }
         }
         let mut helped = 0;
@@ -328,34 +445,41 @@ impl Shared {
         let Some(bells) = &self.bells else { return };
         let period = Duration::from_micros(self.adapter_period_us);
         let mut state = AdapterState::default();
+        // Whether the last pass found work (then an empty pass dozes before parking).
+        let mut busy = false;
         // Acquire: pairs with the Release in `Store::stop`.
         while !self.shutdown.load(Ordering::Acquire) {
             self.take_fault(thread);
-            match thread {
-                BackgroundThread::Propagator => {
-                    if self.propagate_step(256) == 0 {
-                        if self.propagator_pending.is_idle() {
-                            bells.propagator.wait(None);
-                        } else {
-                            yield_now(); // a producer is between counting and pushing
-                        }
-                    }
-                }
-                BackgroundThread::Replicator(node) => {
-                    if self.replicate_step(node, 256) == 0 {
-                        if self.replicator_pending[node].is_idle() {
-                            bells.replicators[node].wait(None);
-                        } else {
-                            yield_now(); // a producer is between counting and pushing
-                        }
-                    }
-                }
+            let (done, pending, bell) = match thread {
+                BackgroundThread::Propagator => (
+                    self.propagate_step(256),
+                    &*self.propagator_pending,
+                    &bells.propagator,
+                ),
+                BackgroundThread::Replicator(node) => (
+                    self.replicate_step(node, 256),
+                    &*self.replicator_pending[node],
+                    &bells.replicators[node],
+                ),
                 BackgroundThread::Adapter(node) => {
                     let active = self.adapter_step(node, &mut state);
                     // Idle: a long nap (100 periods) rather than none, so a read-only load that
                     // never rings still gets sampled; shutdown rings it awake.
                     bells.adapters[node].wait(Some(if active { period } else { period * 100 }));
+                    continue;
                 }
+            };
+            if done > 0 {
+                busy = true;
+            } else if !pending.is_idle() {
+                yield_now(); // a producer is between counting and pushing
+            } else if busy {
+                // Doze rather than park: a ring while dozing is one atomic swap, no wake-up
+                // system call; the loop re-checks the queue (and shutdown) afterwards.
+                busy = false;
+                doze(DOZE);
+            } else {
+                bell.wait(None);
             }
         }
     }

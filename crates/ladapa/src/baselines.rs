@@ -8,14 +8,12 @@
 //!   every replica before it completes (the paper's `CR`, ref. [22]);
 //! - [`DashMapKv`]: `dashmap`, the concurrent map users pick today.
 
-use std::collections::HashMap;
-
 use crossbeam_utils::CachePadded;
 use dashmap::DashMap;
 use nr_core::{Dispatch, NodeReplicated, ThreadHandle, Topology};
 
 use crate::error::StoreError;
-use crate::meta::{read, write};
+use crate::meta::{read, write, KeyMap};
 use crate::stats::MemoryUsage;
 use crate::store::{NodeHandle, Store};
 use crate::sync::{AtomicUsize, Ordering, RwLock};
@@ -132,7 +130,7 @@ const KVBASE_SHARDS: usize = 64;
 const MAP_ENTRY_BYTES: usize = 40;
 
 /// One shard of [`KvBase`].
-type KvShard = RwLock<HashMap<u64, Box<[u8]>>>;
+type KvShard = RwLock<KeyMap<Box<[u8]>>>;
 
 /// No replicas: one sharded hash map, values in one place (the paper's `kvbase`).
 ///
@@ -169,7 +167,7 @@ impl KvBase {
             value_size,
             nodes: nodes.max(1),
             shards: (0..KVBASE_SHARDS)
-                .map(|_| CachePadded::new(RwLock::new(HashMap::new())))
+                .map(|_| CachePadded::new(RwLock::new(KeyMap::default())))
                 .collect(),
         }
     }
@@ -245,7 +243,7 @@ impl KvSession for KvBaseSession<'_> {
 /// [`Cr`]'s sequential map: every replica holds every value.
 #[derive(Debug, Default)]
 pub struct CrMap {
-    map: HashMap<u64, Box<[u8]>>,
+    map: KeyMap<Box<[u8]>>,
 }
 
 /// A read of [`CrMap`]: copy the value into the caller's buffer.

@@ -71,6 +71,64 @@ impl fmt::Display for MetadataMode {
     }
 }
 
+/// When values are copied into other nodes' pools (metadata replication is
+/// [`MetadataMode`]'s business). Either way a replica is only ever *used* when its version is
+/// the key's current one, so the policy changes locality and cost, never what a read returns.
+///
+/// # Examples
+///
+/// ```
+/// use ladapa::{Store, ValueReplication};
+/// use nr_core::Topology;
+///
+/// let topology = Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+/// let store = Store::builder()
+///     .topology(topology)
+///     .value_size(8)
+///     .value_replication(ValueReplication::OnDemand)
+///     .manual_pump()
+///     .build()?;
+/// store.node(0)?.put(1, &[1; 8])?;
+/// store.pump();
+/// assert_eq!(store.stats().replicated, 0, "no node has read it yet");
+/// let mut buf = [0; 8];
+/// for _ in 0..ValueReplication::REMOTE_READS_BEFORE_COPY {
+///     store.node(1)?.get(1, &mut buf)?; // remote reads
+/// }
+/// store.pump();
+/// assert_eq!(store.stats().replicated, 1, "node 1 asked for a copy");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueReplication {
+    /// The paper's policy (Fig. 6 step 6): every write's value is queued for every other
+    /// node's replicator, whether or not anyone reads it there.
+    Eager,
+    /// Ski rental: a node copies a version of a value only after it has read that version
+    /// remotely [`REMOTE_READS_BEFORE_COPY`](Self::REMOTE_READS_BEFORE_COPY) times. A copy
+    /// costs about two remote transfers (read the source, write the replica), so a node
+    /// never pays more than about twice what the best choice in hindsight would have paid:
+    /// versions overwritten before they are read twice, and nodes nobody reads on, are never
+    /// copied. Remote reads are recognized with a small per-node table of recently read
+    /// versions (best effort: a collision delays or repeats a request, harmlessly).
+    OnDemand,
+}
+
+impl ValueReplication {
+    /// Remote reads of one version on one node after which [`ValueReplication::OnDemand`]
+    /// asks that node's replicator for a copy.
+    pub const REMOTE_READS_BEFORE_COPY: u32 = 2;
+}
+
+impl fmt::Display for ValueReplication {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Eager => "eager",
+            Self::OnDemand => "on-demand",
+        })
+    }
+}
+
 /// The settings a [`Store`] is built with; see [`Store::builder`].
 ///
 /// # Examples
@@ -97,6 +155,7 @@ pub struct Builder {
     pub(crate) capacity: usize,
     pub(crate) l1_entries: Option<usize>,
     pub(crate) mode: MetadataMode,
+    pub(crate) replication: ValueReplication,
     pub(crate) propagator_queue: usize,
     pub(crate) replicator_queue: usize,
     pub(crate) manual_pump: bool,
@@ -111,6 +170,7 @@ impl Default for Builder {
             capacity: 1 << 16,
             l1_entries: None,
             mode: MetadataMode::Adaptive,
+            replication: ValueReplication::OnDemand,
             propagator_queue: 1 << 14,
             replicator_queue: 1 << 14,
             manual_pump: false,
@@ -201,6 +261,20 @@ impl Builder {
     /// ```
     pub fn metadata_mode(mut self, mode: MetadataMode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// When values are replicated to the other nodes. Default [`ValueReplication::OnDemand`]
+    /// ([`ValueReplication::Eager`] is the paper's policy).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = ladapa::Store::builder().value_replication(ladapa::ValueReplication::Eager);
+    /// # let _ = b;
+    /// ```
+    pub fn value_replication(mut self, policy: ValueReplication) -> Self {
+        self.replication = policy;
         self
     }
 

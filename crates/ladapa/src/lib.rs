@@ -18,7 +18,9 @@ pub use baselines::{
     Cr, CrMap, CrRead, CrSession, CrWrite, DashMapKv, DashMapSession, KvBase, KvBaseSession,
     KvSession, KvStore,
 };
-pub use config::{Builder, MetadataMode, MAX_CAPACITY, MAX_NODES, MAX_VALUE_SIZE};
+pub use config::{
+    Builder, MetadataMode, ValueReplication, MAX_CAPACITY, MAX_NODES, MAX_VALUE_SIZE,
+};
 pub use error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
 pub use meta::WAYS;
 pub use pool::Binding;

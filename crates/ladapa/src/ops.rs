@@ -34,7 +34,8 @@ impl<'a> NodeHandle<'a> {
     /// Finds the current metadata of `key` and the block to read: the local replica when its
     /// version is current, else the authoritative block. The caller is pinned by `guard`.
     #[inline]
-    fn locate(&self, key: u64, _guard: &Guard) -> Option<Loc> {
+    /// `value`: the caller will read the value (a `contains` will not, and asks for no copy).
+    fn locate(&self, key: u64, value: bool, _guard: &Guard) -> Option<Loc> {
         let shared = self.shared();
         let node = self.node;
         let set = shared.l1.set(key);
@@ -48,8 +49,13 @@ impl<'a> NodeHandle<'a> {
                 None => {
                     // L1 misses: this node's L2 is current (the findability invariant).
                     let entry = shared.l2[node].get(key)?;
+                    // Promotion needs a free way: in a full set (the steady state) skip the
+                    // write-lock attempt altogether. A hint; `promote` re-checks under the lock.
+                    let room = data.free_way().is_some();
                     drop(data);
-                    promote(shared, set, key, node);
+                    if room {
+                        promote(shared, set, key, node);
+                    }
                     (entry.meta, Some(entry.replica))
                 }
             }
@@ -75,7 +81,12 @@ impl<'a> NodeHandle<'a> {
                     block,
                 })
             }
-            _ => Some(meta.loc),
+            _ => {
+                if value {
+                    shared.remote_read(node, key, meta);
+                }
+                Some(meta.loc)
+            }
         }
     }
 
@@ -105,7 +116,7 @@ impl<'a> NodeHandle<'a> {
     pub fn get(&self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
         self.check_len(buf.len())?;
         let guard = crossbeam_epoch::pin();
-        let Some(loc) = self.locate(key, &guard) else {
+        let Some(loc) = self.locate(key, true, &guard) else {
             return Ok(false);
         };
         // SAFETY:
@@ -129,7 +140,7 @@ impl<'a> NodeHandle<'a> {
     /// ```
     pub fn get_guard(&self, key: u64) -> Option<ValueGuard<'a>> {
         let guard = crossbeam_epoch::pin();
-        let loc = self.locate(key, &guard)?;
+        let loc = self.locate(key, true, &guard)?;
         let store: &'a Store = self.store;
         // SAFETY:
         // - as in `get`; the bytes are returned inside a `ValueGuard` that owns `guard`, so
@@ -153,7 +164,7 @@ impl<'a> NodeHandle<'a> {
     /// ```
     pub fn contains(&self, key: u64) -> bool {
         let guard = crossbeam_epoch::pin();
-        self.locate(key, &guard).is_some()
+        self.locate(key, false, &guard).is_some()
     }
 
     /// [`Store::put`] as this node: the value goes into this node's pool.

@@ -21,7 +21,7 @@ use crossbeam_utils::CachePadded;
 use nr_core::Topology;
 
 use crate::background::{fault_code, AdapterState, DataNote, MetaNote};
-use crate::config::{Builder, MetadataMode};
+use crate::config::{Builder, MetadataMode, ValueReplication};
 use crate::doorbell::{Doorbell, Pending};
 use crate::error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
 use crate::meta::{L1Table, L2Table};
@@ -63,6 +63,10 @@ pub(crate) struct Shared {
     pub(crate) value_size: usize,
     pub(crate) capacity: usize,
     pub(crate) mode: MetadataMode,
+    pub(crate) replication: ValueReplication,
+    /// Per node, under [`ValueReplication::OnDemand`]: the versions recently read remotely
+    /// (see `Shared::remote_read`); empty under `Eager`.
+    pub(crate) remote_reads: Vec<Box<[AtomicU64]>>,
     pub(crate) adapter_period_us: u64,
     pub(crate) topology: Topology,
     pub(crate) pools: Vec<NodePool>,
@@ -85,7 +89,8 @@ pub(crate) struct Shared {
 }
 
 /// A locality-aware key-value store: `u64` keys, values of one fixed size, metadata decoupled
-/// from values, values replicated to every node lazily, reads never stale.
+/// from values, values copied lazily to the nodes that read them (or to every node, with
+/// [`ValueReplication::Eager`]), reads never stale.
 ///
 /// Build one with [`Store::builder`]. Operations on the `Store` itself run as the calling
 /// thread's node (threads are spread round-robin over the nodes in the order they first touch
@@ -199,6 +204,13 @@ fn thread_index() -> usize {
     })
 }
 
+/// Slots of a node's table of recent remote reads (a power of two; 8 bytes each).
+#[cfg(not(loom))]
+pub(crate) const REMOTE_READ_SLOTS: usize = 4096;
+/// Under loom every atomic is modelled: a tiny table.
+#[cfg(loom)]
+pub(crate) const REMOTE_READ_SLOTS: usize = 4;
+
 /// Approximate bytes of one L2 entry in its hash map (key, entry, control byte, load factor).
 const L2_ENTRY_BYTES: usize = 64;
 /// Bytes of one L1 slot (key + metadata).
@@ -240,6 +252,13 @@ impl Store {
             value_size: builder.value_size,
             capacity,
             mode: builder.mode,
+            replication: builder.replication,
+            remote_reads: match builder.replication {
+                ValueReplication::Eager => Vec::new(),
+                ValueReplication::OnDemand => (0..nodes)
+                    .map(|_| (0..REMOTE_READ_SLOTS).map(|_| AtomicU64::new(0)).collect())
+                    .collect(),
+            },
             adapter_period_us: builder.adapter_period_us,
             pools,
             l1: L1Table::new(builder.l1()),
@@ -591,7 +610,12 @@ impl Store {
     ///
     /// ```
     /// let topology = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
-    /// let store = ladapa::Store::builder().topology(topology).value_size(8).manual_pump().build()?;
+    /// let store = ladapa::Store::builder()
+    ///     .topology(topology)
+    ///     .value_size(8)
+    ///     .value_replication(ladapa::ValueReplication::Eager) // copy on every write
+    ///     .manual_pump()
+    ///     .build()?;
     /// store.node(0)?.put(1, &[0; 8])?;
     /// store.pump_propagator();
     /// assert_eq!(store.pump_replicator(1), 1);

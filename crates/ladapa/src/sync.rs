@@ -163,6 +163,11 @@ mod imp {
         std::thread::yield_now();
     }
 
+    /// Sleeps for about `duration` (a yield under loom, which has no clock).
+    pub(crate) fn doze(duration: std::time::Duration) {
+        std::thread::sleep(duration);
+    }
+
     /// Waits on `condvar` for at most `timeout` (a plain wait under loom, which has no clock).
     pub(crate) fn wait_timeout<'a, T>(
         condvar: &Condvar,
@@ -206,6 +211,11 @@ mod imp {
     pub(crate) type JoinHandle<T> = loom::thread::JoinHandle<T>;
 
     pub(crate) use loom::thread::yield_now;
+
+    /// Loom has no clock: a doze is a yield.
+    pub(crate) fn doze(_duration: std::time::Duration) {
+        loom::thread::yield_now();
+    }
 
     /// Loom has no clock: a timed wait is a plain wait (the model explores every wake-up).
     pub(crate) fn wait_timeout<'a, T>(

@@ -364,7 +364,13 @@ pub fn spread(t: usize, threads: usize, nodes: usize) -> usize {
 /// # Examples
 ///
 /// ```
-/// let r = ladapa::ycsb::RunResult { ops: 2_000_000, reads: 1, writes: 1, elapsed: std::time::Duration::from_secs(1) };
+/// let r = ladapa::ycsb::RunResult {
+///     ops: 2_000_000,
+///     reads: 1,
+///     writes: 1,
+///     misses: 0,
+///     elapsed: std::time::Duration::from_secs(1),
+/// };
 /// assert_eq!(r.mops(), 2.0);
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
@@ -375,6 +381,9 @@ pub struct RunResult {
     pub reads: u64,
     /// Of which updates.
     pub writes: u64,
+    /// Reads that found no value (0 after [`load`]: the runs never delete; a check that every
+    /// read really copied a value).
+    pub misses: u64,
     /// Wall time from the common start to the last thread's stop.
     pub elapsed: Duration,
 }
@@ -417,6 +426,7 @@ impl RunResult {
 /// let result = run(&kv, &config, Duration::from_millis(5), |_| {})?;
 /// assert!(result.ops > 0);
 /// assert_eq!(result.ops, result.reads + result.writes);
+/// assert_eq!(result.misses, 0, "every key was loaded");
 /// # Ok::<(), ladapa::StoreError>(())
 /// ```
 pub fn run<S: KvStore>(
@@ -432,7 +442,7 @@ pub fn run<S: KvStore>(
         let workers: Vec<_> = (0..config.threads)
             .map(|t| {
                 let (stop, barrier) = (&stop, &barrier);
-                scope.spawn(move || -> Result<(u64, u64, Instant), StoreError> {
+                scope.spawn(move || -> Result<(u64, u64, u64, Instant), StoreError> {
                     let node = spread(t, config.threads, nodes);
                     if let Some(node) = config.topology.as_ref().and_then(|t| t.nodes().get(node)) {
                         let cpu = node.cpus()[(t / nodes) % node.cpus().len()];
@@ -445,13 +455,13 @@ pub fn run<S: KvStore>(
                     let mut rng = Rng::new(config.seed.wrapping_add(t as u64));
                     let mut value = vec![0u8; store.value_size()];
                     let mut buf = vec![0u8; store.value_size()];
-                    let (mut reads, mut writes) = (0u64, 0u64);
+                    let (mut reads, mut writes, mut misses) = (0u64, 0u64, 0u64);
                     // Relaxed: a stop flag; the scope's join orders the results.
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..64 {
                             let key = config.dist.sample(&mut rng);
                             if rng.below(100) < u64::from(config.mix.read_pct) {
-                                session.get(key, &mut buf)?;
+                                misses += u64::from(!session.get(key, &mut buf)?);
                                 reads += 1;
                             } else {
                                 value[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
@@ -460,7 +470,7 @@ pub fn run<S: KvStore>(
                             }
                         }
                     }
-                    Ok((reads, writes, Instant::now()))
+                    Ok((reads, writes, misses, Instant::now()))
                 })
             })
             .collect();
@@ -483,12 +493,13 @@ pub fn run<S: KvStore>(
         let mut result = RunResult::default();
         let mut end = start;
         for worker in workers {
-            let (reads, writes, stopped) = match worker.join() {
+            let (reads, writes, misses, stopped) = match worker.join() {
                 Ok(r) => r?,
                 Err(payload) => std::panic::resume_unwind(payload),
             };
             result.reads += reads;
             result.writes += writes;
+            result.misses += misses;
             end = end.max(stopped);
         }
         result.ops = result.reads + result.writes;

@@ -15,7 +15,7 @@
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use ladapa::{MetadataMode, Store};
+use ladapa::{MetadataMode, Store, ValueReplication};
 use nr_core::Topology;
 use testkit::lin::{check, EventKind, History, Recorder};
 use testkit::models::{Register, RegisterOp, RegisterRet};
@@ -64,7 +64,7 @@ fn spin(n: u64) {
     }
 }
 
-fn round(mode: MetadataMode, seed: u64) -> (usize, usize) {
+fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize, usize) {
     let topology = Topology::detect_hardware()
         .unwrap()
         .with_shared_virtual_nodes(NODES)
@@ -76,6 +76,7 @@ fn round(mode: MetadataMode, seed: u64) -> (usize, usize) {
             .capacity(16)
             .l1_entries(1) // one way for two keys: every write of the other key evicts
             .metadata_mode(mode)
+            .value_replication(replication)
             .manual_pump()
             .build()
             .unwrap(),
@@ -157,7 +158,7 @@ fn round(mode: MetadataMode, seed: u64) -> (usize, usize) {
         totals.0 += o;
         totals.1 += n;
         if let Err(violation) = check(Register::new(0), &history) {
-            panic!("{mode:?} seed {seed} key {key}: not linearizable: {violation:?}");
+            panic!("{mode:?} {replication} seed {seed} key {key}: not linearizable: {violation:?}");
         }
     }
     assert!(store.check_health().is_ok());
@@ -166,23 +167,41 @@ fn round(mode: MetadataMode, seed: u64) -> (usize, usize) {
 
 #[test]
 fn every_key_is_linearizable_under_lagging_replication() {
+    // At least 90 rounds; more while fewer than `MIN_OVERLAPPING` checked operations overlapped
+    // another on the same key (a loaded machine deschedules threads, so fewer overlap per
+    // round), up to 10 times as many rounds.
+    const ROUNDS: u64 = 90;
+    const MIN_OVERLAPPING: usize = ROUNDS as usize * THREADS * OPS_PER_THREAD / 10;
     let mut overlapping = 0;
     let mut total = 0;
-    for seed in 0..90u64 {
+    let mut rounds = 0;
+    while rounds < ROUNDS || (overlapping < MIN_OVERLAPPING && rounds < 10 * ROUNDS) {
+        let seed = rounds;
         let mode = [
             MetadataMode::Sync,
             MetadataMode::Async,
             MetadataMode::Adaptive,
         ][seed as usize % 3];
-        let (o, n) = round(mode, seed * 7919 + 1);
+        // Two rounds in three copy every write (most replicas to lag behind), one copies on
+        // demand (after two remote reads).
+        let replication = if seed % 9 < 6 {
+            ValueReplication::Eager
+        } else {
+            ValueReplication::OnDemand
+        };
+        let (o, n) = round(mode, replication, seed * 7919 + 1);
         overlapping += o;
         total += n;
+        rounds += 1;
     }
-    let share = overlapping as f64 / total as f64;
     println!(
-        "{total} operations checked, {overlapping} overlapping another on the same key ({:.1}%)",
-        100.0 * share
+        "{rounds} rounds, {total} operations checked, {overlapping} overlapping another on the \
+         same key ({:.1}%)",
+        100.0 * overlapping as f64 / total as f64
     );
-    assert_eq!(total, 90 * THREADS * OPS_PER_THREAD);
-    assert!(share > 0.1, "too little overlap to prove anything: {share}");
+    assert_eq!(total, rounds as usize * THREADS * OPS_PER_THREAD);
+    assert!(
+        overlapping >= MIN_OVERLAPPING,
+        "too little overlap to prove anything: {overlapping} operations in {rounds} rounds"
+    );
 }

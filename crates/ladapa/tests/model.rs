@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use ladapa::{MetadataMode, Store, StoreError};
+use ladapa::{MetadataMode, Store, StoreError, ValueReplication};
 use nr_core::Topology;
 use proptest::prelude::*;
 
@@ -53,7 +53,12 @@ fn mode() -> impl Strategy<Value = MetadataMode> {
     ]
 }
 
-fn run(mode: MetadataMode, l1: usize, ops: &[Op]) -> Result<(), TestCaseError> {
+fn run(
+    mode: MetadataMode,
+    replication: ValueReplication,
+    l1: usize,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
     let topology = Topology::detect_hardware()
         .unwrap()
         .with_shared_virtual_nodes(NODES)
@@ -64,6 +69,7 @@ fn run(mode: MetadataMode, l1: usize, ops: &[Op]) -> Result<(), TestCaseError> {
         .capacity(CAPACITY)
         .l1_entries(l1)
         .metadata_mode(mode)
+        .value_replication(replication)
         .queue_bounds(8, 8) // small: exercises the synchronous fallback and dropped notes
         .manual_pump()
         .build()
@@ -142,9 +148,10 @@ proptest! {
     #[test]
     fn store_matches_the_sequential_model(
         mode in mode(),
+        replication in prop_oneof![Just(ValueReplication::Eager), Just(ValueReplication::OnDemand)],
         l1 in prop_oneof![Just(1usize), Just(4), Just(8), Just(16)],
         ops in prop::collection::vec(op(), 1..200),
     ) {
-        run(mode, l1, &ops)?;
+        run(mode, replication, l1, &ops)?;
     }
 }

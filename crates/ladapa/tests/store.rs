@@ -6,7 +6,8 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 use ladapa::{
-    BackgroundThread, Binding, ConfigError, MetadataMode, Store, StoreError, MAX_VALUE_SIZE,
+    AdaptiveRule, BackgroundThread, Binding, ConfigError, MetadataMode, Store, StoreError,
+    ValueReplication, MAX_VALUE_SIZE,
 };
 use nr_core::Topology;
 
@@ -28,6 +29,7 @@ fn manual(nodes: usize, mode: MetadataMode) -> Store {
         .capacity(64)
         .l1_entries(16)
         .metadata_mode(mode)
+        .value_replication(ValueReplication::Eager)
         .manual_pump()
         .build()
         .unwrap()
@@ -178,6 +180,82 @@ fn evicted_keys_stay_findable_from_every_node() {
 /// version 1 when version 2 is written; a read on node 1 must return version 2. This test
 /// fails if the version check in `NodeHandle::locate` is removed (see the mutation table in
 /// the crate docs).
+/// On-demand replication: nothing is copied at write time; a node asks for a copy of a
+/// version on its second remote read of it; a copy that then lags (a newer write) is never
+/// used; nodes that never read never get copies.
+#[test]
+fn on_demand_copies_after_two_remote_reads_and_never_serves_a_lagging_copy() {
+    for mode in [
+        MetadataMode::Sync,
+        MetadataMode::Async,
+        MetadataMode::Adaptive,
+    ] {
+        let store = Store::builder()
+            .topology(virtual_nodes(4))
+            .value_size(8)
+            .capacity(64)
+            .l1_entries(16)
+            .metadata_mode(mode)
+            .value_replication(ValueReplication::OnDemand)
+            .manual_pump()
+            .build()
+            .unwrap();
+        store.node(0).unwrap().put(7, &value(1)).unwrap();
+        store.pump();
+        assert_eq!(store.stats().replicated, 0, "{mode:?}: nobody read it yet");
+        assert_eq!(read(&store, 1, 7), Some(1)); // first remote read
+        store.pump();
+        assert_eq!(
+            store.stats().replicated,
+            0,
+            "{mode:?}: one read is not enough"
+        );
+        assert_eq!(read(&store, 1, 7), Some(1)); // second: asks for a copy
+        assert_eq!(read(&store, 1, 7), Some(1)); // asked already: no second request
+        assert_eq!(store.stats().replicator_queued, [0, 1, 0, 0], "{mode:?}");
+        store.pump();
+        assert_eq!(store.stats().replicated, 1, "{mode:?}: node 1 only");
+        let before = store.stats().replica_reads;
+        assert_eq!(read(&store, 1, 7), Some(1));
+        assert_eq!(
+            store.stats().replica_reads,
+            before + 1,
+            "{mode:?}: the copy is used"
+        );
+        // A newer version: node 1's copy lags and must not be used.
+        store.node(2).unwrap().put(7, &value(2)).unwrap();
+        for node in 0..4 {
+            assert_eq!(
+                read(&store, node, 7),
+                Some(2),
+                "{mode:?}: node {node} read stale"
+            );
+        }
+        assert_eq!(
+            store.stats().replica_reads,
+            before + 1,
+            "{mode:?}: lagging copy unused"
+        );
+        // Node 1 asks again for the new version (its second remote read of it), and the copy
+        // request for version 2 goes stale before it is served: skipped, not installed.
+        assert_eq!(read(&store, 1, 7), Some(2));
+        store.node(0).unwrap().put(7, &value(3)).unwrap();
+        store.pump();
+        assert_eq!(read(&store, 1, 7), Some(3), "{mode:?}");
+        assert_eq!(
+            store.stats().replicated,
+            1,
+            "{mode:?}: the stale request was skipped"
+        );
+        // `contains` asks for nothing.
+        for _ in 0..4 {
+            assert!(store.node(3).unwrap().contains(7));
+        }
+        store.pump();
+        assert_eq!(store.stats().replicated, 1, "{mode:?}");
+    }
+}
+
 #[test]
 fn reads_never_return_a_lagging_replica() {
     for mode in [
@@ -295,6 +373,7 @@ fn background_threads_replicate_and_stop_with_queued_work() {
         .topology(virtual_nodes(2))
         .value_size(64)
         .capacity(64)
+        .value_replication(ValueReplication::Eager)
         .build()
         .unwrap();
     for key in 0..32u64 {
@@ -371,24 +450,36 @@ fn adaptive_mode_follows_the_write_share() {
         !store.stats().sync_now,
         "too few operations to judge: stays async"
     );
-    for round in 0..200 {
-        store.put(round % 16, &value(round)).unwrap();
-        let mut buf = [0; 8];
-        store.get(round % 16, &mut buf).unwrap();
+    for _period in 0..AdaptiveRule::CONFIRM_PERIODS {
+        for round in 0..200 {
+            store.put(round % 16, &value(round)).unwrap();
+            let mut buf = [0; 8];
+            store.get(round % 16, &mut buf).unwrap();
+        }
+        store.pump_adapters();
+        assert!(!store.stats().sync_now, "50% writes: async");
     }
-    store.pump_adapters();
-    assert!(!store.stats().sync_now, "50% writes: async");
-    for round in 0..2000u64 {
-        let mut buf = [0; 8];
-        store.get(round % 16, &mut buf).unwrap();
+    let read_mostly_period = |store: &ladapa::Store| {
+        for round in 0..2000u64 {
+            let mut buf = [0; 8];
+            store.get(round % 16, &mut buf).unwrap();
+        }
+        store.put(1, &value(1)).unwrap();
+        store.pump_adapters();
+    };
+    for _period in 1..AdaptiveRule::CONFIRM_PERIODS {
+        read_mostly_period(&store);
+        assert!(
+            !store.stats().sync_now,
+            "hysteresis: one period is not enough"
+        );
     }
-    store.put(1, &value(1)).unwrap();
-    store.pump_adapters();
-    assert!(store.stats().sync_now, "0.05% writes: sync");
+    read_mostly_period(&store);
+    assert!(store.stats().sync_now, "0.05% writes, confirmed: sync");
     let before = store.stats().sync_writes;
     store.put(2, &value(2)).unwrap();
     assert_eq!(store.stats().sync_writes, before + 1);
-    assert!(store.stats().mode_switches >= 1);
+    assert_eq!(store.stats().mode_switches, 1);
 }
 
 #[test]
