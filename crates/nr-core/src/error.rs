@@ -42,6 +42,14 @@ pub enum BuildError {
         /// The configured threads per replica.
         threads_per_replica: usize,
     },
+    /// **Cause:** the largest size given to `Builder::log_growth` is not a power of two, or is
+    /// smaller than the log size. **Remedy:** pick a power of two at least `log_size`.
+    LogGrowth {
+        /// The rejected largest size (entries).
+        max_entries: usize,
+        /// The configured (initial) log size.
+        entries: usize,
+    },
     /// **Cause:** zero replicas, or zero threads per replica, were asked for.
     /// **Remedy:** ask for at least one of each.
     Zero(&'static str),
@@ -69,6 +77,13 @@ impl fmt::Display for BuildError {
                 f,
                 "log size {entries} is invalid: it must be a power of two, at least 2 and at \
                  least threads_per_replica ({threads_per_replica})"
+            ),
+            BuildError::LogGrowth {
+                max_entries,
+                entries,
+            } => write!(
+                f,
+                "largest log size {max_entries} is invalid: it must be a power of two and at                  least the log size ({entries})"
             ),
             BuildError::Zero(what) => write!(f, "{what} must be at least 1"),
             BuildError::ReplicaCountMismatch { replicas, nodes } => write!(

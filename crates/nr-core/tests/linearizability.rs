@@ -7,8 +7,9 @@
 //! in half of the histories `dispatch_mut` yields the CPU in the middle of the update, which
 //! widens the windows between writing the log and completing. KV objects also try their writes
 //! as reads first in a quarter of the histories (`Builder::writes_as_reads`). In a third of the
-//! histories combiners wait for batches of 2-3 (`Builder::min_batch`, bounded by 200 µs). The
-//! stack has reads (`Peek`).
+//! histories combiners wait for batches of 2-3 (`Builder::min_batch`, bounded by 200 µs). In a
+//! third, independently, the log grows when full (`Builder::log_growth`, up to 16 times its
+//! size), so histories run across log segments. The stack has reads (`Peek`).
 //!
 //! 2,000 histories per test by default (`NR_LIN_HISTORIES` for more, `NR_LIN_SEED` for another
 //! seed); each test prints its share of operations that overlapped another thread's.
@@ -89,6 +90,8 @@ struct Setting {
     writes_as_reads: bool,
     /// `Builder::min_batch` (1: off), with a 200 µs bound.
     min_batch: usize,
+    /// `Builder::log_growth` up to 16 times `log`.
+    log_growth: bool,
 }
 
 impl Setting {
@@ -104,6 +107,7 @@ impl Setting {
             } else {
                 1
             },
+            log_growth: rng.below(3) == 0,
         }
     }
 }
@@ -125,6 +129,7 @@ where
     let nr = NodeReplicated::builder()
         .replicas(s.replicas)
         .log_size(s.log)
+        .log_growth(if s.log_growth { s.log * 16 } else { s.log })
         .threads_per_replica(s.threads)
         .writes_as_reads(s.writes_as_reads)
         .min_batch(s.min_batch, Duration::from_micros(200))

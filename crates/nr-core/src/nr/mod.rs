@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use crate::lock::ReplicaLock;
-use crate::log::Log;
+use crate::log::{Grow, Log};
 use crate::replica::Replica;
 use crate::sync::{panicking, AtomicBool, Entered, Ordering};
 use crate::wait::Waiter;
@@ -156,6 +156,26 @@ where
     /// ```
     pub fn replicas(&self) -> usize {
         self.replicas.len()
+    }
+
+    /// Entries in the shared log now: [`Builder::log_size`], or more once the log has grown
+    /// ([`Builder::log_growth`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated};
+    /// # #[derive(Default)] struct S;
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let nr = NodeReplicated::builder().replicas(2).log_size(64).build(|_| S)?;
+    /// assert_eq!(nr.log_size(), 64);
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn log_size(&self) -> usize {
+        self.log.size()
     }
 
     /// The topology the replicas were placed by, if they were placed (not when built with an
@@ -578,6 +598,9 @@ where
     /// Reserves `n` log entries for replica `r`'s combiner. When the log is full, brings the
     /// replicas that hold it back up to date itself, so that no configuration deadlocks (e.g. a
     /// replica whose threads are all idle, §6 "Inactive replica").
+    ///
+    /// With `Builder::log_growth`, a full log grows first (§6 "Log length"), and laggards are
+    /// helped only once it is at its largest size.
     fn reserve(&self, r: usize, n: usize) -> Result<usize, Poisoned> {
         let mut waiter = Waiter::new();
         loop {
@@ -585,6 +608,22 @@ where
                 return Ok(start);
             }
             self.check()?;
+            if self.log.can_grow() {
+                // The head is refreshed only now and then (§5.6): the log may not really be
+                // full, and growing it then would only waste memory.
+                self.log.advance_head();
+                if let Ok(start) = self.log.try_reserve(n) {
+                    return Ok(start);
+                }
+                match self.log.try_grow(n) {
+                    Grow::Reserved(start) => return Ok(start),
+                    Grow::Retry => {
+                        waiter.snooze();
+                        continue;
+                    }
+                    Grow::AtMax => {}
+                }
+            }
             if !self.help_laggards(r)? {
                 waiter.snooze();
             }
