@@ -54,6 +54,13 @@ use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
 /// The tail's top bit: set while an appender grows the log (see the module docs).
 const FROZEN: usize = 1 << (usize::BITS - 1);
 
+/// The ordering of every load and CAS of the tail whose value may lie past a growth boundary:
+/// Acquire, pairing with the unfreezing Release store in `try_grow`, so that whoever reserves
+/// past the boundary sees the new segment (module docs). One constant, so that the mutation
+/// table can weaken all of them at once: each single one is redundant with the others (see the
+/// crate README), not all of them.
+const TAIL_READ: Ordering = Ordering::Acquire;
+
 /// One slot of the circular buffer.
 struct Entry<T> {
     op: UnsafeCell<Option<T>>,
@@ -233,11 +240,13 @@ impl<T> Log<T> {
     /// returns the first index, or `LogFull` if they would overwrite entries some replica has
     /// not consumed yet.
     pub(crate) fn try_reserve(&self, n: usize) -> Result<usize, LogFull> {
-        // Acquire (here and on both outcomes of the CAS): synchronizes with the Release store
+        // TAIL_READ (here and on both outcomes of the CAS): synchronizes with the Release store
         // that unfroze the tail after a growth, so the segment holding what we reserve is
-        // visible to our lookups (module docs). Without growth no other ordering rests on it:
-        // the entries' contents are published by their `alive` bits, not by the tail.
-        let mut tail = self.tail.load(Ordering::Acquire);
+        // visible to our lookups (module docs). The successful CAS's alone would do, before our
+        // writes; a stale segment seen by the full check below only makes it stricter (sizes
+        // only grow and starts only move up). Without growth nothing else rests on it: the
+        // entries' contents are published by their `alive` bits, not by the tail.
+        let mut tail = self.tail.load(TAIL_READ);
         loop {
             if tail & FROZEN != 0 {
                 // Another appender is growing the log: the caller retries.
@@ -253,12 +262,10 @@ impl<T> Log<T> {
             if tail + n > head.max(seg.start) + seg.size {
                 return Err(LogFull);
             }
-            match self.tail.compare_exchange_weak(
-                tail,
-                tail + n,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
+            match self
+                .tail
+                .compare_exchange_weak(tail, tail + n, TAIL_READ, TAIL_READ)
+            {
                 Ok(_) => {
                     // §5.6 "low mark": the appender whose batch crosses a refresh point
                     // recomputes the head, so the log rarely fills when replicas keep up.
@@ -277,10 +284,10 @@ impl<T> Log<T> {
     /// and reserves `n` entries at its start (module docs, steps 1-3). The caller found the log
     /// full after refreshing `head`.
     pub(crate) fn try_grow(&self, n: usize) -> Grow {
-        // Acquire: as in `try_reserve` (a tail past an earlier growth shows its segment). The
+        // TAIL_READ: as in `try_reserve` (a tail past an earlier growth shows its segment). The
         // tail first, then the segment: a segment published after this load changed the tail
         // (steps 1 and 3, and step 3 never restores a value), so then the CAS below fails.
-        let tail = self.tail.load(Ordering::Acquire);
+        let tail = self.tail.load(TAIL_READ);
         let seg = self.newest();
         let size = seg.size * 2;
         if size > self.max_size {
@@ -292,11 +299,11 @@ impl<T> Log<T> {
         // Allocated before the freeze, so that other appenders are held up only for the
         // publication below. No user code runs here (empty entries).
         let grown = Box::into_raw(Box::new(Segment::new(tail, size, std::ptr::null_mut())));
-        // Step 1. Acquire: as in `try_reserve`. Fails if anyone reserved (or froze) since our
+        // Step 1. TAIL_READ: as in `try_reserve`. Fails if anyone reserved (or froze) since our
         // load of the tail.
         if self
             .tail
-            .compare_exchange(tail, tail | FROZEN, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(tail, tail | FROZEN, TAIL_READ, Ordering::Relaxed)
             .is_err()
         {
             // SAFETY: `grown` came from `Box::into_raw` above and was never shared.
@@ -572,6 +579,51 @@ mod tests {
         assert!(log.is_filled(28) && log.is_filled(29) && log.is_filled(27));
         for i in [0, 3, 4, 11, 27, 28, 29] {
             assert_eq!(get(&log, i), i as u32);
+        }
+    }
+
+    /// Appenders racing to grow a log that nobody consumes: every index is reserved exactly
+    /// once (two growers both passing the freeze would reserve the same entries).
+    #[test]
+    // Real threads racing on the log (this test is compiled out under loom, where
+    // `tests/loom_log_growth.rs` models the race).
+    #[allow(clippy::disallowed_methods)]
+    fn concurrent_growers_never_reserve_an_index_twice() {
+        const THREADS: usize = 4;
+        // 2 + 4 + ... + 64 entries, then full for good.
+        const TOTAL: usize = 126;
+        for round in 0..if cfg!(debug_assertions) { 300 } else { 3_000 } {
+            let log: Log<u32> = Log::with_growth(2, 64, 1);
+            let start = std::sync::Barrier::new(THREADS);
+            let mut got: Vec<usize> = std::thread::scope(|s| {
+                let workers: Vec<_> = (0..THREADS)
+                    .map(|_| {
+                        let (log, start) = (&log, &start);
+                        s.spawn(move || {
+                            let mut mine = Vec::new();
+                            start.wait();
+                            loop {
+                                match log.try_reserve(1) {
+                                    Ok(i) => mine.push(i),
+                                    Err(LogFull) => match log.try_grow(1) {
+                                        Grow::Reserved(i) => mine.push(i),
+                                        Grow::Retry => {}
+                                        Grow::AtMax if log.tail() >= TOTAL => return mine,
+                                        Grow::AtMax => {}
+                                    },
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().expect("worker panicked"))
+                    .collect()
+            });
+            got.sort_unstable();
+            assert_eq!(got, (0..TOTAL).collect::<Vec<_>>(), "round {round}");
+            assert_eq!(log.size(), 64);
         }
     }
 

@@ -98,6 +98,26 @@ fn at_its_largest_size_the_log_falls_back_to_helping_the_idle_replica() {
 }
 
 #[test]
+fn a_stale_head_does_not_grow_the_log() {
+    // A 16-entry log refreshes its head every 4 entries (§5.6 low mark).
+    let (nr, _) = counted(2, 16, 1024);
+    let mut h0 = nr.register(0).unwrap();
+    let mut h1 = nr.register(1).unwrap();
+    for _ in 0..16 {
+        h0.execute_mut(1).unwrap();
+    }
+    // The last refresh (at 16) saw replica 1 at 0; now it catches up, and the head is stale.
+    assert_eq!(h1.execute(()).unwrap(), 16);
+    // The log looks full against the stale head: refreshing it makes room, no growth needed.
+    assert_eq!(h0.execute_mut(1).unwrap(), 17);
+    assert_eq!(
+        nr.log_size(),
+        16,
+        "the log grew although a head refresh made room"
+    );
+}
+
+#[test]
 fn without_growth_the_log_keeps_its_size() {
     let (nr, applied) = counted(2, 4, 4);
     let mut h0 = nr.register(0).unwrap();
