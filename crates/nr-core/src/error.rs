@@ -134,6 +134,15 @@ pub enum RegisterError {
     },
     /// **Cause:** the object is poisoned (see [`Poisoned`]). **Remedy:** rebuild it.
     Poisoned,
+    /// **Cause:** `NodeReplicated::run_combiner` on an object built without
+    /// `Builder::dedicated_combiners`. **Remedy:** turn the option on, or do not run one.
+    DedicatedCombinersOff,
+    /// **Cause:** `NodeReplicated::run_combiner` while another thread runs the replica's
+    /// dedicated combiner. **Remedy:** run one per replica.
+    CombinerRunning {
+        /// The replica asked for.
+        replica: usize,
+    },
 }
 
 impl fmt::Display for RegisterError {
@@ -148,6 +157,13 @@ impl fmt::Display for RegisterError {
                  handles or build with a larger threads_per_replica"
             ),
             RegisterError::Poisoned => Poisoned.fmt(f),
+            RegisterError::DedicatedCombinersOff => f.write_str(
+                "dedicated combiners are off: build with Builder::dedicated_combiners(true)",
+            ),
+            RegisterError::CombinerRunning { replica } => write!(
+                f,
+                "replica {replica} already has a dedicated combiner running"
+            ),
         }
     }
 }

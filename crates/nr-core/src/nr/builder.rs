@@ -24,8 +24,9 @@ use crate::{BuildError, Dispatch, Topology};
 ///   each replica at once (default 64). Chosen at run time; it sizes the combining slots and
 ///   reader flags, while combiners scan only the slots ever used.
 /// * Options beyond the basic algorithm, all off by default:
-///   [`writes_as_reads`](Self::writes_as_reads) (§6), [`min_batch`](Self::min_batch) (§5.2) and
-///   [`log_growth`](Self::log_growth) (§6).
+///   [`writes_as_reads`](Self::writes_as_reads) (§6), [`min_batch`](Self::min_batch) (§5.2),
+///   [`log_growth`](Self::log_growth) (§6) and
+///   [`dedicated_combiners`](Self::dedicated_combiners) (§4, §6).
 ///
 /// # Examples
 ///
@@ -61,6 +62,7 @@ pub struct Builder<D> {
     writes_as_reads: bool,
     min_batch: usize,
     min_batch_wait: Duration,
+    dedicated_combiners: bool,
     _structure: PhantomData<fn() -> D>,
 }
 
@@ -76,6 +78,7 @@ impl<D> std::fmt::Debug for Builder<D> {
             .field("writes_as_reads", &self.writes_as_reads)
             .field("min_batch", &self.min_batch)
             .field("min_batch_wait", &self.min_batch_wait)
+            .field("dedicated_combiners", &self.dedicated_combiners)
             .finish()
     }
 }
@@ -122,6 +125,7 @@ impl<D> Builder<D> {
             writes_as_reads: false,
             min_batch: 1,
             min_batch_wait: Duration::ZERO,
+            dedicated_combiners: false,
             _structure: PhantomData,
         }
     }
@@ -231,6 +235,45 @@ impl<D> Builder<D> {
     /// ```
     pub fn log_growth(mut self, max_entries: usize) -> Self {
         self.log_max_entries = Some(max_entries);
+        self
+    }
+
+    /// A dedicated combiner per node (§4, §6 "Inactive replica"; off by default): lets
+    /// [`NodeReplicated::run_combiner`] attach a thread that does all the combining of a replica
+    /// and keeps it refreshed from the log. While one is attached, the replica's writers only
+    /// post their operations and wait (they never combine), and the replica never lags by more
+    /// than the combiner's idle sleep. Without an attached combiner (before it starts, after it
+    /// stops) writers combine for themselves as usual, so nothing hangs. Each dedicated combiner
+    /// takes a thread (ideally a core) of its own; see the crate README for a measurement.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// # #[derive(Default)] struct S(u64);
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = u64; type Response = u64;
+    /// #     fn dispatch(&self, _: ()) -> u64 { self.0 }
+    /// #     fn dispatch_mut(&mut self, v: u64) -> u64 { self.0 += v; self.0 }
+    /// # }
+    /// let nr = nr_core::NodeReplicated::builder()
+    ///     .replicas(1)
+    ///     .dedicated_combiners(true)
+    ///     .build(|_| S::default())?;
+    /// let stop = AtomicBool::new(false);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| nr.run_combiner(0, || stop.load(Ordering::Relaxed)).unwrap());
+    ///     let mut h = nr.register(0).unwrap();
+    ///     for _ in 0..100 {
+    ///         h.execute_mut(1).unwrap();
+    ///     }
+    ///     assert_eq!(h.execute(()).unwrap(), 100);
+    ///     stop.store(true, Ordering::Relaxed);
+    /// });
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn dedicated_combiners(mut self, on: bool) -> Self {
+        self.dedicated_combiners = on;
         self
     }
 
@@ -402,6 +445,7 @@ where
                 self.min_batch.max(1)
             },
             min_batch_wait: self.min_batch_wait,
+            dedicated: self.dedicated_combiners,
         })
     }
 }

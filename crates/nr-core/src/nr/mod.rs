@@ -1,6 +1,7 @@
 //! The replicated object: the paper's Algorithm 1 over a [`Log`] and one [`Replica`] per node.
 
 mod builder;
+mod dedicated;
 mod handle;
 
 pub use builder::Builder;
@@ -95,6 +96,8 @@ pub struct NodeReplicated<D: Dispatch> {
     min_batch: usize,
     /// The longest a combiner waits for `min_batch` operations.
     min_batch_wait: Duration,
+    /// `Builder::dedicated_combiners`: `run_combiner` may attach a dedicated combiner.
+    dedicated: bool,
 }
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
@@ -107,6 +110,7 @@ impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
             .field("writes_as_reads", &self.writes_as_reads)
             .field("min_batch", &self.min_batch)
             .field("min_batch_wait", &self.min_batch_wait)
+            .field("dedicated", &self.dedicated)
             .finish_non_exhaustive()
     }
 }
@@ -309,8 +313,11 @@ where
     ) -> Result<D::Response, Poisoned> {
         let replica = &self.replicas[r];
         // Fast path: nobody is combining, so become the combiner with the operation in hand
-        // (it never visits the slot, and its response needs no hand-off).
-        if replica.try_lock_combiner(self.single()) {
+        // (it never visits the slot, and its response needs no hand-off). Not while a dedicated
+        // combiner serves the replica: it does all the combining.
+        if !(self.dedicated && replica.dedicated_attached())
+            && replica.try_lock_combiner(self.single())
+        {
             let combiner = CombinerGuard::new(self, replica);
             if self.min_batch > 1 {
                 self.wait_for_batch(r, 1)?;
@@ -340,6 +347,9 @@ where
         // call, registered it), and it is `EMPTY`: every earlier operation through the handle
         // took its response back before returning.
         unsafe { replica.post(slot, op) };
+        if self.dedicated {
+            replica.wake_dedicated();
+        }
         let own = replica.slot(slot);
         let mut waiter = Waiter::new();
         loop {
@@ -348,6 +358,11 @@ where
                 return Ok(unsafe { own.take_response() });
             }
             self.check()?;
+            if self.dedicated && replica.dedicated_attached() {
+                // The dedicated combiner serves us; `respond` wakes us.
+                waiter.snooze_or(|micros| replica.park_owner_dedicated(slot, micros));
+                continue;
+            }
             if replica.try_lock_combiner(self.single()) {
                 let _combiner = CombinerGuard::new(self, replica);
                 if self.min_batch > 1 {
