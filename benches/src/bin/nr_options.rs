@@ -6,7 +6,10 @@
 //! - `--scenario log-growth`: §6 log growth (`nr_core::Builder::log_growth`) on a full-log
 //!   workload: a small log, 2-3 replicas, writer threads (100% writes) on every replica but the
 //!   last, whose only thread is *lagging*: it reads once every `--lag-us` microseconds, so the
-//!   log fills behind it; reports the writers' throughput and the log size at the end.
+//!   log fills behind it; reports the writers' throughput and the log size at the end;
+//! - `--scenario dedicated`: a dedicated combiner per node (`nr_core::Builder::dedicated_combiners`,
+//!   one extra thread per replica running `NodeReplicated::run_combiner`) against NR where
+//!   posting threads combine; 10/100% writes, 1 and 2 replicas, 2 and 4 posting threads.
 //!
 //! Every point runs both variants in turn, repetition after repetition (the order alternates
 //! from one repetition to the next), and reports the median and min-max of each and the median
@@ -16,6 +19,7 @@
 //! cargo run --release -p benches --bin nr_options -- --reps 5 --duration-ms 1000
 //! cargo run --release -p benches --bin nr_options -- --min-batch 3 --wait-us 50 --threads 4
 //! cargo run --release -p benches --bin nr_options -- --scenario log-growth --reps 5
+//! cargo run --release -p benches --bin nr_options -- --scenario dedicated --reps 5
 //! cargo run --release -p benches --bin nr_options -- --smoke
 //! ```
 
@@ -41,6 +45,8 @@ enum Scenario {
     MinBatch,
     /// §6 log growth (`Builder::log_growth`) on a full-log workload with a lagging replica.
     LogGrowth,
+    /// A dedicated combiner per node (`Builder::dedicated_combiners`).
+    Dedicated,
 }
 
 /// NR with and without one of its options, side by side on the hash map.
@@ -157,8 +163,12 @@ fn run(mut a: Args) -> Result<(), BenchError> {
         // The smoke run keeps every scenario working.
         log_growth(&a)?;
         println!();
+        dedicated(&a)?;
+        println!();
     } else if a.scenario == Scenario::LogGrowth {
         return log_growth(&a);
+    } else if a.scenario == Scenario::Dedicated {
+        return dedicated(&a);
     }
     if a.reps == 0 || a.threads.contains(&0) || a.replicas.contains(&0) {
         return Err(BenchError::Config(
@@ -422,6 +432,153 @@ fn log_growth(a: &Args) -> Result<(), BenchError> {
                         .map(|s| s.to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One run of the dedicated-combiner scenario: `threads` posting threads (thread t on replica
+/// t % replicas) run the hash-map mix for `duration`, with one dedicated combiner thread per
+/// replica when `on`. Returns the posting threads' throughput (Mops/s).
+fn dedicated_run(
+    w: &HashMapWorkload,
+    cpus: &[usize],
+    replicas: usize,
+    threads: usize,
+    on: bool,
+    duration: Duration,
+    seed: u64,
+) -> Result<f64, BenchError> {
+    let nr = NodeReplicated::builder()
+        .replicas(replicas)
+        .threads_per_replica(threads)
+        .dedicated_combiners(on)
+        .build(|_| {
+            let mut d = w.make();
+            for op in w.prefill() {
+                d.dispatch_mut(op);
+            }
+            d
+        })?;
+    let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let ops = AtomicU64::new(0);
+    let start = Barrier::new(threads + 1);
+    let elapsed = std::thread::scope(|s| -> Result<Duration, BenchError> {
+        let mut combiners = Vec::new();
+        for r in 0..if on { replicas } else { 0 } {
+            let (nr, done) = (&nr, &done);
+            let cpu = cpus[(threads + r) % cpus.len()];
+            combiners.push(s.spawn(move || -> Result<(), BenchError> {
+                nr_core::pin_current_thread(&[cpu])?;
+                nr.run_combiner(r, || done.load(Ordering::Relaxed))?;
+                Ok(())
+            }));
+        }
+        let mut workers = Vec::new();
+        for t in 0..threads {
+            let (nr, stop, ops, start) = (&nr, &stop, &ops, &start);
+            let cpu = cpus[t % cpus.len()];
+            workers.push(s.spawn(move || -> Result<(), BenchError> {
+                nr_core::pin_current_thread(&[cpu])?;
+                let mut h = nr.register(t % replicas)?;
+                let mut rng = Rng::new(seed, t as u64);
+                start.wait();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        match w.next_op(&mut rng) {
+                            Op::Write(op) => {
+                                h.execute_mut(op).map_err(|_| BenchError::Poisoned)?;
+                            }
+                            Op::Read(key) => {
+                                h.execute(w.read_op(&key))
+                                    .map_err(|_| BenchError::Poisoned)?;
+                            }
+                        }
+                    }
+                    n += 64;
+                }
+                ops.fetch_add(n, Ordering::Relaxed);
+                Ok(())
+            }));
+        }
+        start.wait();
+        let began = Instant::now();
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+        let mut result = Ok(());
+        for worker in workers {
+            let r = worker.join().map_err(|_| BenchError::ThreadPanicked)?;
+            result = result.and(r);
+        }
+        let elapsed = began.elapsed();
+        done.store(true, Ordering::Relaxed);
+        for c in combiners {
+            c.join().map_err(|_| BenchError::ThreadPanicked)??;
+        }
+        result.map(|()| elapsed)
+    })?;
+    Ok(ops.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64() / 1e6)
+}
+
+/// `--scenario dedicated`: NR without and with a dedicated combiner per replica, side by side.
+fn dedicated(a: &Args) -> Result<(), BenchError> {
+    if a.reps == 0 || a.threads.contains(&0) || a.replicas.contains(&0) {
+        return Err(BenchError::Config(
+            "reps, threads and replicas must be >= 1".into(),
+        ));
+    }
+    let m = Machine::detect()?;
+    let cpus = nr_core::allowed_cpus()?;
+    let duration = Duration::from_millis(a.duration_ms);
+    println!(
+        "machine: {} CPUs, {} NUMA node(s), {}; code {}",
+        m.cores, m.numa_nodes, m.cpu_model, m.git
+    );
+    println!(
+        "dedicated combiners: hash map {} keys, uniform keys; thread t on replica t % N; NR vs \
+         NR-ded (one more thread per replica running run_combiner); threads pinned round-robin \
+         over {} CPUs (combiners after the posting threads); {} ms x {} reps per point, \
+         interleaved; seed {}",
+        a.keys,
+        cpus.len(),
+        a.duration_ms,
+        a.reps,
+        a.seed
+    );
+    println!();
+    println!(
+        "| replicas | posting threads | writes | NR Mops/s (min-max) | NR-ded Mops/s (min-max) | NR-ded / NR (min-max) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for &replicas in &a.replicas {
+        for &mix in a.mix.iter().filter(|&&m| m > 0) {
+            let w = HashMapWorkload::new(a.keys, mix);
+            for &threads in &a.threads {
+                let (mut offs, mut ons, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+                for rep in 0..a.reps {
+                    let mut mops = [0.0; 2];
+                    for k in 0..2 {
+                        let i = (k + rep) % 2;
+                        mops[i] =
+                            dedicated_run(&w, &cpus, replicas, threads, i == 1, duration, a.seed)?;
+                    }
+                    offs.push(mops[0]);
+                    ons.push(mops[1]);
+                    ratios.push(mops[1] / mops[0]);
+                }
+                let cell = |v: &[f64]| match spread(v) {
+                    Some((med, lo, hi)) => format!("{med:.2} ({lo:.2}-{hi:.2})"),
+                    None => "-".into(),
+                };
+                println!(
+                    "| {replicas} | {threads} | {mix}% | {} | {} | {} |",
+                    cell(&offs),
+                    cell(&ons),
+                    cell(&ratios)
                 );
             }
         }
