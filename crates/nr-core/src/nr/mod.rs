@@ -318,7 +318,7 @@ where
         if !(self.dedicated && replica.dedicated_attached())
             && replica.try_lock_combiner(self.single())
         {
-            let combiner = CombinerGuard::new(self, replica);
+            let combiner = CombinerGuard::new_released_on_success(self, replica);
             if self.min_batch > 1 {
                 self.wait_for_batch(r, 1)?;
             }
@@ -741,6 +741,26 @@ impl<'a, D: Dispatch + Send + Sync> CombinerGuard<'a, D> {
             nr,
             replica,
             panicking_before: panicking(),
+        }
+    }
+
+    /// Wraps the combiner lock of `replica` for a caller that ends every successful path with
+    /// [`release`](Self::release), so that the guard is dropped only by a panic unwinding out
+    /// of the hold or on an `Err(Poisoned)` return. It skips the `panicking()` query of `new`
+    /// (a call into std on every uncontended write). What gets poisoned: a panic that starts
+    /// during the hold poisons, as with `new`; an `Err(Poisoned)` return poisons an object that
+    /// is poisoned already; an operation that completes during an unrelated unwinding (called
+    /// from a `Drop`) ends in `release`, which never poisons, as with `new`. The one difference:
+    /// a panic in user code that starts while the thread was already unwinding (which only a
+    /// `catch_unwind` inside that `Drop` can survive; otherwise the process aborts) poisons
+    /// here and not with `new`. The replica may then be half-updated, so poisoning is the
+    /// right answer.
+    #[inline]
+    fn new_released_on_success(nr: &'a NodeReplicated<D>, replica: &'a Replica<D>) -> Self {
+        Self {
+            nr,
+            replica,
+            panicking_before: false,
         }
     }
 
