@@ -42,6 +42,14 @@ pub enum BuildError {
         /// The configured threads per replica.
         threads_per_replica: usize,
     },
+    /// **Cause:** the largest size given to `Builder::log_growth` is not a power of two, or is
+    /// smaller than the log size. **Remedy:** pick a power of two at least `log_size`.
+    LogGrowth {
+        /// The rejected largest size (entries).
+        max_entries: usize,
+        /// The configured (initial) log size.
+        entries: usize,
+    },
     /// **Cause:** zero replicas, or zero threads per replica, were asked for.
     /// **Remedy:** ask for at least one of each.
     Zero(&'static str),
@@ -69,6 +77,13 @@ impl fmt::Display for BuildError {
                 f,
                 "log size {entries} is invalid: it must be a power of two, at least 2 and at \
                  least threads_per_replica ({threads_per_replica})"
+            ),
+            BuildError::LogGrowth {
+                max_entries,
+                entries,
+            } => write!(
+                f,
+                "largest log size {max_entries} is invalid: it must be a power of two and at                  least the log size ({entries})"
             ),
             BuildError::Zero(what) => write!(f, "{what} must be at least 1"),
             BuildError::ReplicaCountMismatch { replicas, nodes } => write!(
@@ -119,6 +134,15 @@ pub enum RegisterError {
     },
     /// **Cause:** the object is poisoned (see [`Poisoned`]). **Remedy:** rebuild it.
     Poisoned,
+    /// **Cause:** `NodeReplicated::run_combiner` on an object built without
+    /// `Builder::dedicated_combiners`. **Remedy:** turn the option on, or do not run one.
+    DedicatedCombinersOff,
+    /// **Cause:** `NodeReplicated::run_combiner` while another thread runs the replica's
+    /// dedicated combiner. **Remedy:** run one per replica.
+    CombinerRunning {
+        /// The replica asked for.
+        replica: usize,
+    },
 }
 
 impl fmt::Display for RegisterError {
@@ -133,6 +157,13 @@ impl fmt::Display for RegisterError {
                  handles or build with a larger threads_per_replica"
             ),
             RegisterError::Poisoned => Poisoned.fmt(f),
+            RegisterError::DedicatedCombinersOff => f.write_str(
+                "dedicated combiners are off: build with Builder::dedicated_combiners(true)",
+            ),
+            RegisterError::CombinerRunning { replica } => write!(
+                f,
+                "replica {replica} already has a dedicated combiner running"
+            ),
         }
     }
 }

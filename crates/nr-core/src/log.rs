@@ -14,14 +14,52 @@
 //! | `head` | entries below it are consumed by every replica and may be reused (`logMin`) | any appender, lazily |
 //! | `local_tails[r]` | next index replica `r` will apply (`localTail`) | whoever holds replica `r`'s combiner lock |
 //!
-//! Invariants: `head <= min(local_tails) <= completed_tail <= tail <= head + size`; every index
-//! below `completed_tail` is filled; a replica's `local_tail` only moves while its combiner lock
-//! and its writer side are held.
+//! Invariants: `head <= min(local_tails) <= completed_tail <= tail <= max(head, start) + size`
+//! (for the newest segment's `start` and `size`, below); every index below `completed_tail` is
+//! filled; a replica's `local_tail` only moves while its combiner lock and its writer side are
+//! held.
+//!
+//! # Growth (§6 "Log length", `Builder::log_growth`)
+//!
+//! The entries live in *segments*: a segment holds the indices from its `start` up to the next
+//! segment's `start`, in an array of its own (a power of two), with laps counted from its
+//! `start`. With growth off there is one segment, starting at 0. With growth on, an appender that
+//! finds the log full even after refreshing `head` starts a segment twice as large at the current
+//! tail (up to the configured maximum):
+//!
+//! 1. it *freezes* the tail: a CAS sets the tail's top bit (`FROZEN`), so no other appender can
+//!    reserve meanwhile, and the boundary `B` (the tail) is fixed: no batch straddles it;
+//! 2. it publishes the new segment (`start = B`, `prev` = the old one) with a Release store of
+//!    `current`;
+//! 3. it unfreezes the tail with a Release store of `B + n`, reserving its own `n` entries, so the
+//!    frozen value never reappears (no ABA for an appender that read `B` before the freeze).
+//!
+//! The indices below `B` stay in the old segment, which is never written again and is kept until
+//! the log drops (the segments' sizes double, so all of them together take less memory than
+//! twice the newest). Every replica reads them there at its own pace: unlike the paper's "special
+//! log entry", no replica needs to agree on a size, because an index names its segment.
+//!
+//! Finding an index's segment: a thread that holds an index at or past `B` learned it from a
+//! tail value at or past `B` (its own reservation: an Acquire load or CAS of the tail, which
+//! synchronizes with step 3) or from `completed_tail` / a local tail (Acquire loads of values
+//! Released by a combiner that had reserved past `B`). Either way the publication in step 2
+//! happens before its lookup, so its Acquire load of `current` returns the new segment or a later
+//! one, and it walks `prev` back to the segment holding the index.
 
 use crossbeam_utils::CachePadded;
 
 use crate::config::HEAD_REFRESHES_PER_LAP;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, UnsafeCell};
+
+/// The tail's top bit: set while an appender grows the log (see the module docs).
+const FROZEN: usize = 1 << (usize::BITS - 1);
+
+/// The ordering of every load and CAS of the tail whose value may lie past a growth boundary:
+/// Acquire, pairing with the unfreezing Release store in `try_grow`, so that whoever reserves
+/// past the boundary sees the new segment (module docs). One constant, so that the mutation
+/// table can weaken all of them at once: each single one is redundant with the others (see the
+/// crate README), not all of them.
+const TAIL_READ: Ordering = Ordering::Acquire;
 
 /// One slot of the circular buffer.
 struct Entry<T> {
@@ -34,10 +72,65 @@ struct Entry<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LogFull;
 
+/// One array of the log: indices `start..` up to the next segment's `start` (module docs).
+struct Segment<T> {
+    /// The first index this segment holds; its laps count from here.
+    start: usize,
+    /// A power of two.
+    size: usize,
+    entries: Box<[Entry<T>]>,
+    /// The segment holding the indices below `start`; null for the first. Owned by this one
+    /// (freed when the log drops), never written after publication.
+    prev: *mut Segment<T>,
+}
+
+impl<T> Segment<T> {
+    fn new(start: usize, size: usize, prev: *mut Segment<T>) -> Self {
+        debug_assert!(size.is_power_of_two() && size >= 2);
+        Self {
+            start,
+            size,
+            entries: (0..size)
+                .map(|_| Entry {
+                    op: UnsafeCell::new(None),
+                    alive: AtomicBool::new(false),
+                })
+                .collect(),
+            prev,
+        }
+    }
+
+    /// The slot of index `idx` (at or past `start`).
+    #[inline]
+    fn entry(&self, idx: usize) -> &Entry<T> {
+        &self.entries[(idx - self.start) & (self.size - 1)]
+    }
+
+    /// The `alive` value that marks index `idx` as filled: `true` on even laps of this segment.
+    /// The size is a power of two, so the lap's parity is the bit worth `size` (no division).
+    #[inline]
+    fn filled_parity(&self, idx: usize) -> bool {
+        (idx - self.start) & self.size == 0
+    }
+}
+
+/// What [`Log::try_grow`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Grow {
+    /// The log grew, and the caller's `n` entries are reserved from this index.
+    Reserved(usize),
+    /// Another appender is growing it, or the tail moved: try to reserve again.
+    Retry,
+    /// The log is at its largest size: only consuming entries makes room.
+    AtMax,
+}
+
 /// The shared log.
 pub(crate) struct Log<T> {
-    entries: Box<[Entry<T>]>,
-    size: usize,
+    /// The newest segment (module docs); every older one is reachable through `prev`.
+    current: CachePadded<AtomicPtr<Segment<T>>>,
+    /// The largest size a segment may have; the first segment's size when growth is off.
+    max_size: usize,
     tail: CachePadded<AtomicUsize>,
     completed_tail: CachePadded<AtomicUsize>,
     head: CachePadded<AtomicUsize>,
@@ -48,37 +141,56 @@ pub(crate) struct Log<T> {
 // concurrently, which requires `T: Sync`) and moves `T`s written on one thread to be dropped on
 // another (requires `T: Send`). Every access to an entry's cell is ordered by its `alive` bit
 // (written once per lap, after the value) and by `head` (reuse only after every replica has moved
-// past the entry), as argued at each access.
+// past the entry), as argued at each access. The segments behind the raw pointers are immutable
+// after publication (apart from their entries' cells) and live as long as the log.
 unsafe impl<T: Send + Sync> Sync for Log<T> {}
-// SAFETY: owning the log owns its `T`s; moving it moves them.
+// SAFETY: owning the log owns its segments and their `T`s; moving it moves them.
 unsafe impl<T: Send> Send for Log<T> {}
+
+impl<T> Drop for Log<T> {
+    fn drop(&mut self) {
+        let mut seg = self.current.load(Ordering::Relaxed);
+        while !seg.is_null() {
+            // SAFETY: every segment was made by `Box::into_raw` (in `new` or `try_grow`) and is
+            // reachable exactly once, from `current` or from its successor's `prev`; `&mut self`
+            // rules out any other access.
+            let boxed = unsafe { Box::from_raw(seg) };
+            seg = boxed.prev;
+        }
+    }
+}
 
 impl<T> std::fmt::Debug for Log<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Log")
-            .field("size", &self.size)
+            .field("size", &self.size())
             .field("head", &self.head.load(Ordering::Relaxed))
             .field(
                 "completed_tail",
                 &self.completed_tail.load(Ordering::Relaxed),
             )
-            .field("tail", &self.tail.load(Ordering::Relaxed))
+            .field("tail", &self.tail())
             .finish_non_exhaustive()
     }
 }
 
 impl<T> Log<T> {
-    /// A log of `size` entries (a power of two, checked by the builder) for `replicas` replicas.
+    /// A log of `size` entries (a power of two, checked by the builder) for `replicas` replicas,
+    /// which never grows.
+    #[cfg(test)]
     pub(crate) fn new(size: usize, replicas: usize) -> Self {
+        Self::with_growth(size, size, replicas)
+    }
+
+    /// A log of `size` entries for `replicas` replicas that may grow by doubling up to
+    /// `max_size` entries (both powers of two, `max_size >= size`, checked by the builder).
+    pub(crate) fn with_growth(size: usize, max_size: usize, replicas: usize) -> Self {
         debug_assert!(size.is_power_of_two() && size >= 2);
+        debug_assert!(max_size.is_power_of_two() && max_size >= size);
+        let first = Box::into_raw(Box::new(Segment::new(0, size, std::ptr::null_mut())));
         Self {
-            entries: (0..size)
-                .map(|_| Entry {
-                    op: UnsafeCell::new(None),
-                    alive: AtomicBool::new(false),
-                })
-                .collect(),
-            size,
+            current: CachePadded::new(AtomicPtr::new(first)),
+            max_size,
             tail: CachePadded::new(AtomicUsize::new(0)),
             completed_tail: CachePadded::new(AtomicUsize::new(0)),
             head: CachePadded::new(AtomicUsize::new(0)),
@@ -88,44 +200,76 @@ impl<T> Log<T> {
         }
     }
 
+    /// The newest segment.
     #[inline]
-    fn entry(&self, idx: usize) -> &Entry<T> {
-        &self.entries[idx & (self.size - 1)]
+    fn newest(&self) -> &Segment<T> {
+        // Acquire: pairs with the Release store in `try_grow`, so the segment's fields are seen
+        // as they were published (see the module docs for why it is new enough).
+        let seg = self.current.load(Ordering::Acquire);
+        // SAFETY: `current` always points to a live segment (set in `with_growth` and
+        // `try_grow`, freed only in `drop`), and segments are immutable after publication apart
+        // from their entries' cells.
+        unsafe { &*seg }
     }
 
-    /// The `alive` value that marks index `idx` as filled: `true` on even laps. The size is a
-    /// power of two, so the lap's parity is the bit of `idx` worth `size` (no division).
+    /// The segment holding index `idx`. The caller learned `idx` in a way that orders the
+    /// publication of that segment before this call (module docs, "Finding an index's segment").
     #[inline]
-    fn filled_parity(&self, idx: usize) -> bool {
-        idx & self.size == 0
+    fn segment(&self, idx: usize) -> &Segment<T> {
+        let mut seg = self.newest();
+        while idx < seg.start {
+            // SAFETY: a segment with `start > 0` has a predecessor (only the first starts at 0),
+            // live as long as the log.
+            seg = unsafe { &*seg.prev };
+        }
+        seg
+    }
+
+    /// Whether the log may still grow (`Builder::log_growth`, not at its largest size yet).
+    #[inline]
+    pub(crate) fn can_grow(&self) -> bool {
+        self.size() < self.max_size
+    }
+
+    /// The number of entries of the newest segment: the log's size now.
+    pub(crate) fn size(&self) -> usize {
+        self.newest().size
     }
 
     /// Reserves `n` consecutive entries with one CAS on the tail (Algorithm 1, lines 9-12) and
     /// returns the first index, or `LogFull` if they would overwrite entries some replica has
     /// not consumed yet.
     pub(crate) fn try_reserve(&self, n: usize) -> Result<usize, LogFull> {
-        debug_assert!(n >= 1 && n <= self.size);
-        // Relaxed: a stale tail only makes the CAS below fail and retry.
-        let mut tail = self.tail.load(Ordering::Relaxed);
+        // TAIL_READ (here and on both outcomes of the CAS): synchronizes with the Release store
+        // that unfroze the tail after a growth, so the segment holding what we reserve is
+        // visible to our lookups (module docs). The successful CAS's alone would do, before our
+        // writes; a stale segment seen by the full check below only makes it stricter (sizes
+        // only grow and starts only move up). Without growth nothing else rests on it: the
+        // entries' contents are published by their `alive` bits, not by the tail.
+        let mut tail = self.tail.load(TAIL_READ);
         loop {
-            // Acquire: pairs with the Release in `advance_head`. Every replica's reads of the
-            // entries below `head` happen before our writes into them in the next lap.
-            let head = self.head.load(Ordering::Acquire);
-            if tail + n > head + self.size {
+            if tail & FROZEN != 0 {
+                // Another appender is growing the log: the caller retries.
                 return Err(LogFull);
             }
-            // Relaxed: the CAS only makes reservations unique; the entries' contents are
-            // published by their `alive` bits, not by the tail.
-            match self.tail.compare_exchange_weak(
-                tail,
-                tail + n,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
+            let seg = self.segment(tail);
+            debug_assert!(n >= 1 && n <= seg.size);
+            // Acquire: pairs with the Release in `advance_head`. Every replica's reads of the
+            // entries below `head` happen before our writes into them in the next lap. Slots
+            // of a segment below `start + size` were never written (a fresh array), whatever
+            // the head.
+            let head = self.head.load(Ordering::Acquire);
+            if tail + n > head.max(seg.start) + seg.size {
+                return Err(LogFull);
+            }
+            match self
+                .tail
+                .compare_exchange_weak(tail, tail + n, TAIL_READ, TAIL_READ)
+            {
                 Ok(_) => {
                     // §5.6 "low mark": the appender whose batch crosses a refresh point
                     // recomputes the head, so the log rarely fills when replicas keep up.
-                    let quantum = (self.size / HEAD_REFRESHES_PER_LAP).max(1);
+                    let quantum = (seg.size / HEAD_REFRESHES_PER_LAP).max(1);
                     if tail / quantum != (tail + n) / quantum {
                         self.advance_head();
                     }
@@ -134,6 +278,53 @@ impl<T> Log<T> {
                 Err(current) => tail = current,
             }
         }
+    }
+
+    /// §6 "Log length": when the log is full, starts a segment of twice the size at the tail
+    /// and reserves `n` entries at its start (module docs, steps 1-3). The caller found the log
+    /// full after refreshing `head`.
+    pub(crate) fn try_grow(&self, n: usize) -> Grow {
+        // TAIL_READ: as in `try_reserve` (a tail past an earlier growth shows its segment). The
+        // tail first, then the segment: a segment published after this load changed the tail
+        // (steps 1 and 3, and step 3 never restores a value), so then the CAS below fails.
+        let tail = self.tail.load(TAIL_READ);
+        let seg = self.newest();
+        let size = seg.size * 2;
+        if size > self.max_size {
+            return Grow::AtMax;
+        }
+        if tail & FROZEN != 0 || tail < seg.start {
+            return Grow::Retry;
+        }
+        // Allocated before the freeze, so that other appenders are held up only for the
+        // publication below. No user code runs here (empty entries).
+        let grown = Box::into_raw(Box::new(Segment::new(tail, size, std::ptr::null_mut())));
+        // Step 1. TAIL_READ: as in `try_reserve`. Fails if anyone reserved (or froze) since our
+        // load of the tail.
+        if self
+            .tail
+            .compare_exchange(tail, tail | FROZEN, TAIL_READ, Ordering::Relaxed)
+            .is_err()
+        {
+            // SAFETY: `grown` came from `Box::into_raw` above and was never shared.
+            drop(unsafe { Box::from_raw(grown) });
+            return Grow::Retry;
+        }
+        // With the tail frozen nobody else grows, and no segment was published between our
+        // load of the tail and the freeze (that would have changed the tail): `seg` is the
+        // newest.
+        debug_assert_eq!(
+            self.current.load(Ordering::Relaxed),
+            seg as *const _ as *mut _
+        );
+        // SAFETY: `grown` is not shared yet; it takes `seg` as its predecessor.
+        unsafe { (*grown).prev = seg as *const Segment<T> as *mut Segment<T> };
+        // Step 2. Release: pairs with the Acquire in `newest`, publishing the segment's fields.
+        self.current.store(grown, Ordering::Release);
+        // Step 3. Release: pairs with the Acquire loads and CASes of the tail in `try_reserve`
+        // and `try_grow`: whoever reserves past the boundary sees the new segment.
+        self.tail.store(tail + n, Ordering::Release);
+        Grow::Reserved(tail)
     }
 
     /// Writes `op` at reserved index `idx` and publishes it (Algorithm 1, line 16). Returns the
@@ -149,27 +340,28 @@ impl<T> Log<T> {
     /// Breaking either lets two threads write the slot at once, or overwrites an entry that
     /// replicas are reading.
     pub(crate) unsafe fn write(&self, idx: usize, op: T) -> Option<T> {
-        let entry = self.entry(idx);
+        let seg = self.segment(idx);
+        let entry = seg.entry(idx);
         // SAFETY:
         // - exclusive access: `idx` was reserved by this thread alone (tail CAS, the caller's
         //   contract), and the slot's previous occupant `idx - size` is below `head` (checked in
-        //   `try_reserve`), so every replica finished reading it: their reads happen before this
-        //   write through local_tail (Release) -> advance_head (Acquire, then Release on head)
-        //   -> our Acquire load of head;
+        //   `try_reserve`; for the first lap of a segment there is no previous occupant), so
+        //   every replica finished reading it: their reads happen before this write through
+        //   local_tail (Release) -> advance_head (Acquire, then Release on head) -> our Acquire
+        //   load of head;
         // - no reader touches the slot for index `idx` before the Release store below.
         let previous = entry.op.with_mut(|cell| unsafe { (*cell).replace(op) });
         // Release: pairs with the Acquire in `is_filled`, publishing the value written above.
-        entry
-            .alive
-            .store(self.filled_parity(idx), Ordering::Release);
+        entry.alive.store(seg.filled_parity(idx), Ordering::Release);
         previous
     }
 
     /// Whether index `idx` (which must be below `tail`, and at or above `head`) has been written.
     #[inline]
     pub(crate) fn is_filled(&self, idx: usize) -> bool {
+        let seg = self.segment(idx);
         // Acquire: pairs with the Release in `write`.
-        self.entry(idx).alive.load(Ordering::Acquire) == self.filled_parity(idx)
+        seg.entry(idx).alive.load(Ordering::Acquire) == seg.filled_parity(idx)
     }
 
     /// Runs `f` on the operation at index `idx`.
@@ -182,12 +374,13 @@ impl<T> Log<T> {
     ///   next lap while `f` runs).
     #[inline]
     pub(crate) unsafe fn read<R>(&self, idx: usize, f: impl FnOnce(&T) -> R) -> R {
-        let entry = self.entry(idx);
+        let entry = self.segment(idx).entry(idx);
         // SAFETY: from the caller's contract,
         // - the value is initialized and visible: the caller observed `is_filled(idx)` (Acquire,
         //   pairing with the Release in `write`);
-        // - no writer mutates it meanwhile: the next write to this slot is for `idx + size`,
-        //   which needs `head > idx`, but `head <= local_tail <= idx` for the caller's replica
+        // - no writer mutates it meanwhile: the next write to this slot is for `idx + size` (in
+        //   the same segment; an older segment is never written again), which needs
+        //   `head > idx`, but `head <= local_tail <= idx` for the caller's replica
         //   until the caller moves that local tail, after this read;
         // - other readers only take shared references (`T: Sync`).
         let op = entry.op.with(|cell| unsafe { (*cell).as_ref() });
@@ -197,8 +390,8 @@ impl<T> Log<T> {
     /// The first unreserved index.
     #[inline]
     pub(crate) fn tail(&self) -> usize {
-        // Relaxed: a bound for debug assertions and the mutation tests only.
-        self.tail.load(Ordering::Relaxed)
+        // Relaxed: a bound for debug assertions, `Debug` and the mutation tests only.
+        self.tail.load(Ordering::Relaxed) & !FROZEN
     }
 
     /// The index below which every operation has completed.
@@ -313,9 +506,145 @@ mod tests {
             let size = 1usize << shift;
             let log: Log<u32> = Log::new(size, 1);
             for idx in 0..size * 6 {
-                assert_eq!(log.filled_parity(idx), (idx / size) % 2 == 0, "size {size}");
+                let parity = log.segment(idx).filled_parity(idx);
+                assert_eq!(parity, (idx / size) % 2 == 0, "size {size}");
             }
         }
+    }
+
+    /// Writes `i` at index `i`, which the (only) calling thread reserved and writes once.
+    fn put(log: &Log<u32>, i: usize) -> Option<u32> {
+        // SAFETY: the callers reserved `i` on this thread and write each index once; no other
+        // thread uses the log.
+        unsafe { log.write(i, i as u32) }
+    }
+
+    /// Reads index `i` after checking that it is filled.
+    fn get(log: &Log<u32>, i: usize) -> u32 {
+        assert!(log.is_filled(i), "index {i} not filled");
+        // SAFETY: `is_filled(i)` was seen just above; no other thread uses the log, so nothing
+        // overwrites the slot meanwhile.
+        unsafe { log.read(i, |v| *v) }
+    }
+
+    #[test]
+    fn growth_keeps_old_entries_and_starts_fresh_laps() {
+        // 2 replicas, neither consuming: only growth makes room.
+        let log: Log<u32> = Log::with_growth(4, 16, 2);
+        assert_eq!(log.try_reserve(4), Ok(0));
+        for i in 0..4 {
+            assert_eq!(put(&log, i), None);
+        }
+        assert_eq!(log.try_reserve(1), Err(LogFull));
+        assert!(log.can_grow());
+        assert_eq!(log.try_grow(2), Grow::Reserved(4));
+        assert_eq!((log.size(), log.tail()), (8, 6));
+        // The new segment's slots are fresh: nothing handed back, first-lap parity.
+        for i in 4..6 {
+            assert!(!log.is_filled(i));
+            assert_eq!(put(&log, i), None);
+        }
+        for i in 0..6 {
+            assert!(log.is_filled(i), "index {i}");
+            assert_eq!(get(&log, i), i as u32);
+        }
+        // The new segment is full at its start plus its size, whatever the head (0 here).
+        assert_eq!(log.try_reserve(6), Ok(6));
+        for i in 6..12 {
+            assert_eq!(put(&log, i), None);
+        }
+        assert_eq!(log.try_reserve(1), Err(LogFull));
+        assert_eq!(log.try_grow(1), Grow::Reserved(12));
+        assert_eq!(log.size(), 16);
+        assert_eq!(put(&log, 12), None);
+        // At the largest size, only consumption makes room.
+        assert_eq!(log.try_reserve(15), Ok(13));
+        for i in 13..28 {
+            assert_eq!(put(&log, i), None);
+        }
+        assert_eq!(log.try_reserve(1), Err(LogFull));
+        assert!(!log.can_grow());
+        assert_eq!(log.try_grow(1), Grow::AtMax);
+        // Replicas consume into the third segment: its slots wrap with the other parity.
+        log.set_local_tail(0, 20);
+        log.set_local_tail(1, 21);
+        assert_eq!(log.advance_head(), 20);
+        assert_eq!(log.try_reserve(2), Ok(28));
+        assert!(
+            !log.is_filled(28),
+            "slot 0 of the third segment holds its first lap"
+        );
+        assert_eq!(put(&log, 28), Some(12));
+        assert_eq!(put(&log, 29), Some(13));
+        assert!(log.is_filled(28) && log.is_filled(29) && log.is_filled(27));
+        for i in [0, 3, 4, 11, 27, 28, 29] {
+            assert_eq!(get(&log, i), i as u32);
+        }
+    }
+
+    /// Appenders racing to grow a log that nobody consumes: every index is reserved exactly
+    /// once (two growers both passing the freeze would reserve the same entries).
+    #[test]
+    // Real threads racing on the log (this test is compiled out under loom, where
+    // `tests/loom_log_growth.rs` models the race).
+    #[allow(clippy::disallowed_methods)]
+    fn concurrent_growers_never_reserve_an_index_twice() {
+        const THREADS: usize = 4;
+        // 2 + 4 + ... + 64 entries, then full for good.
+        const TOTAL: usize = 126;
+        for round in 0..if cfg!(debug_assertions) { 300 } else { 3_000 } {
+            let log: Log<u32> = Log::with_growth(2, 64, 1);
+            let start = std::sync::Barrier::new(THREADS);
+            let mut got: Vec<usize> = std::thread::scope(|s| {
+                let workers: Vec<_> = (0..THREADS)
+                    .map(|_| {
+                        let (log, start) = (&log, &start);
+                        s.spawn(move || {
+                            let mut mine = Vec::new();
+                            start.wait();
+                            loop {
+                                match log.try_reserve(1) {
+                                    Ok(i) => mine.push(i),
+                                    Err(LogFull) => match log.try_grow(1) {
+                                        Grow::Reserved(i) => mine.push(i),
+                                        Grow::Retry => {}
+                                        Grow::AtMax if log.tail() >= TOTAL => return mine,
+                                        Grow::AtMax => {}
+                                    },
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().expect("worker panicked"))
+                    .collect()
+            });
+            got.sort_unstable();
+            assert_eq!(got, (0..TOTAL).collect::<Vec<_>>(), "round {round}");
+            assert_eq!(log.size(), 64);
+        }
+    }
+
+    #[test]
+    fn frozen_tail_makes_appenders_retry() {
+        let log: Log<u32> = Log::with_growth(2, 8, 1);
+        assert_eq!(log.try_reserve(2), Ok(0));
+        log.tail.store(2 | FROZEN, Ordering::Relaxed);
+        assert_eq!(log.try_reserve(1), Err(LogFull));
+        assert_eq!(log.try_grow(1), Grow::Retry);
+        assert_eq!(log.tail(), 2);
+        log.tail.store(2, Ordering::Relaxed);
+        assert_eq!(log.try_grow(1), Grow::Reserved(2));
+    }
+
+    #[test]
+    fn a_log_without_growth_never_grows() {
+        let log: Log<u32> = Log::new(2, 1);
+        assert_eq!(log.try_reserve(2), Ok(0));
+        assert!(!log.can_grow());
+        assert_eq!(log.try_grow(1), Grow::AtMax);
     }
 
     #[test]

@@ -119,8 +119,23 @@ pub(crate) struct Batch<W> {
 type Slots<D> =
     Box<[CachePadded<Slot<<D as Dispatch>::WriteOperation, <D as Dispatch>::Response>>]>;
 
+/// The state of a replica's dedicated combiner (§4, §6 "Inactive replica";
+/// `Builder::dedicated_combiners`), on a cache line of its own.
+#[derive(Debug, Default)]
+pub(crate) struct Dedicated {
+    /// Whether a thread runs `NodeReplicated::run_combiner` for this replica: posting threads
+    /// then leave combining to it.
+    attached: AtomicBool,
+    /// Set by the dedicated combiner while it is about to sleep (a Dekker pair with `post`).
+    sleeping: AtomicBool,
+    /// Where the dedicated combiner sleeps.
+    parker: Parker,
+}
+
 /// One node's replica.
 pub(crate) struct Replica<D: Dispatch> {
+    /// The dedicated combiner's state (unused unless `Builder::dedicated_combiners`).
+    pub(crate) dedicated: CachePadded<Dedicated>,
     /// The combiner lock (Algorithm 1, line 21) and the readers-writer lock (§5.5) guarding
     /// `data`, in one word (see `lock.rs`). The combiner lock also guards `local_tail` moves of
     /// this replica and the `batch` scratch.
@@ -166,6 +181,7 @@ impl<D: Dispatch> std::fmt::Debug for Replica<D> {
 impl<D: Dispatch> Replica<D> {
     pub(crate) fn new(data: D, threads: usize) -> Self {
         Self {
+            dedicated: CachePadded::new(Dedicated::default()),
             lock: ReplicaLock::new(threads),
             pending: CachePadded::new(AtomicUsize::new(0)),
             slots: (0..threads)
@@ -232,6 +248,66 @@ impl<D: Dispatch> Replica<D> {
         self.pending.fetch_add(1, Ordering::Relaxed);
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.slot(idx).post(op) };
+    }
+
+    /// Whether a dedicated combiner serves this replica now (a hint: a poster that reads a stale
+    /// value waits a bounded park longer, or combines itself, both correct).
+    #[inline]
+    pub(crate) fn dedicated_attached(&self) -> bool {
+        // Relaxed: see above; the combining itself is ordered by the combiner lock and the slots.
+        self.dedicated.attached.load(Ordering::Relaxed)
+    }
+
+    /// Makes the calling thread this replica's dedicated combiner; false if one is attached.
+    pub(crate) fn attach_dedicated(&self) -> bool {
+        // Relaxed: only makes attachment exclusive; the combining is ordered by the combiner lock.
+        self.dedicated
+            .attached
+            .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// The dedicated combiner leaves; posters combine for themselves again.
+    pub(crate) fn detach_dedicated(&self) {
+        // Relaxed: as in `attach_dedicated`.
+        self.dedicated.attached.store(false, Ordering::Relaxed);
+    }
+
+    /// Poster, right after `post`: wakes the dedicated combiner if it sleeps.
+    #[inline]
+    pub(crate) fn wake_dedicated(&self) {
+        // SeqCst fence: the poster half of a Dekker pair with `sleep_dedicated` (the poster's
+        // `pending` increment, fence, load of `sleeping`; the combiner's store of `sleeping`,
+        // fence, load of `pending`): either the combiner sees the operation or we see it asleep.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence; a needless unpark is harmless.
+        if self.dedicated.sleeping.load(Ordering::Relaxed) {
+            self.dedicated.parker.unpark();
+        }
+    }
+
+    /// Dedicated combiner, idle: sleeps at most `micros` unless an operation is pending (or gets
+    /// posted meanwhile, which wakes it).
+    pub(crate) fn sleep_dedicated(&self, micros: u64) {
+        // Relaxed store + SeqCst fence: the combiner half of the Dekker pair in `wake_dedicated`.
+        self.dedicated.sleeping.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if !self.has_pending() {
+            self.dedicated.parker.park_timeout(micros);
+        }
+        // Relaxed: at worst a poster sends one needless unpark.
+        self.dedicated.sleeping.store(false, Ordering::Relaxed);
+    }
+
+    /// Owner of slot `idx` with a dedicated combiner: sleeps until its response is ready or
+    /// `micros` pass (`respond` wakes it; no lock bit to announce, as nobody needs to take over
+    /// combining).
+    pub(crate) fn park_owner_dedicated(&self, idx: usize, micros: u64) {
+        let slot = self.slot(idx);
+        if slot.mark_parked() {
+            slot.parker.park_timeout(micros);
+        }
+        slot.unmark_parked();
     }
 
     /// Whether some operation may be posted and not yet collected (a hint; see `post`).

@@ -79,6 +79,26 @@ mod imp {
         }
     }
 
+    /// `std::sync::atomic::AtomicPtr` behind a distinct type, as the integer wrappers above.
+    #[derive(Debug)]
+    #[repr(transparent)]
+    pub(crate) struct AtomicPtr<T>(std::sync::atomic::AtomicPtr<T>);
+
+    impl<T> AtomicPtr<T> {
+        #[inline(always)]
+        pub(crate) fn new(p: *mut T) -> Self {
+            Self(std::sync::atomic::AtomicPtr::new(p))
+        }
+        #[inline(always)]
+        pub(crate) fn load(&self, o: Ordering) -> *mut T {
+            self.0.load(o)
+        }
+        #[inline(always)]
+        pub(crate) fn store(&self, p: *mut T, o: Ordering) {
+            self.0.store(p, o)
+        }
+    }
+
     /// What a `SeqCst` read-modify-write followed by `SeqCst` loads needs to act as the
     /// store-fence-load half of a Dekker pair: nothing. Under the C++20 model (\[atomics.order\]
     /// p4) the RMW and the loads are in the single total order S, which is enough (the argument
@@ -203,7 +223,9 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering,
+    };
     pub(crate) use loom::thread::yield_now;
 
     /// Loom models `SeqCst` accesses as `AcqRel`, so the Dekker pairs that rely on a `SeqCst`

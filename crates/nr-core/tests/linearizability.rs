@@ -7,8 +7,11 @@
 //! in half of the histories `dispatch_mut` yields the CPU in the middle of the update, which
 //! widens the windows between writing the log and completing. KV objects also try their writes
 //! as reads first in a quarter of the histories (`Builder::writes_as_reads`). In a third of the
-//! histories combiners wait for batches of 2-3 (`Builder::min_batch`, bounded by 200 µs). The
-//! stack has reads (`Peek`).
+//! histories combiners wait for batches of 2-3 (`Builder::min_batch`, bounded by 200 µs). In a
+//! third, independently, the log grows when full (`Builder::log_growth`, up to 16 times its
+//! size), so histories run across log segments. In a quarter, each replica has a dedicated
+//! combiner thread (`Builder::dedicated_combiners`) that does all its combining. The stack has
+//! reads (`Peek`).
 //!
 //! 2,000 histories per test by default (`NR_LIN_HISTORIES` for more, `NR_LIN_SEED` for another
 //! seed); each test prints its share of operations that overlapped another thread's.
@@ -89,6 +92,10 @@ struct Setting {
     writes_as_reads: bool,
     /// `Builder::min_batch` (1: off), with a 200 µs bound.
     min_batch: usize,
+    /// `Builder::log_growth` up to 16 times `log`.
+    log_growth: bool,
+    /// A dedicated combiner thread per replica (`Builder::dedicated_combiners`).
+    dedicated: bool,
 }
 
 impl Setting {
@@ -104,6 +111,8 @@ impl Setting {
             } else {
                 1
             },
+            log_growth: rng.below(3) == 0,
+            dedicated: rng.below(4) == 0,
         }
     }
 }
@@ -125,7 +134,9 @@ where
     let nr = NodeReplicated::builder()
         .replicas(s.replicas)
         .log_size(s.log)
+        .log_growth(if s.log_growth { s.log * 16 } else { s.log })
         .threads_per_replica(s.threads)
+        .dedicated_combiners(s.dedicated)
         .writes_as_reads(s.writes_as_reads)
         .min_batch(s.min_batch, Duration::from_micros(200))
         .build(|_| Yielding {
@@ -135,11 +146,22 @@ where
         .expect("valid configuration");
     let recorder = Recorder::new();
     let start = Barrier::new(programs.len());
+    let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
+        let combiners: Vec<_> = (0..if s.dedicated { s.replicas } else { 0 })
+            .map(|r| {
+                let (nr, stop) = (&nr, &stop);
+                scope.spawn(move || {
+                    nr.run_combiner(r, || stop.load(std::sync::atomic::Ordering::Relaxed))
+                        .expect("dedicated combiner")
+                })
+            })
+            .collect();
+        let mut workers = Vec::new();
         for (t, program) in programs.iter().enumerate() {
             let (nr, start, apply) = (&nr, &start, &apply);
             let mut rec = recorder.thread();
-            scope.spawn(move || {
+            workers.push(scope.spawn(move || {
                 let mut handles: Vec<_> = (0..s.replicas)
                     .map(|r| nr.register(r).expect("slot available"))
                     .collect();
@@ -150,7 +172,14 @@ where
                     let ret = apply(h, op);
                     rec.complete(id, ret);
                 }
-            });
+            }));
+        }
+        for w in workers {
+            w.join().expect("worker panicked");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for c in combiners {
+            c.join().expect("combiner panicked");
         }
     });
     recorder.into_history()

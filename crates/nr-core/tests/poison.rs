@@ -230,3 +230,45 @@ fn operation_during_unrelated_unwinding_does_not_poison() {
         assert_eq!(w.execute(false), Ok(1), "the write from Drop took effect");
     }
 }
+
+/// Runs a write that panics inside the object from a `Drop` during an unrelated panic, under
+/// its own `catch_unwind` (the only way a thread survives a second panic).
+struct ExplodeOnDrop<'a, 'b> {
+    writer: &'a mut nr_core::ThreadHandle<'b, Fragile>,
+    nested: &'a mut bool,
+}
+
+impl Drop for ExplodeOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        let writer = &mut *self.writer;
+        *self.nested = catch_unwind(AssertUnwindSafe(|| writer.execute_mut(Op::Explode))).is_err();
+    }
+}
+
+/// A panic that *starts* inside the object poisons it even when the thread was already
+/// unwinding from an unrelated panic (it can only survive under a nested `catch_unwind`): the
+/// replica may be half-updated. (`std::sync::Mutex` would not poison here; the uncontended
+/// write path decides by where the panic started, not by the panic count.)
+#[test]
+fn panic_inside_during_unrelated_unwinding_poisons() {
+    quiet_panics();
+    let nr = NodeReplicated::builder()
+        .replicas(1)
+        .build(|_| Fragile::default())
+        .unwrap();
+    let mut w = nr.register(0).unwrap();
+    let mut nested = false;
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        let _on_drop = ExplodeOnDrop {
+            writer: &mut w,
+            nested: &mut nested,
+        };
+        panic!("unrelated panic, before and outside the object");
+    }));
+    assert!(caught.is_err());
+    assert!(nested, "the nested write did not panic");
+    assert!(
+        nr.is_poisoned(),
+        "a panic inside the object did not poison it"
+    );
+}

@@ -12,6 +12,10 @@
 //! helper that replays past `completed_tail` was not caught by it in the runs tried; the
 //! deterministic `waiting::helper_never_exposes_entries_that_are_not_completed` catches that.)
 //!
+//! A third runs the help-path setting with `Builder::log_growth`: the 16-entry log doubles
+//! (up to 64k entries) instead of the writers bringing replica 2 up to date, so replica 2's
+//! reads replay long stretches of older segments themselves.
+//!
 //! Each test is bounded by time (`NR_RTO_SECS`, default 2 s; the figure came from 8 s
 //! in release). Each prints how many pairs it checked and how many went back.
 
@@ -62,6 +66,7 @@ fn secs() -> u64 {
 fn run(
     replicas: usize,
     log: usize,
+    growth: Option<usize>,
     slow: bool,
     writer_replicas: [usize; 2],
     first: usize,
@@ -70,6 +75,7 @@ fn run(
     let nr = NodeReplicated::builder()
         .replicas(replicas)
         .log_size(log)
+        .log_growth(growth.unwrap_or(log))
         .threads_per_replica(4)
         .build(|_| MaxRegister { max: 0, slow })
         .expect("valid configuration");
@@ -111,13 +117,15 @@ fn run(
             stop.store(true, Ordering::Relaxed);
             (pairs, back, first)
         });
-        reader.join().expect("reader panicked")
+        let result = reader.join().expect("reader panicked");
+        println!("log size at the end: {} entries", nr.log_size());
+        result
     })
 }
 
 #[test]
 fn read_on_replica_1_after_read_on_replica_0_never_goes_back() {
-    let (pairs, back, first) = run(2, 1024, false, [1, 1], 0, &[1]);
+    let (pairs, back, first) = run(2, 1024, None, false, [1, 1], 0, &[1]);
     println!("real-time order: {back} of {pairs} read pairs went back in time");
     assert!(pairs > 0, "the reader never completed a pair");
     assert_eq!(
@@ -128,8 +136,19 @@ fn read_on_replica_1_after_read_on_replica_0_never_goes_back() {
 
 #[test]
 fn read_after_read_on_a_helped_replica_never_goes_back() {
-    let (pairs, back, first) = run(3, 16, true, [0, 1], 2, &[0, 1]);
+    let (pairs, back, first) = run(3, 16, None, true, [0, 1], 2, &[0, 1]);
     println!("real-time order (help path): {back} of {pairs} read pairs went back in time");
+    assert!(pairs > 0, "the reader never completed a pair");
+    assert_eq!(
+        back, 0,
+        "{back} of {pairs} pairs went back in time; first (pair, replica 2, other): {first:?}"
+    );
+}
+
+#[test]
+fn read_after_read_on_a_lagging_replica_of_a_growing_log_never_goes_back() {
+    let (pairs, back, first) = run(3, 16, Some(1 << 16), true, [0, 1], 2, &[0, 1]);
+    println!("real-time order (log growth): {back} of {pairs} read pairs went back in time");
     assert!(pairs > 0, "the reader never completed a pair");
     assert_eq!(
         back, 0,

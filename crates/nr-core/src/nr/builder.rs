@@ -24,7 +24,9 @@ use crate::{BuildError, Dispatch, Topology};
 ///   each replica at once (default 64). Chosen at run time; it sizes the combining slots and
 ///   reader flags, while combiners scan only the slots ever used.
 /// * Options beyond the basic algorithm, all off by default:
-///   [`writes_as_reads`](Self::writes_as_reads) (§6) and [`min_batch`](Self::min_batch) (§5.2).
+///   [`writes_as_reads`](Self::writes_as_reads) (§6), [`min_batch`](Self::min_batch) (§5.2),
+///   [`log_growth`](Self::log_growth) (§6) and
+///   [`dedicated_combiners`](Self::dedicated_combiners) (§4, §6).
 ///
 /// # Examples
 ///
@@ -54,10 +56,13 @@ pub struct Builder<D> {
     virtual_nodes: Option<usize>,
     replicas: Option<usize>,
     log_entries: usize,
+    /// Largest log size with `log_growth`; `None`: the log never grows.
+    log_max_entries: Option<usize>,
     threads_per_replica: usize,
     writes_as_reads: bool,
     min_batch: usize,
     min_batch_wait: Duration,
+    dedicated_combiners: bool,
     _structure: PhantomData<fn() -> D>,
 }
 
@@ -68,10 +73,12 @@ impl<D> std::fmt::Debug for Builder<D> {
             .field("virtual_nodes", &self.virtual_nodes)
             .field("replicas", &self.replicas)
             .field("log_entries", &self.log_entries)
+            .field("log_max_entries", &self.log_max_entries)
             .field("threads_per_replica", &self.threads_per_replica)
             .field("writes_as_reads", &self.writes_as_reads)
             .field("min_batch", &self.min_batch)
             .field("min_batch_wait", &self.min_batch_wait)
+            .field("dedicated_combiners", &self.dedicated_combiners)
             .finish()
     }
 }
@@ -113,10 +120,12 @@ impl<D> Builder<D> {
             virtual_nodes: None,
             replicas: None,
             log_entries: DEFAULT_LOG_ENTRIES,
+            log_max_entries: None,
             threads_per_replica: DEFAULT_THREADS_PER_REPLICA,
             writes_as_reads: false,
             min_batch: 1,
             min_batch_wait: Duration::ZERO,
+            dedicated_combiners: false,
             _structure: PhantomData,
         }
     }
@@ -189,6 +198,82 @@ impl<D> Builder<D> {
     /// ```
     pub fn log_size(mut self, entries: usize) -> Self {
         self.log_entries = entries;
+        self
+    }
+
+    /// The paper's §6 "Log length" (off by default): when the log is full, double it instead of
+    /// waiting, up to `max_entries` entries (a power of two, at least [`log_size`](Self::log_size)).
+    ///
+    /// Without it, an appender that finds the log full (because some replica lags behind by a
+    /// whole log) brings the lagging replicas up to date itself before it can append. With it,
+    /// the appender starts a log segment twice as large at the tail and appends at once; the
+    /// lagging replica replays the older segments at its own pace, on its own threads. Only
+    /// once the log has reached `max_entries` does an appender help laggards as without the
+    /// option. Older segments are kept until the object is dropped: at most `2 * max_entries`
+    /// entries in all. Growth costs one extra load per log access whether it happens or not;
+    /// see the crate README for when it pays.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[derive(Default)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let nr = nr_core::NodeReplicated::builder()
+    ///     .replicas(2)
+    ///     .log_size(1024)
+    ///     .log_growth(1 << 20)
+    ///     .build(|_| S)?;
+    /// assert_eq!(nr.log_size(), 1024);
+    ///
+    /// // The largest size must be a power of two, at least the initial one.
+    /// let bad = nr_core::NodeReplicated::builder().log_size(1024).log_growth(512).build(|_| S);
+    /// assert!(bad.is_err());
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn log_growth(mut self, max_entries: usize) -> Self {
+        self.log_max_entries = Some(max_entries);
+        self
+    }
+
+    /// A dedicated combiner per node (§4, §6 "Inactive replica"; off by default): lets
+    /// [`NodeReplicated::run_combiner`] attach a thread that does all the combining of a replica
+    /// and keeps it refreshed from the log. While one is attached, the replica's writers only
+    /// post their operations and wait (they never combine), and the replica never lags by more
+    /// than the combiner's idle sleep. Without an attached combiner (before it starts, after it
+    /// stops) writers combine for themselves as usual, so nothing hangs. Each dedicated combiner
+    /// takes a thread (ideally a core) of its own; see the crate README for a measurement.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// # #[derive(Default)] struct S(u64);
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = u64; type Response = u64;
+    /// #     fn dispatch(&self, _: ()) -> u64 { self.0 }
+    /// #     fn dispatch_mut(&mut self, v: u64) -> u64 { self.0 += v; self.0 }
+    /// # }
+    /// let nr = nr_core::NodeReplicated::builder()
+    ///     .replicas(1)
+    ///     .dedicated_combiners(true)
+    ///     .build(|_| S::default())?;
+    /// let stop = AtomicBool::new(false);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| nr.run_combiner(0, || stop.load(Ordering::Relaxed)).unwrap());
+    ///     let mut h = nr.register(0).unwrap();
+    ///     for _ in 0..100 {
+    ///         h.execute_mut(1).unwrap();
+    ///     }
+    ///     assert_eq!(h.execute(()).unwrap(), 100);
+    ///     stop.store(true, Ordering::Relaxed);
+    /// });
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn dedicated_combiners(mut self, on: bool) -> Self {
+        self.dedicated_combiners = on;
         self
     }
 
@@ -308,6 +393,13 @@ where
                 threads_per_replica: threads,
             });
         }
+        let max_entries = self.log_max_entries.unwrap_or(entries);
+        if !max_entries.is_power_of_two() || max_entries < entries {
+            return Err(BuildError::LogGrowth {
+                max_entries,
+                entries,
+            });
+        }
         let explicit = match (self.topology, self.virtual_nodes) {
             (t, None) => t,
             (Some(t), Some(n)) => Some(t.with_virtual_nodes(n)?),
@@ -342,7 +434,7 @@ where
                 .collect(),
         };
         Ok(NodeReplicated {
-            log: Log::new(entries, replicas.len()),
+            log: Log::with_growth(entries, max_entries, replicas.len()),
             replicas,
             poisoned: CachePadded::new(AtomicBool::new(false)),
             topology,
@@ -353,6 +445,7 @@ where
                 self.min_batch.max(1)
             },
             min_batch_wait: self.min_batch_wait,
+            dedicated: self.dedicated_combiners,
         })
     }
 }

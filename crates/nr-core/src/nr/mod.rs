@@ -1,6 +1,7 @@
 //! The replicated object: the paper's Algorithm 1 over a [`Log`] and one [`Replica`] per node.
 
 mod builder;
+mod dedicated;
 mod handle;
 
 pub use builder::Builder;
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use crate::lock::ReplicaLock;
-use crate::log::Log;
+use crate::log::{Grow, Log};
 use crate::replica::Replica;
 use crate::sync::{panicking, AtomicBool, Entered, Ordering};
 use crate::wait::Waiter;
@@ -95,6 +96,8 @@ pub struct NodeReplicated<D: Dispatch> {
     min_batch: usize,
     /// The longest a combiner waits for `min_batch` operations.
     min_batch_wait: Duration,
+    /// `Builder::dedicated_combiners`: `run_combiner` may attach a dedicated combiner.
+    dedicated: bool,
 }
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
@@ -107,6 +110,7 @@ impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
             .field("writes_as_reads", &self.writes_as_reads)
             .field("min_batch", &self.min_batch)
             .field("min_batch_wait", &self.min_batch_wait)
+            .field("dedicated", &self.dedicated)
             .finish_non_exhaustive()
     }
 }
@@ -156,6 +160,26 @@ where
     /// ```
     pub fn replicas(&self) -> usize {
         self.replicas.len()
+    }
+
+    /// Entries in the shared log now: [`Builder::log_size`], or more once the log has grown
+    /// ([`Builder::log_growth`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated};
+    /// # #[derive(Default)] struct S;
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let nr = NodeReplicated::builder().replicas(2).log_size(64).build(|_| S)?;
+    /// assert_eq!(nr.log_size(), 64);
+    /// # Ok::<(), nr_core::BuildError>(())
+    /// ```
+    pub fn log_size(&self) -> usize {
+        self.log.size()
     }
 
     /// The topology the replicas were placed by, if they were placed (not when built with an
@@ -289,9 +313,12 @@ where
     ) -> Result<D::Response, Poisoned> {
         let replica = &self.replicas[r];
         // Fast path: nobody is combining, so become the combiner with the operation in hand
-        // (it never visits the slot, and its response needs no hand-off).
-        if replica.try_lock_combiner(self.single()) {
-            let combiner = CombinerGuard::new(self, replica);
+        // (it never visits the slot, and its response needs no hand-off). Not while a dedicated
+        // combiner serves the replica: it does all the combining.
+        if !(self.dedicated && replica.dedicated_attached())
+            && replica.try_lock_combiner(self.single())
+        {
+            let combiner = CombinerGuard::new_released_on_success(self, replica);
             if self.min_batch > 1 {
                 self.wait_for_batch(r, 1)?;
             }
@@ -320,6 +347,9 @@ where
         // call, registered it), and it is `EMPTY`: every earlier operation through the handle
         // took its response back before returning.
         unsafe { replica.post(slot, op) };
+        if self.dedicated {
+            replica.wake_dedicated();
+        }
         let own = replica.slot(slot);
         let mut waiter = Waiter::new();
         loop {
@@ -328,6 +358,11 @@ where
                 return Ok(unsafe { own.take_response() });
             }
             self.check()?;
+            if self.dedicated && replica.dedicated_attached() {
+                // The dedicated combiner serves us; `respond` wakes us.
+                waiter.snooze_or(|micros| replica.park_owner_dedicated(slot, micros));
+                continue;
+            }
             if replica.try_lock_combiner(self.single()) {
                 let _combiner = CombinerGuard::new(self, replica);
                 if self.min_batch > 1 {
@@ -578,6 +613,9 @@ where
     /// Reserves `n` log entries for replica `r`'s combiner. When the log is full, brings the
     /// replicas that hold it back up to date itself, so that no configuration deadlocks (e.g. a
     /// replica whose threads are all idle, §6 "Inactive replica").
+    ///
+    /// With `Builder::log_growth`, a full log grows first (§6 "Log length"), and laggards are
+    /// helped only once it is at its largest size.
     fn reserve(&self, r: usize, n: usize) -> Result<usize, Poisoned> {
         let mut waiter = Waiter::new();
         loop {
@@ -585,6 +623,22 @@ where
                 return Ok(start);
             }
             self.check()?;
+            if self.log.can_grow() {
+                // The head is refreshed only now and then (§5.6): the log may not really be
+                // full, and growing it then would only waste memory.
+                self.log.advance_head();
+                if let Ok(start) = self.log.try_reserve(n) {
+                    return Ok(start);
+                }
+                match self.log.try_grow(n) {
+                    Grow::Reserved(start) => return Ok(start),
+                    Grow::Retry => {
+                        waiter.snooze();
+                        continue;
+                    }
+                    Grow::AtMax => {}
+                }
+            }
             if !self.help_laggards(r)? {
                 waiter.snooze();
             }
@@ -687,6 +741,26 @@ impl<'a, D: Dispatch + Send + Sync> CombinerGuard<'a, D> {
             nr,
             replica,
             panicking_before: panicking(),
+        }
+    }
+
+    /// Wraps the combiner lock of `replica` for a caller that ends every successful path with
+    /// [`release`](Self::release), so that the guard is dropped only by a panic unwinding out
+    /// of the hold or on an `Err(Poisoned)` return. It skips the `panicking()` query of `new`
+    /// (a call into std on every uncontended write). What gets poisoned: a panic that starts
+    /// during the hold poisons, as with `new`; an `Err(Poisoned)` return poisons an object that
+    /// is poisoned already; an operation that completes during an unrelated unwinding (called
+    /// from a `Drop`) ends in `release`, which never poisons, as with `new`. The one difference:
+    /// a panic in user code that starts while the thread was already unwinding (which only a
+    /// `catch_unwind` inside that `Drop` can survive; otherwise the process aborts) poisons
+    /// here and not with `new`. The replica may then be half-updated, so poisoning is the
+    /// right answer.
+    #[inline]
+    fn new_released_on_success(nr: &'a NodeReplicated<D>, replica: &'a Replica<D>) -> Self {
+        Self {
+            nr,
+            replica,
+            panicking_before: false,
         }
     }
 

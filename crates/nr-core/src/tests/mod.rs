@@ -2,3 +2,5 @@
 
 #[cfg(loom)]
 mod loom_lock;
+#[cfg(loom)]
+mod loom_log_head;
