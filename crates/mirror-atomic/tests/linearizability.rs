@@ -11,7 +11,7 @@ mod common;
 
 use common::{apply, to_kv, Rng, Set, SetOp, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror, Volatile};
-use mirror_atomic::{HashSet, Heap, List, NoPersist};
+use mirror_atomic::{HashSet, Heap, List, NoPersist, SkipList};
 use std::sync::Mutex;
 
 /// A reusable spinning barrier (a blocking one wakes threads microseconds apart, longer than
@@ -129,4 +129,7 @@ fn every_structure_and_flavor_is_linearizable() {
     run::<HashSet<Volatile, NoPersist, BUCKETS>>("hash/volatile");
     run::<HashSet<Mirror, NoPersist, BUCKETS>>("hash/mirror");
     run::<HashSet<Izraelevitz, NoPersist, BUCKETS>>("hash/izraelevitz");
+    run::<SkipList<Volatile, NoPersist>>("skiplist/volatile");
+    run::<SkipList<Mirror, NoPersist>>("skiplist/mirror");
+    run::<SkipList<Izraelevitz, NoPersist>>("skiplist/izraelevitz");
 }
