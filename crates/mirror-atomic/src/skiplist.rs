@@ -32,7 +32,7 @@ use crate::error::{AllocError, HeapError};
 use crate::flavor::{Flavor, VAtomic};
 use crate::heap::{Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
-use crate::sync::thread_random;
+use crate::sync::{thread_random, AtomicWord, Ordering};
 use crate::word::PPtr;
 use crossbeam_epoch::Guard;
 use pmem::{NoPersist, Persist, Region};
@@ -135,6 +135,9 @@ impl<F: Flavor> core::fmt::Debug for SkipRoot<F> {
 pub struct SkipList<F: Flavor, P: Persist> {
     heap: Heap<F, P>,
     root: PPtr<SkipRoot<F>>,
+    /// Levels in use (DRAM only, a hint): every tower is at most this tall, so searches start
+    /// here instead of at `MAX_LEVEL`. Only grows; recovery recomputes it.
+    top: AtomicWord,
 }
 
 impl<F: Flavor, P: Persist> core::fmt::Debug for SkipList<F, P> {
@@ -184,7 +187,11 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
             head: core::array::from_fn(|_| F::atomic(PPtr::null())),
         })?;
         heap.set_root(SKIP_ROOT_SLOT, root)?;
-        Ok(Self { heap, root })
+        Ok(Self {
+            heap,
+            root,
+            top: AtomicWord::new(1),
+        })
     }
 
     /// Recovers a skip list from a region (see [`Heap::recover`]) and repairs what a crash left
@@ -202,8 +209,20 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
             root = t.root::<SkipRoot<F>>(SKIP_ROOT_SLOT)?;
             Ok(())
         })?;
-        let mut list = Self { heap, root };
+        let mut list = Self {
+            heap,
+            root,
+            top: AtomicWord::new(MAX_LEVEL as u64),
+        };
         list.repair()?;
+        let space = list.heap.space();
+        let used = list
+            .head()
+            .iter()
+            .rposition(|l| !F::load(l, space).is_null())
+            .map_or(1, |l| l + 1);
+        // Relaxed: single-threaded here; the list is published by moving it to the caller.
+        list.top.store(used as u64, Ordering::Relaxed);
         list.heap.retrace(|t| {
             t.root::<SkipRoot<F>>(SKIP_ROOT_SLOT)?;
             Ok(())
@@ -293,6 +312,31 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         Ok(())
     }
 
+    /// Levels a search starts from (see `top`).
+    #[inline(always)]
+    fn levels(&self) -> usize {
+        // Relaxed: a hint. A stale value only starts a search lower (still correct: every level
+        // is a sub-list of the one below); the only reader that needs a level covered is the
+        // inserter of a tower, which raised `top` itself before searching (program order), and
+        // `unlink_all`, which also covers the node's own height.
+        (self.top.load(Ordering::Relaxed) as usize).clamp(1, MAX_LEVEL)
+    }
+
+    /// Makes searches start at least `height` levels up.
+    fn raise_levels(&self, height: usize) {
+        // Relaxed: see `levels`.
+        let mut cur = self.top.load(Ordering::Relaxed);
+        while cur < height as u64 {
+            match self
+                .top
+                .compare_exchange(cur, height as u64, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
     fn head(&self) -> &Tower<F> {
         // SAFETY: the root object is allocated by `new` (or found by recovery), never freed.
         &unsafe { self.heap.get(self.root) }.head
@@ -301,13 +345,14 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// The book's `find`: at every level, the last node with a key `< key` and its successor;
     /// unlinks every marked node on the way.
     fn find<'g>(&'g self, key: u64, _guard: &'g Guard) -> Position<'g, F> {
+        let levels = self.levels();
         let space = self.heap.space();
         let head = self.head();
         'retry: loop {
             let mut preds = [head; MAX_LEVEL];
             let mut succs = [PPtr::null(); MAX_LEVEL];
             let mut pred: &Tower<F> = head;
-            for level in (0..MAX_LEVEL).rev() {
+            for level in (0..levels).rev() {
                 let mut curr = F::load(&pred[level], space).unmarked();
                 while !curr.is_null() {
                     // SAFETY: read from a live node or the head under `_guard`: not reclaimed
@@ -355,13 +400,14 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// unlink restarts the walk. A later CAS can link it again only through a predecessor whose
     /// frozen (marked) pointer names it, and such a predecessor is unlinked before the walk can
     /// pass it.
-    fn unlink_all(&self, key: u64, _guard: &Guard) {
+    fn unlink_all(&self, key: u64, height: usize, _guard: &Guard) {
+        let levels = self.levels().max(height);
         let space = self.heap.space();
         let head = self.head();
         'retry: loop {
             // The last unmarked node with a key < key (where the next level starts).
             let mut base: &Tower<F> = head;
-            for level in (0..MAX_LEVEL).rev() {
+            for level in (0..levels).rev() {
                 let mut pred = base;
                 let mut curr = F::load(&pred[level], space).unmarked();
                 while !curr.is_null() {
@@ -396,7 +442,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         // SAFETY: `node` is linked (or was, and is not retired before both sides released it).
         let n = unsafe { self.heap.get(node) };
         if n.state.fetch_add(1) == TOWER_DONE {
-            self.unlink_all(key, guard);
+            self.unlink_all(key, n.levels(), guard);
             // SAFETY: both sides are done, so nobody links it again, and `unlink_all` left it
             // on no level: no new reader can reach it. Only the second side gets here.
             unsafe { self.heap.retire(node, guard) };
@@ -412,6 +458,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let guard = self.heap.pin();
         let space = self.heap.space();
         let height = random_height();
+        self.raise_levels(height);
         let (node, mut pos) = loop {
             let pos = self.find(key, &guard);
             if pos.found {
@@ -512,7 +559,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let space = self.heap.space();
         let mut pred: &Tower<F> = self.head();
         let mut curr = PPtr::null();
-        for level in (0..MAX_LEVEL).rev() {
+        for level in (0..self.levels()).rev() {
             curr = F::load(&pred[level], space).unmarked();
             while !curr.is_null() {
                 // SAFETY: as in `find`.
