@@ -259,7 +259,12 @@ fn measure(
         mops_cpu: ops as f64 / results.iter().map(|r| r.3).sum::<f64>() / 1e6,
         pwb_per_op: pwbs as f64 / ops as f64,
         fence_per_op: fences as f64 / ops as f64,
-        pwb_per_update: pwbs as f64 / updates.max(1) as f64,
+        // No successful update (a read-only mix): nothing to divide by.
+        pwb_per_update: if updates == 0 {
+            f64::NAN
+        } else {
+            pwbs as f64 / updates as f64
+        },
     }
 }
 
