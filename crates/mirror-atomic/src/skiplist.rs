@@ -12,7 +12,7 @@
 //! the node unreachable when it is retired, so the inserter and the remover shake hands on a
 //! DRAM-only counter (`state`): each adds 1 when it is done with the node (the inserter when its
 //! tower is complete or abandoned, the remover when its level-0 mark succeeded), and the one
-//! that comes second unlinks the node from every level ([`unlink_all`]) and retires it. After
+//! that comes second unlinks the node from every level (`unlink_all`) and retires it. After
 //! both are done nobody links the node again, and `unlink_all` leaves it on no level (see its
 //! comment), so no new reader can reach it when it is retired.
 //!
@@ -195,7 +195,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     }
 
     /// Recovers a skip list from a region (see [`Heap::recover`]) and repairs what a crash left
-    /// half done (see the [module docs](self)): afterwards no marked node is linked, every tower
+    /// half done (a tower half built or half marked): afterwards no marked node is linked, every tower
     /// entry is either linked or null, and every block not in the list is free.
     ///
     /// # Errors
