@@ -245,6 +245,11 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let mut linked: Vec<std::collections::HashSet<u64>> = vec![Default::default(); MAX_LEVEL];
         for level in (0..MAX_LEVEL).rev() {
             let mut pred: &Tower<F> = head;
+            // A head never holds a marked pointer; with one, every CAS on it would fail and
+            // searches would retry forever.
+            if F::load(&pred[level], space).is_marked() {
+                return malformed("skip-list head holds a marked pointer");
+            }
             let mut curr = F::load(&pred[level], space).unmarked();
             let (mut last_any, mut last_kept): (Option<u64>, Option<u64>) = (None, None);
             let mut steps = 0;

@@ -219,3 +219,18 @@ fn a_recovered_skip_list_reclaims_what_it_removes() {
         "{live} blocks live after removing all 2,000 keys of a recovered skip list"
     );
 }
+
+#[test]
+fn a_marked_head_pointer_is_a_typed_error_not_a_livelock() {
+    // Found by the recovery fuzz test: a head holding a marked pointer made every CAS on the
+    // head fail, so an insert after recovery retried forever.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("l.pmem");
+    make_list(&path, &[1, 2]);
+    let bytes = read(&path);
+    let at = (USER + 64) as usize;
+    let head = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    patch(&path, USER + 64, &(head | 1).to_le_bytes());
+    let e = recover(&path).expect_err("marked head");
+    assert!(matches!(e, HeapError::Malformed { .. }), "{e}");
+}
