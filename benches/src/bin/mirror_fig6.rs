@@ -1,16 +1,20 @@
-//! Mirror (PLDI'21) Figure 6, scaled to this machine: the same Harris-Michael list and hash set
-//! code in three atomic flavors (volatile, Mirror, Izraelevitz), side by side and interleaved
-//! in one run, with write-backs and fences per operation.
+//! Mirror (PLDI'21) Figure 6, scaled to this machine: the same Harris-Michael list, hash set and
+//! skip list code in three atomic flavors (volatile, Mirror, Izraelevitz), side by side and
+//! interleaved in one run, with write-backs and fences per operation.
 //!
 //! ```sh
-//! cargo run --release -p benches --bin mirror_fig6 -- [--structures list,hash] [--threads 1,2,4]
-//!     [--reads 80,50,95,100] [--list-range 256] [--hash-range 65536] [--duration-ms 1000]
-//!     [--reps 3] [--recovery 10000,100000] [--smoke]
+//! cargo run --release -p benches --bin mirror_fig6 -- [--structures list,hash,skip]
+//!     [--threads 1,2,4] [--mix 80,a,b,c] [--list-range 256] [--hash-range 65536]
+//!     [--skip-range 65536] [--prefill 50] [--duration-ms 1000] [--reps 3]
+//!     [--recovery 1000,10000,100000,1000000] [--smoke]
 //! ```
 //!
-//! Workload: uniform keys in `0..range`, half the range prefilled; `--reads R` means R% lookups
-//! and (100-R)/2% each of inserts and deletes (80 is the paper's 80/10/10; YCSB A/B/C map to 50,
-//! 95, 100 for a set). Persistence: Mirror and Izraelevitz on a mapped file (`pmem::Hardware`:
+//! Workload: uniform keys in `0..range`, `--prefill` percent of the range inserted first (the
+//! paper: half); a mix `R` (a number) means R% lookups and (100-R)/2% each of inserts and
+//! deletes (80 is the paper's 80/10/10). YCSB's mixes for a set: `a` = 50% lookups, 50%
+//! updates; `b` = 95/5; `c` = 100% lookups (an update is an insert or a delete, half each, so
+//! the size stays near the prefill). Thread counts above the core count are run and labelled
+//! oversubscribed. Persistence: Mirror and Izraelevitz on a mapped file (`pmem::Hardware`:
 //! real `clwb`/`clflushopt` + `sfence`, on DRAM here: no NVMM), volatile on an anonymous
 //! mapping. Prints Mops/s (median of `--reps`, min-max), pwb/op and pfence+psync/op, pwb per
 //! successful update, and bytes per node per flavor; then the ratios of the issue's targets.
@@ -20,7 +24,7 @@
 
 use clap::Parser;
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
-use mirror_atomic::{HashSet, Heap, List, Node, Persist, Region};
+use mirror_atomic::{HashSet, Heap, List, Node, Persist, Region, SkipList, SkipNode};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -34,28 +38,35 @@ const BUCKETS: usize = 2048;
     about = "Mirror Figure 6 (scaled): volatile vs Mirror vs Izraelevitz flavors of the same structures"
 )]
 struct Args {
-    /// Structures: list, hash.
-    #[arg(long, value_delimiter = ',', default_value = "list,hash")]
+    /// Structures: list, hash, skip.
+    #[arg(long, value_delimiter = ',', default_value = "list,hash,skip")]
     structures: Vec<String>,
     /// Thread counts (exactly this many run; more than the cores is oversubscribed).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
     threads: Vec<usize>,
-    /// Lookup percentages (the rest split evenly between inserts and deletes).
-    #[arg(long, value_delimiter = ',', default_value = "80")]
-    reads: Vec<u32>,
+    /// Mixes: a lookup percentage (the rest split evenly between inserts and deletes), or a
+    /// YCSB mix `a` (50), `b` (95), `c` (100).
+    #[arg(long, alias = "reads", value_delimiter = ',', default_value = "80")]
+    mix: Vec<String>,
     /// Key range of the list (the paper: 256, 128 keys prefilled).
     #[arg(long, default_value_t = 256)]
     list_range: u64,
     /// Key range of the hash set.
     #[arg(long, default_value_t = 65536)]
     hash_range: u64,
+    /// Key range of the skip list.
+    #[arg(long, default_value_t = 65536)]
+    skip_range: u64,
+    /// Percent of the key range inserted before measuring.
+    #[arg(long, default_value_t = 50)]
+    prefill: u64,
     /// Duration of one measurement, milliseconds.
     #[arg(long, default_value_t = 1000)]
     duration_ms: u64,
     /// Repetitions (median reported).
     #[arg(long, default_value_t = 3)]
     reps: usize,
-    /// Also measure recovery time of a Mirror hash set of these sizes.
+    /// Also measure recovery time of a Mirror hash set and skip list of these sizes.
     #[arg(long, value_delimiter = ',')]
     recovery: Vec<u64>,
     /// Tiny sizes and durations (CI smoke).
@@ -105,9 +116,44 @@ impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
     }
 }
 
+impl<F: Flavor, P: Persist> Set for SkipList<F, P> {
+    fn insert(&self, k: u64) -> bool {
+        SkipList::insert(self, k).expect("region large enough")
+    }
+    fn remove(&self, k: u64) -> bool {
+        SkipList::remove(self, k)
+    }
+    fn contains(&self, k: u64) -> bool {
+        SkipList::contains(self, k)
+    }
+}
+
+/// A mix name or lookup percentage as the lookup percentage and a label.
+fn parse_mix(m: &str) -> (u32, String) {
+    match m.to_ascii_lowercase().as_str() {
+        "a" | "ycsb-a" => (50, "ycsb-a".into()),
+        "b" | "ycsb-b" => (95, "ycsb-b".into()),
+        "c" | "ycsb-c" => (100, "ycsb-c".into()),
+        n => {
+            let r: u32 = n
+                .parse()
+                .ok()
+                .filter(|r| *r <= 100)
+                .unwrap_or_else(|| panic!("--mix: {m:?} is neither a, b, c nor 0..=100"));
+            (
+                r,
+                format!("{r}/{}/{}", (100 - r) / 2, 100 - r - (100 - r) / 2),
+            )
+        }
+    }
+}
+
 #[derive(Clone, Copy, Default)]
 struct Outcome {
     mops: f64,
+    /// Operations per second of the workers' own CPU time (robust to other processes sharing
+    /// the cores; with oversubscription it hides the cost of waiting for a descheduled thread).
+    mops_cpu: f64,
     pwb_per_op: f64,
     fence_per_op: f64,
     pwb_per_update: f64,
@@ -136,14 +182,21 @@ fn build(structure: &str, flavor: &str, dir: &Path, n: usize) -> Box<dyn Set> {
         ("hash", "izraelevitz") => {
             Box::new(HashSet::<_, _, BUCKETS>::new(file::<Izraelevitz>(&path, size)).expect("hash"))
         }
+        ("skip", "volatile") => Box::new(SkipList::new(anon(size)).expect("skip")),
+        ("skip", "mirror") => Box::new(SkipList::new(file::<Mirror>(&path, size)).expect("skip")),
+        ("skip", "izraelevitz") => {
+            Box::new(SkipList::new(file::<Izraelevitz>(&path, size)).expect("skip"))
+        }
         other => panic!("unknown structure/flavor {other:?}"),
     };
     set
 }
 
+#[allow(clippy::too_many_arguments)]
 fn measure(
     set: &dyn Set,
     range: u64,
+    prefill: u64,
     reads: u32,
     threads: usize,
     dur: Duration,
@@ -151,14 +204,14 @@ fn measure(
 ) -> Outcome {
     let mut rng = Rng(seed);
     let mut filled = 0;
-    while filled < range / 2 {
+    while filled < range * prefill.min(100) / 100 {
         if set.insert(rng.next() % range) {
             filled += 1;
         }
     }
     let stop = AtomicBool::new(false);
     let barrier = Barrier::new(threads + 1);
-    let results: Vec<(u64, u64, pmem::PersistStats)> = std::thread::scope(|s| {
+    let results: Vec<(u64, u64, pmem::PersistStats, f64)> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let (stop, barrier) = (&stop, &barrier);
@@ -167,6 +220,7 @@ fn measure(
                     let (mut ops, mut updates) = (0u64, 0u64);
                     barrier.wait();
                     let before = pmem::stats();
+                    let cpu0 = thread_cpu_s();
                     // Relaxed: a stop flag; the scope join orders the results.
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..64 {
@@ -183,7 +237,8 @@ fn measure(
                         }
                         ops += 64;
                     }
-                    (ops, updates, pmem::stats().since(before))
+                    let cpu = thread_cpu_s().zip(cpu0).map_or(f64::NAN, |(b, a)| b - a);
+                    (ops, updates, pmem::stats().since(before), cpu)
                 })
             })
             .collect();
@@ -201,9 +256,15 @@ fn measure(
     let fences: u64 = results.iter().map(|r| r.2.pfences + r.2.psyncs).sum();
     Outcome {
         mops: ops as f64 / dur.as_secs_f64() / 1e6,
+        mops_cpu: ops as f64 / results.iter().map(|r| r.3).sum::<f64>() / 1e6,
         pwb_per_op: pwbs as f64 / ops as f64,
         fence_per_op: fences as f64 / ops as f64,
-        pwb_per_update: pwbs as f64 / updates.max(1) as f64,
+        // No successful update (a read-only mix): nothing to divide by.
+        pwb_per_update: if updates == 0 {
+            f64::NAN
+        } else {
+            pwbs as f64 / updates as f64
+        },
     }
 }
 
@@ -212,38 +273,89 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// CPU time of the calling thread in seconds (`/proc/thread-self/schedstat`, Linux): recovery
+/// is single-threaded, so this is its cost even when other processes share the cores.
+fn thread_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
+/// Recovery time of Mirror structures of `sizes` keys, from a file, after a clean drop.
 fn recovery(dir: &Path, sizes: &[u64]) {
     println!(
-        "\nrecovery of a Mirror hash set ({BUCKETS} buckets) from a file, after a clean drop:"
+        "\nrecovery from a file after a clean drop (Mirror flavor; open + trace + copy to DRAM + \
+         rebuild free space; the skip list also repairs and re-traces):"
     );
     println!(
-        "{:>10} {:>12} {:>14}",
-        "keys", "recover ms", "µs per 1k keys"
+        "{:<24} {:>10} {:>10} {:>12} {:>12} {:>16}",
+        "structure", "keys", "region MiB", "wall ms", "CPU ms", "CPU µs per 1k keys"
     );
-    for &n in sizes {
-        let path = dir.join(format!("recovery-{n}.pmem"));
+    #[allow(clippy::too_many_arguments)]
+    fn one<S>(
+        dir: &Path,
+        name: &str,
+        n: u64,
+        node_block: u64,
+        create: impl Fn(Heap<Mirror, pmem::Hardware>) -> S,
+        insert: impl Fn(&S, u64),
+        recover: impl Fn(Region<pmem::Hardware>) -> S,
+        contains: impl Fn(&S, u64) -> bool,
+    ) {
+        let path = dir.join(format!("recovery-{name}-{n}.pmem"));
         let _ = std::fs::remove_file(&path);
-        let size = (256 + (n * 32 / 65000 + 4) * 65536).max(1 << 20);
+        // Nodes plus the chunk headers, the root, and slack.
+        let size = (256 + (n * node_block / 65000 + 4) * 65536).max(1 << 20);
         {
-            let heap = Heap::<Mirror, _>::create(&path, LAYOUT, size).expect("create");
-            let set = HashSet::<Mirror, _, BUCKETS>::new(heap).expect("set");
+            let set = create(Heap::<Mirror, _>::create(&path, LAYOUT, size).expect("create"));
             for k in 0..n {
-                set.insert(k.wrapping_mul(0x9E37_79B9)).expect("room");
+                insert(&set, k.wrapping_mul(0x9E37_79B9));
             }
         }
+        let cpu0 = thread_cpu_s();
         let start = Instant::now();
-        let set =
-            HashSet::<Mirror, _, BUCKETS>::recover(Region::open(&path, LAYOUT).expect("open"))
-                .expect("recover");
+        let set = recover(Region::open(&path, LAYOUT).expect("open"));
         let took = start.elapsed();
-        assert!(set.contains(0));
+        let cpu = thread_cpu_s().zip(cpu0).map(|(b, a)| b - a);
+        assert!(contains(&set, 0));
         println!(
-            "{n:>10} {:>12.1} {:>14.1}",
+            "{name:<24} {n:>10} {:>10} {:>12.1} {:>12} {:>16}",
+            size >> 20,
             took.as_secs_f64() * 1e3,
-            took.as_secs_f64() * 1e6 / (n as f64 / 1000.0)
+            cpu.map_or("-".into(), |c| format!("{:.1}", c * 1e3)),
+            cpu.map_or("-".into(), |c| format!(
+                "{:.1}",
+                c * 1e6 / (n as f64 / 1000.0)
+            ))
         );
         drop(set);
         let _ = std::fs::remove_file(&path);
+    }
+    for &n in sizes {
+        one(
+            dir,
+            &format!("hash set ({BUCKETS} buckets)"),
+            n,
+            core::mem::size_of::<Node<Mirror>>().next_power_of_two() as u64,
+            |h| HashSet::<Mirror, _, BUCKETS>::new(h).expect("set"),
+            |s, k| {
+                s.insert(k).expect("room");
+            },
+            |r| HashSet::<Mirror, _, BUCKETS>::recover(r).expect("recover"),
+            |s, k| s.contains(k),
+        );
+        one(
+            dir,
+            "skip list",
+            n,
+            core::mem::size_of::<SkipNode<Mirror>>().next_power_of_two() as u64,
+            |h| SkipList::new(h).expect("skip list"),
+            |s, k| {
+                s.insert(k).expect("room");
+            },
+            |r| SkipList::<Mirror, _>::recover(r).expect("recover"),
+            |s, k| s.contains(k),
+        );
     }
 }
 
@@ -254,6 +366,7 @@ fn main() {
         a.duration_ms = 50;
         a.reps = 1;
         a.hash_range = 4096;
+        a.skip_range = 4096;
         if a.recovery.is_empty() {
             a.recovery = vec![1000];
         }
@@ -277,7 +390,7 @@ fn main() {
         commit.trim()
     );
     println!(
-        "bytes per node (block): volatile {} ({}), mirror {} ({}), izraelevitz {} ({}); \
+        "bytes per list/hash node (block): volatile {} ({}), mirror {} ({}), izraelevitz {} ({}); \
          Mirror keeps a second copy of each node in the region",
         core::mem::size_of::<Node<Volatile>>(),
         core::mem::size_of::<Node<Volatile>>().next_power_of_two(),
@@ -286,15 +399,31 @@ fn main() {
         core::mem::size_of::<Node<Izraelevitz>>(),
         core::mem::size_of::<Node<Izraelevitz>>().next_power_of_two(),
     );
+    println!(
+        "bytes per skip-list node (block; towers of {} levels, only the used ones written back): \
+         volatile {} ({}), mirror {} ({}), izraelevitz {} ({})",
+        mirror_atomic::MAX_LEVEL,
+        core::mem::size_of::<SkipNode<Volatile>>(),
+        core::mem::size_of::<SkipNode<Volatile>>().next_power_of_two(),
+        core::mem::size_of::<SkipNode<Mirror>>(),
+        core::mem::size_of::<SkipNode<Mirror>>().next_power_of_two(),
+        core::mem::size_of::<SkipNode<Izraelevitz>>(),
+        core::mem::size_of::<SkipNode<Izraelevitz>>().next_power_of_two(),
+    );
+    println!(
+        "workload: prefill {}% of the range; list range {}, hash range {}, skip range {}",
+        a.prefill, a.list_range, a.hash_range, a.skip_range
+    );
     let flavors = ["volatile", "mirror", "izraelevitz"];
     println!(
-        "{:<6} {:>5} {:>3} {:<12} {:>8} {:>17} {:>8} {:>9} {:>10}",
+        "{:<6} {:>8} {:>3} {:<12} {:>8} {:>17} {:>9} {:>8} {:>9} {:>10}",
         "struct",
-        "reads",
+        "mix",
         "thr",
         "flavor",
         "Mops/s",
         "(min-max)",
+        "Mops/cpu-s",
         "pwb/op",
         "fence/op",
         "pwb/update"
@@ -302,39 +431,53 @@ fn main() {
     let dur = Duration::from_millis(a.duration_ms);
     let mut ratios = Vec::new();
     for s in &a.structures {
-        let range = if s == "list" {
-            a.list_range
-        } else {
-            a.hash_range
+        let range = match s.as_str() {
+            "list" => a.list_range,
+            "hash" => a.hash_range,
+            "skip" => a.skip_range,
+            other => panic!("--structures: unknown {other:?} (list, hash, skip)"),
         };
-        for &reads in &a.reads {
+        for (reads, mix) in a.mix.iter().map(|m| parse_mix(m)) {
             for &t in &a.threads {
                 let mut runs: Vec<Vec<Outcome>> = vec![Vec::new(); flavors.len()];
                 for rep in 0..a.reps {
                     // Interleaved: every flavor once per repetition, same seed.
                     for (i, f) in flavors.iter().enumerate() {
                         let set = build(s, f, &dir, rep);
-                        runs[i].push(measure(&*set, range, reads, t, dur, a.seed + rep as u64));
+                        runs[i].push(measure(
+                            &*set,
+                            range,
+                            a.prefill,
+                            reads,
+                            t,
+                            dur,
+                            a.seed + rep as u64,
+                        ));
                     }
                 }
-                let mut med = Vec::new();
+                let (mut med, mut med_cpu) = (Vec::new(), Vec::new());
                 for (i, f) in flavors.iter().enumerate() {
                     let (m, lo, hi) = median(runs[i].iter().map(|o| o.mops).collect());
+                    let (mc, _, _) = median(runs[i].iter().map(|o| o.mops_cpu).collect());
                     let o = runs[i][runs[i].len() / 2];
                     let over = if t > cores { " (oversubscribed)" } else { "" };
                     println!(
-                        "{s:<6} {reads:>5} {t:>3} {f:<12} {m:>8.3} {:>17} {:>8.3} {:>9.3} {:>10.2}{over}",
+                        "{s:<6} {mix:>8} {t:>3} {f:<12} {m:>8.3} {:>17} {mc:>10.3} {:>8.3} {:>9.3} {:>10.2}{over}",
                         format!("({lo:.3}-{hi:.3})"),
                         o.pwb_per_op,
                         o.fence_per_op,
                         o.pwb_per_update
                     );
                     med.push(m);
+                    med_cpu.push(mc);
                 }
                 ratios.push(format!(
-                    "{s} reads={reads} threads={t}: mirror/volatile = {:.2}, mirror/izraelevitz = {:.1}",
+                    "{s} {mix} threads={t}: mirror/volatile = {:.2}, mirror/izraelevitz = {:.1} \
+                     (per CPU second: {:.2}, {:.1})",
                     med[1] / med[0],
-                    med[1] / med[2]
+                    med[1] / med[2],
+                    med_cpu[1] / med_cpu[0],
+                    med_cpu[1] / med_cpu[2]
                 ));
             }
         }

@@ -89,7 +89,7 @@ pub struct VAtomic<T> {
 }
 
 impl<T: Pod> VAtomic<T> {
-    fn new(value: T) -> Self {
+    pub(crate) fn new(value: T) -> Self {
         let () = FitsWord::<T>::OK;
         Self {
             word: AtomicWord::new(to_bits(value)),
@@ -112,6 +112,21 @@ impl<T: Pod> VAtomic<T> {
             .compare_exchange(to_bits(current), to_bits(new), Ordering::AcqRel)
             .map(from_bits)
             .map_err(from_bits)
+    }
+}
+
+impl VAtomic<u64> {
+    /// Adds `v` and returns the previous value (AcqRel: the skip list's handshake between
+    /// the inserter and the remover of a node; each side's writes before it are visible to
+    /// the side that comes second).
+    #[inline(always)]
+    pub(crate) fn fetch_add(&self, v: u64) -> u64 {
+        self.word.fetch_add(v, Ordering::AcqRel)
+    }
+
+    /// Overwrites the value (recovery, single-threaded: Relaxed).
+    pub(crate) fn reset(&self, v: u64) {
+        self.word.store(v, Ordering::Relaxed)
     }
 }
 

@@ -107,6 +107,15 @@ impl<F: Flavor, P: Persist, const B: usize> HashSet<F, P, B> {
         for h in &buckets.heads {
             list::check_recovered(&set.heap, h)?;
         }
+        // Every key in its own bucket: otherwise a corrupt pointer could make one node
+        // reachable from two buckets, and removing it from one would retire a node the other
+        // still links.
+        let (_, ok) = set.snapshot();
+        if !ok {
+            return Err(HeapError::Malformed {
+                what: "hash-set key in another key's bucket",
+            });
+        }
         Ok(set)
     }
 

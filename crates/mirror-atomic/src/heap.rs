@@ -396,6 +396,17 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// [`AllocError::TooLarge`] above [`MAX_OBJECT`] bytes or 64-byte alignment;
     /// [`AllocError::Exhausted`] when the region is full.
     pub fn alloc<N: Object>(&self, value: N) -> Result<PPtr<N>, AllocError> {
+        self.alloc_prefix(value, core::mem::size_of::<N>())
+    }
+
+    /// [`alloc`](Self::alloc), publishing only the first `publish_len` bytes of the object
+    /// (clamped to its size): for objects whose tail is never read (the unused levels of a
+    /// skip-list tower), so a new node costs the write-backs of the bytes it uses.
+    pub(crate) fn alloc_prefix<N: Object>(
+        &self,
+        value: N,
+        publish_len: usize,
+    ) -> Result<PPtr<N>, AllocError> {
         let size = core::mem::size_of::<N>();
         if size > MAX_OBJECT || core::mem::align_of::<N>() > 64 {
             return Err(AllocError::TooLarge { requested: size });
@@ -408,7 +419,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         //   published and was reclaimed only after a grace period).
         unsafe { self.space.primary_at(off).cast::<N>().write(value) };
         // SAFETY: the object at `off` is this heap's and unpublished.
-        unsafe { F::publish(&self.space, off, size) };
+        unsafe { F::publish(&self.space, off, publish_len.min(size)) };
         Ok(PPtr::from_offset(off))
     }
 
@@ -496,46 +507,11 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         roots: impl FnOnce(&mut Tracer<'_>) -> Result<(), HeapError>,
     ) -> Result<Self, HeapError> {
         let space = Space::new(region, F::MIRRORED)?;
-        let user = space.region().user_offset().0;
-        let hwm = space.region().high_water_mark().0;
-        if hwm < user || (hwm - user) % CHUNK != 0 || hwm > space.len() as u64 {
-            return Err(HeapError::BadChunkArea { high_water: hwm });
-        }
-        let mut chunks = Vec::with_capacity(((hwm - user) / CHUNK) as usize);
-        let mut c = user;
-        while c < hwm {
-            let (tag, block) = space.read_chunk_header(c);
-            match (tag, block) {
-                // Blank, or a header torn by a crash while it was being written: the header is
-                // synced before any block of its chunk is used, so such a chunk holds nothing
-                // reachable (and the tracer rejects pointers into it).
-                (0, _) | (CHUNK_TAG, 0) => chunks.push(0),
-                (CHUNK_TAG, b) if b.is_power_of_two() && (16..=MAX_OBJECT as u64).contains(&b) => {
-                    chunks.push(b)
-                }
-                _ => return Err(HeapError::BadChunk { chunk: c }),
-            }
-            c += CHUNK;
-        }
-        let mut tracer = Tracer {
-            base: space.region().base().as_ptr(),
-            user,
-            chunks: &chunks,
-            roots: (0..ROOT_SLOTS)
-                .map(|i| space.region().root_slot(i).ok().flatten().map(|o| o.0))
-                .collect(),
-            marked: std::collections::HashSet::new(),
-            stack: Vec::new(),
-            error: None,
-        };
-        roots(&mut tracer)?;
-        tracer.drain();
-        if let Some(e) = tracer.error {
-            return Err(e);
-        }
-        let marked = tracer.marked;
+        let (chunks, marked) = trace_region(&space, roots)?;
         space.mirror_region();
-        let alloc = Alloc::rebuild(user, &chunks, |off| marked.contains(&off));
+        let alloc = Alloc::rebuild(space.region().user_offset().0, &chunks, |off| {
+            marked.contains(&off)
+        });
         Ok(Self {
             space,
             alloc: Arc::new(alloc),
@@ -543,10 +519,74 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         })
     }
 
+    /// Traces the persistent replica again from `roots` and rebuilds the free space from what
+    /// is reachable now: for a structure whose recovery repairs itself after
+    /// [`recover`](Self::recover) (the skip list unlinks half-removed nodes and clears tower
+    /// levels a crash left unlinked), so that what the repair dropped is free again.
+    /// Exclusive access (`&mut`) means no operation and no allocation runs meanwhile.
+    pub(crate) fn retrace(
+        &mut self,
+        roots: impl FnOnce(&mut Tracer<'_>) -> Result<(), HeapError>,
+    ) -> Result<(), HeapError> {
+        let (chunks, marked) = trace_region(&self.space, roots)?;
+        let alloc = Alloc::rebuild(self.space.region().user_offset().0, &chunks, |off| {
+            marked.contains(&off)
+        });
+        self.alloc = Arc::new(alloc);
+        Ok(())
+    }
+
     /// Blocks currently allocated (not free), for leak checks and reports.
     pub fn live_blocks(&self) -> usize {
         self.alloc.live()
     }
+}
+
+/// Validates the chunk area and every chunk header of `space`'s region, then traces from
+/// `roots`: the block size of every chunk (0 for a blank one) and the offsets reached.
+fn trace_region<P: Persist>(
+    space: &Space<P>,
+    roots: impl FnOnce(&mut Tracer<'_>) -> Result<(), HeapError>,
+) -> Result<(Vec<u64>, std::collections::HashSet<u64>), HeapError> {
+    let user = space.region().user_offset().0;
+    let hwm = space.region().high_water_mark().0;
+    if hwm < user || (hwm - user) % CHUNK != 0 || hwm > space.len() as u64 {
+        return Err(HeapError::BadChunkArea { high_water: hwm });
+    }
+    let mut chunks = Vec::with_capacity(((hwm - user) / CHUNK) as usize);
+    let mut c = user;
+    while c < hwm {
+        let (tag, block) = space.read_chunk_header(c);
+        match (tag, block) {
+            // Blank, or a header torn by a crash while it was being written: the header is
+            // synced before any block of its chunk is used, so such a chunk holds nothing
+            // reachable (and the tracer rejects pointers into it).
+            (0, _) | (CHUNK_TAG, 0) => chunks.push(0),
+            (CHUNK_TAG, b) if b.is_power_of_two() && (16..=MAX_OBJECT as u64).contains(&b) => {
+                chunks.push(b)
+            }
+            _ => return Err(HeapError::BadChunk { chunk: c }),
+        }
+        c += CHUNK;
+    }
+    let mut tracer = Tracer {
+        base: space.region().base().as_ptr(),
+        user,
+        chunks: &chunks,
+        roots: (0..ROOT_SLOTS)
+            .map(|i| space.region().root_slot(i).ok().flatten().map(|o| o.0))
+            .collect(),
+        marked: std::collections::HashMap::new(),
+        stack: Vec::new(),
+        error: None,
+    };
+    roots(&mut tracer)?;
+    tracer.drain();
+    if let Some(e) = tracer.error {
+        return Err(e);
+    }
+    let marked = tracer.marked.into_keys().collect();
+    Ok((chunks, marked))
 }
 
 type TraceFn = fn(&mut Tracer<'_>, *const u8);
@@ -557,7 +597,8 @@ pub struct Tracer<'a> {
     user: u64,
     chunks: &'a [u64],
     roots: Vec<Option<u64>>,
-    marked: std::collections::HashSet<u64>,
+    /// Offsets reached, with the type each was reached as.
+    marked: std::collections::HashMap<u64, core::any::TypeId>,
     stack: Vec<(u64, TraceFn)>,
     error: Option<HeapError>,
 }
@@ -607,9 +648,24 @@ impl Tracer<'_> {
                 return;
             }
         }
-        if self.marked.insert(off) {
-            self.stack.push((off, trace_at::<N>));
+        // One block, one type: a corrupt pointer that makes a block of one type reachable as
+        // another (two types of the same size class) is rejected, or an operation could later
+        // retire, say, a root as a node.
+        match self.marked.entry(off) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                if *e.get() != core::any::TypeId::of::<N>() {
+                    self.error = Some(HeapError::BadPointer {
+                        offset: off,
+                        reason: "block reached as two different types",
+                    });
+                }
+                return;
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(core::any::TypeId::of::<N>());
+            }
         }
+        self.stack.push((off, trace_at::<N>));
     }
 
     fn check(&self, off: u64, size: usize) -> Result<(), &'static str> {

@@ -10,6 +10,7 @@ mod list;
 mod loom_cas;
 mod patomic;
 mod persist;
+mod skiplist;
 mod sync;
 mod word;
 
@@ -19,4 +20,5 @@ pub use heap::{Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
 pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};
 pub use patomic::{Arith, PAtomic, PConst};
 pub use pmem::{self, NoPersist, Persist, Pod, Region};
+pub use skiplist::{SkipList, SkipNode, SkipRoot, MAX_LEVEL, SKIP_ROOT_SLOT};
 pub use word::PPtr;

@@ -243,6 +243,14 @@ pub(crate) fn check_recovered<F: Flavor, P: Persist>(
     heap: &Heap<F, P>,
     head: &Head<F>,
 ) -> Result<(), HeapError> {
+    // A head never holds a marked pointer (only a node's `next` is marked, when the node is
+    // removed); with one, every CAS on the head would fail and inserts would retry forever
+    // (found by the recovery fuzz test).
+    if F::load(head, heap.space()).is_marked() {
+        return Err(HeapError::Malformed {
+            what: "list head holds a marked pointer",
+        });
+    }
     let guard = heap.pin();
     let (_, sorted) = snapshot(heap, head, &guard);
     if sorted {

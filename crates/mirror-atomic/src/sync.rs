@@ -91,6 +91,10 @@ mod imp {
         pub(crate) fn compare_exchange(&self, c: u64, n: u64, o: Ordering) -> Result<u64, u64> {
             self.0.compare_exchange(c, n, o, Ordering::Acquire)
         }
+        #[inline(always)]
+        pub(crate) fn fetch_add(&self, v: u64, o: Ordering) -> u64 {
+            self.0.fetch_add(v, o)
+        }
     }
 }
 
@@ -149,6 +153,9 @@ mod imp {
         pub(crate) fn compare_exchange(&self, c: u64, n: u64, o: Ordering) -> Result<u64, u64> {
             self.0.compare_exchange(c, n, o, Ordering::Acquire)
         }
+        pub(crate) fn fetch_add(&self, v: u64, o: Ordering) -> u64 {
+            self.0.fetch_add(v, o)
+        }
     }
 }
 
@@ -172,4 +179,20 @@ pub(crate) fn thread_hint() -> usize {
         };
     }
     HINT.with(|h| *h)
+}
+
+/// A per-thread pseudo-random number (xorshift64*, seeded from the thread hint): the skip
+/// list draws tower heights with it. Not for anything that needs unpredictability.
+pub(crate) fn thread_random() -> u64 {
+    std::thread_local! {
+        static STATE: std::cell::Cell<u64> = std::cell::Cell::new(thread_hint() as u64 | 1);
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    })
 }

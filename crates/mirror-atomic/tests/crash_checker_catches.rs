@@ -5,7 +5,7 @@ mod common;
 
 use common::{count_events, crash_point, ops, Rng, BUCKETS};
 use mirror_atomic::flavor::{Flavor, Mirror};
-use mirror_atomic::{HashSet, List, PAtomic, Persist, Pod, Space};
+use mirror_atomic::{HashSet, List, PAtomic, Persist, Pod, SkipList, Space};
 use pmem::sim::Simulated;
 
 /// Mirror, except that `publish` copies a new object to its twin without `pwb` + `pfence`.
@@ -78,6 +78,22 @@ fn checker_catches_unflushed_new_nodes_hash() {
         failed > 0,
         "the broken hash set survived 400 crash points: the checker is blind"
     );
+}
+
+#[test]
+fn checker_catches_unflushed_new_nodes_skiplist() {
+    let (failed, example) = failures::<SkipList<UnflushedNodes, Simulated>>(400);
+    eprintln!("broken skip list: {failed} of 400 mid-run crash points caught; e.g. {example:?}");
+    assert!(
+        failed > 0,
+        "the broken skip list survived 400 crash points: the checker is blind"
+    );
+}
+
+#[test]
+fn correct_mirror_skiplist_passes_the_same_points() {
+    let (failed, example) = failures::<SkipList<Mirror, Simulated>>(200);
+    assert_eq!(failed, 0, "{example:?}");
 }
 
 #[test]

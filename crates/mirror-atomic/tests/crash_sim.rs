@@ -8,7 +8,7 @@ mod common;
 
 use common::{crash_point, mt_crash_point, ops, Rng, Set, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
-use mirror_atomic::{HashSet, List};
+use mirror_atomic::{HashSet, List, SkipList};
 use pmem::sim::Simulated;
 use std::time::Instant;
 
@@ -55,6 +55,16 @@ fn mirror_list_survives_random_crashes() {
 #[test]
 fn mirror_hash_survives_random_crashes() {
     run::<HashSet<Mirror, Simulated, BUCKETS>>("mirror hash");
+}
+
+#[test]
+fn mirror_skiplist_survives_random_crashes() {
+    run::<SkipList<Mirror, Simulated>>("mirror skiplist");
+}
+
+#[test]
+fn izraelevitz_skiplist_survives_random_crashes() {
+    run::<SkipList<Izraelevitz, Simulated>>("izraelevitz skiplist");
 }
 
 #[test]
@@ -108,4 +118,14 @@ fn izraelevitz_list_survives_two_thread_crashes() {
 #[test]
 fn izraelevitz_hash_survives_two_thread_crashes() {
     run_mt::<HashSet<Izraelevitz, Simulated, BUCKETS>>("izraelevitz hash (2 threads)");
+}
+
+#[test]
+fn mirror_skiplist_survives_two_thread_crashes() {
+    run_mt::<SkipList<Mirror, Simulated>>("mirror skiplist (2 threads)");
+}
+
+#[test]
+fn izraelevitz_skiplist_survives_two_thread_crashes() {
+    run_mt::<SkipList<Izraelevitz, Simulated>>("izraelevitz skiplist (2 threads)");
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::{apply, model_keys, to_kv, Set, SetOp, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror, Volatile};
-use mirror_atomic::{HashSet, Heap, List, NoPersist};
+use mirror_atomic::{HashSet, Heap, List, NoPersist, SkipList};
 use proptest::prelude::*;
 use testkit::lin::Model;
 use testkit::models::KvMap;
@@ -47,6 +47,13 @@ proptest! {
         check::<HashSet<Mirror, NoPersist, BUCKETS>>(&ops)?;
         check::<HashSet<Izraelevitz, NoPersist, BUCKETS>>(&ops)?;
     }
+
+    #[test]
+    fn skiplist_matches_model(ops in proptest::collection::vec(op(), 0..300)) {
+        check::<SkipList<Volatile, NoPersist>>(&ops)?;
+        check::<SkipList<Mirror, NoPersist>>(&ops)?;
+        check::<SkipList<Izraelevitz, NoPersist>>(&ops)?;
+    }
 }
 
 #[test]
@@ -58,9 +65,63 @@ fn removed_nodes_are_reused_after_a_grace_period() {
         assert!(list.remove(7));
     }
     // Reclamation is deferred by epochs; a few hundred nodes may still be pending, not 2000.
-    let live = list.heap().live_blocks();
+    // Other tests of this binary pin the same (global) epoch concurrently and can hold it back
+    // for a while, so churn on (up to 20,000 more rounds) while the count is high: without
+    // reuse the count only grows.
+    let mut live = list.heap().live_blocks();
+    for _ in 0..20_000 {
+        if live < 1000 {
+            break;
+        }
+        assert!(list.insert(7).expect("room"));
+        assert!(list.remove(7));
+        live = list.heap().live_blocks();
+    }
     assert!(
         live < 1000,
         "{live} blocks live after 2000 insert/remove rounds: no reuse"
+    );
+}
+
+#[test]
+fn skiplist_builds_towers_and_frees_removed_nodes() {
+    // 4,000 keys: level 1 holds about a quarter of them, level 2 a sixteenth.
+    let set = SkipList::<Mirror, NoPersist>::anonymous(8 << 20).expect("skip list");
+    for k in 0..4000 {
+        assert!(set.insert(k * 3).expect("room"));
+    }
+    let sizes = set.level_sizes();
+    assert_eq!(sizes[0], 4000);
+    assert!((600..1400).contains(&sizes[1]), "level sizes {sizes:?}");
+    assert!((100..500).contains(&sizes[2]), "level sizes {sizes:?}");
+    for k in 0..4000 {
+        assert!(set.remove(k * 3));
+    }
+    assert_eq!(set.level_sizes(), vec![0; mirror_atomic::MAX_LEVEL]);
+    assert_eq!(set.snapshot(), (vec![], true));
+    // Removed nodes are retired once unlinked from every level, and reused.
+    for _ in 0..3 {
+        for k in 0..4000 {
+            assert!(set.insert(k).expect("room"));
+        }
+        for k in 0..4000 {
+            assert!(set.remove(k));
+        }
+    }
+    // Other tests of this binary pin the same (global) epoch concurrently and can hold it back
+    // for a while, so churn on (up to 20,000 more rounds) while the count is high: without
+    // reuse the count only grows.
+    let mut live = set.heap().live_blocks();
+    for _ in 0..20_000 {
+        if live < 6000 {
+            break;
+        }
+        assert!(set.insert(1).expect("room"));
+        assert!(set.remove(1));
+        live = set.heap().live_blocks();
+    }
+    assert!(
+        live < 6000,
+        "{live} blocks live: removed nodes are not reused"
     );
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test file uses a part
 
 use mirror_atomic::flavor::Flavor;
-use mirror_atomic::{AllocError, HashSet, Heap, HeapError, List, Persist, Region};
+use mirror_atomic::{AllocError, HashSet, Heap, HeapError, List, Persist, Region, SkipList};
 use pmem::sim::{SimConfig, Simulated};
 use testkit::lin::Model;
 use testkit::models::{KvMap, KvOp, KvRet};
@@ -27,6 +27,11 @@ pub(crate) trait Set: Sized + Send + Sync {
     type F: Flavor;
     fn live_blocks(&self) -> usize;
     fn region(&self) -> &Region<Self::P>;
+    /// Whether recovery leaves exactly the root and one block per key allocated (the skip
+    /// list repairs and re-traces; the lists keep removed-but-linked nodes until traversed).
+    fn exact_blocks() -> bool {
+        false
+    }
 }
 
 impl<F: Flavor, P: Persist> Set for List<F, P> {
@@ -84,6 +89,38 @@ impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
     }
     fn region(&self) -> &Region<P> {
         self.heap().region()
+    }
+}
+
+impl<F: Flavor, P: Persist> Set for SkipList<F, P> {
+    type P = P;
+    type F = F;
+    fn insert(&self, k: u64) -> Result<bool, AllocError> {
+        SkipList::insert(self, k)
+    }
+    fn remove(&self, k: u64) -> bool {
+        SkipList::remove(self, k)
+    }
+    fn contains(&self, k: u64) -> bool {
+        SkipList::contains(self, k)
+    }
+    fn snapshot(&self) -> (Vec<u64>, bool) {
+        SkipList::snapshot(self)
+    }
+    fn recover(region: Region<P>) -> Result<Self, HeapError> {
+        SkipList::recover(region)
+    }
+    fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
+        SkipList::new(heap)
+    }
+    fn live_blocks(&self) -> usize {
+        self.heap().live_blocks()
+    }
+    fn region(&self) -> &Region<P> {
+        self.heap().region()
+    }
+    fn exact_blocks() -> bool {
+        true
     }
 }
 
@@ -205,6 +242,13 @@ pub(crate) fn crash_point<S: Set<P = Simulated>>(
             "crash at {crash_at:?}: recovered structure malformed: {keys:?}"
         ));
     }
+    if S::exact_blocks() && rec.live_blocks() != keys.len() + 1 {
+        return Err(format!(
+            "crash at {crash_at:?}: {} blocks allocated after recovery for {} keys + root",
+            rec.live_blocks(),
+            keys.len()
+        ));
+    }
     let mut after = before.clone();
     if let Some(op) = pending {
         after.step(&to_kv(op));
@@ -321,6 +365,13 @@ pub(crate) fn mt_crash_point<S: Set<P = Simulated>>(
     if !ok {
         return Err(format!(
             "crash at {crash_at:?}: recovered structure malformed: {keys:?}"
+        ));
+    }
+    if S::exact_blocks() && rec.live_blocks() != keys.len() + 1 {
+        return Err(format!(
+            "crash at {crash_at:?}: {} blocks allocated after recovery for {} keys + root",
+            rec.live_blocks(),
+            keys.len()
         ));
     }
     for (t, r) in results.into_iter().enumerate() {

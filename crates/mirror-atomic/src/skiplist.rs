@@ -1,0 +1,648 @@
+//! A lock-free skip list (Herlihy and Shavit, *The Art of Multiprocessor Programming*, §14.4,
+//! after Fraser), written once over an atomic [`Flavor`].
+//!
+//! Every node has a tower of `height` forward pointers (1 to [`MAX_LEVEL`], drawn with
+//! probability 1/4 per extra level). Level 0 is a Harris-Michael list and decides membership:
+//! an insert is linearized at the CAS that links the node at level 0, a remove at the CAS that
+//! marks the node's level-0 pointer; the upper levels are shortcuts, linked after level 0
+//! (bottom-up) and marked before it (top-down). `find` unlinks every marked node it meets.
+//!
+//! **Reclamation.** With a garbage collector (the book's setting) a removed node may still be
+//! linked at an upper level by an insert that is building its tower. Epoch reclamation needs
+//! the node unreachable when it is retired, so the inserter and the remover shake hands on a
+//! DRAM-only counter (`state`): each adds 1 when it is done with the node (the inserter when its
+//! tower is complete or abandoned, the remover when its level-0 mark succeeded), and the one
+//! that comes second unlinks the node from every level (`unlink_all`) and retires it. After
+//! both are done nobody links the node again, and `unlink_all` leaves it on no level (see its
+//! comment), so no new reader can reach it when it is retired.
+//!
+//! **Persistence** comes from the flavor, as for the list: with Mirror every CAS is durable
+//! before it is visible, and a new node (the bytes of its used levels) is durable before the
+//! CAS that links it. A crash can leave a tower half built (levels above some point unlinked,
+//! their pointers stale) or half marked (a remove that marked upper levels but not level 0: the
+//! key is present). Recovery ([`SkipList::recover`]) therefore repairs: it unlinks every node
+//! whose pointer at that level is marked, clears the tower entries of levels where a node is not
+//! linked, resets the handshake, and rebuilds the free space from what is linked after that, so
+//! nothing a crash left behind stays allocated.
+//!
+//! Towers are fixed arrays of `MAX_LEVEL` entries (one node type, so recovery can trace any
+//! node without knowing its height first); only the used levels are published and written back.
+
+use crate::error::{AllocError, HeapError};
+use crate::flavor::{Flavor, VAtomic};
+use crate::heap::{Heap, Object, Trace, Tracer};
+use crate::patomic::PConst;
+use crate::sync::{thread_random, AtomicWord, Ordering};
+use crate::word::PPtr;
+use crossbeam_epoch::Guard;
+use pmem::{NoPersist, Persist, Region};
+
+/// Levels of the tallest tower (with 1/4 per extra level: enough for about 4^12 = 16M keys).
+pub const MAX_LEVEL: usize = 12;
+
+/// Root slot a [`SkipList`] uses.
+pub const SKIP_ROOT_SLOT: usize = 2;
+
+/// Handshake value once the inserter is done with a node (the remover adds one more).
+const TOWER_DONE: u64 = 1;
+
+type Link<F> = <F as Flavor>::Atomic<PPtr<SkipNode<F>>>;
+type Tower<F> = [Link<F>; MAX_LEVEL];
+
+/// A skip-list node: an immutable key and height, the handshake counter (DRAM semantics: never
+/// written back, reset by recovery) and the tower of marked forward pointers.
+#[repr(C)]
+pub struct SkipNode<F: Flavor> {
+    key: PConst<u64>,
+    height: PConst<u64>,
+    state: VAtomic<u64>,
+    next: Tower<F>,
+}
+
+// SAFETY: `PConst<u64>`s, an 8-byte atomic and an array of flavor atomics of `PPtr`s: any bits
+// are valid, no drop glue, no Rust pointers.
+unsafe impl<F: Flavor> Object for SkipNode<F> {}
+
+impl<F: Flavor> SkipNode<F> {
+    /// Levels in use, clamped to the array (a corrupt file may hold any height).
+    fn levels(&self) -> usize {
+        (self.height.get() as usize).clamp(1, MAX_LEVEL)
+    }
+
+    /// Bytes of the node up to and including its last used level.
+    fn used_len(height: usize) -> usize {
+        core::mem::offset_of!(Self, next) + height * core::mem::size_of::<Link<F>>()
+    }
+}
+
+impl<F: Flavor> core::fmt::Debug for SkipNode<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let next: Vec<_> = self.next[..self.levels()].iter().map(F::peek).collect();
+        f.debug_struct("SkipNode")
+            .field("key", &self.key.get())
+            .field("next", &next)
+            .finish()
+    }
+}
+
+impl<F: Flavor> Trace for SkipNode<F> {
+    fn trace(&self, t: &mut Tracer<'_>) {
+        for l in &self.next[..self.levels()] {
+            t.visit(F::peek(l).unmarked());
+        }
+    }
+}
+
+/// The root object of a [`SkipList`]: the head tower.
+#[repr(C)]
+pub struct SkipRoot<F: Flavor> {
+    head: Tower<F>,
+}
+
+// SAFETY: an array of flavor atomics of `PPtr`s.
+unsafe impl<F: Flavor> Object for SkipRoot<F> {}
+
+impl<F: Flavor> Trace for SkipRoot<F> {
+    fn trace(&self, t: &mut Tracer<'_>) {
+        for l in &self.head {
+            t.visit(F::peek(l).unmarked());
+        }
+    }
+}
+
+impl<F: Flavor> core::fmt::Debug for SkipRoot<F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SkipRoot").finish_non_exhaustive()
+    }
+}
+
+/// A lock-free sorted set of `u64` keys (skip list) in flavor `F`.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Mirror, SkipList};
+/// let set = SkipList::<Mirror, _>::anonymous(1 << 20)?;
+/// for k in [5, 1, 3] {
+///     assert!(set.insert(k)?);
+/// }
+/// assert!(!set.insert(3)?);
+/// assert!(set.remove(1));
+/// assert!(set.contains(5) && !set.contains(1));
+/// assert_eq!(set.snapshot(), (vec![3, 5], true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SkipList<F: Flavor, P: Persist> {
+    heap: Heap<F, P>,
+    root: PPtr<SkipRoot<F>>,
+    /// Levels in use (DRAM only, a hint): every tower is at most this tall, so searches start
+    /// here instead of at `MAX_LEVEL`. Only grows; recovery recomputes it.
+    top: AtomicWord,
+}
+
+impl<F: Flavor, P: Persist> core::fmt::Debug for SkipList<F, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SkipList")
+            .field("heap", &self.heap)
+            .field("root", &self.root)
+            .finish()
+    }
+}
+
+/// Where `find` stopped at each level: the tower slot array of the predecessor (a node's or the
+/// head's) and the first unmarked node with a key `>= key`.
+struct Position<'g, F: Flavor> {
+    preds: [&'g Tower<F>; MAX_LEVEL],
+    succs: [PPtr<SkipNode<F>>; MAX_LEVEL],
+    found: bool,
+}
+
+/// A tower height: 1, plus one with probability 1/4 each, at most `MAX_LEVEL`.
+fn random_height() -> usize {
+    let r = thread_random();
+    // Two bits per level: a level is added while they are 00.
+    let extra = ((r | (1 << 62)).trailing_zeros() / 2) as usize;
+    (1 + extra).min(MAX_LEVEL)
+}
+
+impl<F: Flavor> SkipList<F, NoPersist> {
+    /// An empty skip list on an anonymous (volatile) heap of `size` bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`SkipList::new`] and [`Heap::anonymous`].
+    pub fn anonymous(size: u64) -> Result<Self, HeapError> {
+        Self::new(Heap::anonymous(size)?)
+    }
+}
+
+impl<F: Flavor, P: Persist> SkipList<F, P> {
+    /// An empty skip list in a fresh heap (its head tower in root slot [`SKIP_ROOT_SLOT`]).
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::Alloc`] if the root does not fit.
+    pub fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
+        let root = heap.alloc(SkipRoot::<F> {
+            head: core::array::from_fn(|_| F::atomic(PPtr::null())),
+        })?;
+        heap.set_root(SKIP_ROOT_SLOT, root)?;
+        Ok(Self {
+            heap,
+            root,
+            top: AtomicWord::new(1),
+        })
+    }
+
+    /// Recovers a skip list from a region (see [`Heap::recover`]) and repairs what a crash left
+    /// half done (a tower half built or half marked): afterwards no marked node is linked, every tower
+    /// entry is either linked or null, and every block not in the list is free.
+    ///
+    /// # Errors
+    ///
+    /// Every [`HeapError`] of [`Heap::recover`]; [`HeapError::MissingRoot`] without a skip-list
+    /// root; [`HeapError::Malformed`] if a level's keys are not strictly increasing (a cycle
+    /// included) or a node is linked at a level above its height.
+    pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
+        let mut root = PPtr::null();
+        let heap = Heap::recover(region, |t| {
+            root = t.root::<SkipRoot<F>>(SKIP_ROOT_SLOT)?;
+            Ok(())
+        })?;
+        let mut list = Self {
+            heap,
+            root,
+            top: AtomicWord::new(MAX_LEVEL as u64),
+        };
+        list.repair()?;
+        let space = list.heap.space();
+        let used = list
+            .head()
+            .iter()
+            .rposition(|l| !F::load(l, space).is_null())
+            .map_or(1, |l| l + 1);
+        // Relaxed: single-threaded here; the list is published by moving it to the caller.
+        list.top.store(used as u64, Ordering::Relaxed);
+        list.heap.retrace(|t| {
+            t.root::<SkipRoot<F>>(SKIP_ROOT_SLOT)?;
+            Ok(())
+        })?;
+        Ok(list)
+    }
+
+    /// Recovery's repair (single-threaded: `&mut self`). Every write is a flavor CAS, so a
+    /// crash during the repair leaves a state the next recovery repairs again.
+    fn repair(&mut self) -> Result<(), HeapError> {
+        let space = self.heap.space();
+        let head = self.head();
+        let malformed = |what| Err(HeapError::Malformed { what });
+        // Level by level from the top: unlink nodes marked at that level; record who is linked.
+        // A crash can leave a marked node right after an unmarked one with the same key (an
+        // insert linked an upper level in front of a node being removed), so keys must only be
+        // non-decreasing overall and strictly increasing among the nodes kept; the step bound
+        // stops a cycle of equal keys in a corrupt file.
+        let max_steps = space.len() / 16;
+        let mut linked: Vec<std::collections::HashSet<u64>> = vec![Default::default(); MAX_LEVEL];
+        for level in (0..MAX_LEVEL).rev() {
+            let mut pred: &Tower<F> = head;
+            // A head never holds a marked pointer; with one, every CAS on it would fail and
+            // searches would retry forever.
+            if F::load(&pred[level], space).is_marked() {
+                return malformed("skip-list head holds a marked pointer");
+            }
+            let mut curr = F::load(&pred[level], space).unmarked();
+            let (mut last_any, mut last_kept): (Option<u64>, Option<u64>) = (None, None);
+            let mut steps = 0;
+            while !curr.is_null() {
+                steps += 1;
+                if steps > max_steps {
+                    return malformed("skip-list level does not end");
+                }
+                // SAFETY: traced by recovery (a block of this heap holding a node); nothing is
+                // freed during the repair.
+                let node = unsafe { self.heap.get(curr) };
+                if level >= node.levels() {
+                    return malformed("skip-list node linked above its height");
+                }
+                let k = node.key.get();
+                let succ = F::load(&node.next[level], space);
+                let removed = succ.is_marked() || F::load(&node.next[0], space).is_marked();
+                if last_any.is_some_and(|l| l > k)
+                    || (!removed && last_kept.is_some_and(|l| l >= k))
+                {
+                    return malformed("skip-list keys not increasing");
+                }
+                last_any = Some(k);
+                if removed {
+                    if F::compare_exchange(&pred[level], curr, succ.unmarked(), space).is_err() {
+                        return malformed("skip-list link changed during recovery");
+                    }
+                } else {
+                    last_kept = Some(k);
+                    linked[level].insert(curr.offset());
+                    pred = &node.next;
+                }
+                curr = succ.unmarked();
+            }
+        }
+        for level in 1..MAX_LEVEL {
+            if !linked[level].is_subset(&linked[0]) {
+                return malformed("skip-list node linked at an upper level only");
+            }
+        }
+        // Every node left at level 0: clear the tower entries of levels it is not linked at (a
+        // tower a crash interrupted; the mark, if any, is kept), so they keep nothing alive,
+        // and mark its tower complete.
+        for &off in &linked[0] {
+            // SAFETY: as above.
+            let node = unsafe { self.heap.get(PPtr::<SkipNode<F>>::from_offset(off)) };
+            for (level, on_level) in linked.iter().enumerate().take(node.levels()).skip(1) {
+                if on_level.contains(&off) {
+                    continue;
+                }
+                let cur = F::load(&node.next[level], space);
+                let clear = if cur.is_marked() {
+                    PPtr::null().with_mark()
+                } else {
+                    PPtr::null()
+                };
+                if cur != clear
+                    && F::compare_exchange(&node.next[level], cur, clear, space).is_err()
+                {
+                    return malformed("skip-list link changed during recovery");
+                }
+            }
+            node.state.reset(TOWER_DONE);
+        }
+        Ok(())
+    }
+
+    /// Levels a search starts from (see `top`).
+    #[inline(always)]
+    fn levels(&self) -> usize {
+        // Relaxed: a hint. A stale value only starts a search lower (still correct: every level
+        // is a sub-list of the one below); the only reader that needs a level covered is the
+        // inserter of a tower, which raised `top` itself before searching (program order), and
+        // `unlink_all`, which also covers the node's own height.
+        (self.top.load(Ordering::Relaxed) as usize).clamp(1, MAX_LEVEL)
+    }
+
+    /// Makes searches start at least `height` levels up.
+    fn raise_levels(&self, height: usize) {
+        // Relaxed: see `levels`.
+        let mut cur = self.top.load(Ordering::Relaxed);
+        while cur < height as u64 {
+            match self
+                .top
+                .compare_exchange(cur, height as u64, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
+    fn head(&self) -> &Tower<F> {
+        // SAFETY: the root object is allocated by `new` (or found by recovery), never freed.
+        &unsafe { self.heap.get(self.root) }.head
+    }
+
+    /// The book's `find`: at every level, the last node with a key `< key` and its successor;
+    /// unlinks every marked node on the way.
+    fn find<'g>(&'g self, key: u64, _guard: &'g Guard) -> Position<'g, F> {
+        let levels = self.levels();
+        let space = self.heap.space();
+        let head = self.head();
+        'retry: loop {
+            let mut preds = [head; MAX_LEVEL];
+            let mut succs = [PPtr::null(); MAX_LEVEL];
+            let mut pred: &Tower<F> = head;
+            for level in (0..levels).rev() {
+                let mut curr = F::load(&pred[level], space).unmarked();
+                while !curr.is_null() {
+                    // SAFETY: read from a live node or the head under `_guard`: not reclaimed
+                    // before the guard ends (nodes are retired only once on no level).
+                    let node = unsafe { self.heap.get(curr) };
+                    let succ = F::load(&node.next[level], space);
+                    if succ.is_marked() {
+                        if F::compare_exchange(&pred[level], curr, succ.unmarked(), space).is_err()
+                        {
+                            continue 'retry;
+                        }
+                        curr = succ.unmarked();
+                        continue;
+                    }
+                    if node.key.get() >= key {
+                        break;
+                    }
+                    pred = &node.next;
+                    curr = succ;
+                }
+                preds[level] = pred;
+                succs[level] = curr;
+            }
+            let found = !succs[0].is_null() && {
+                // SAFETY: as above.
+                unsafe { self.heap.get(succs[0]) }.key.get() == key
+            };
+            return Position {
+                preds,
+                succs,
+                found,
+            };
+        }
+    }
+
+    /// Unlinks `key`'s removed node(s) from every level. Called by the second party of the
+    /// handshake, after which no thread links the node again.
+    ///
+    /// Why the node is on no level afterwards: at each level the nodes are sorted by key, and
+    /// a node with key `k` is always linked right after a node with a key `< k`, so a node of
+    /// key `k` sits in the run of nodes with key `k` that follows the last node with a smaller
+    /// key. This walk goes through that whole run at every level (not stopping at the first
+    /// unmarked node, where the book's `find` stops) and unlinks every marked node in it; every
+    /// level of the node is marked (the remover marks all levels before level 0), and a failed
+    /// unlink restarts the walk. A later CAS can link it again only through a predecessor whose
+    /// frozen (marked) pointer names it, and such a predecessor is unlinked before the walk can
+    /// pass it.
+    fn unlink_all(&self, key: u64, height: usize, _guard: &Guard) {
+        let levels = self.levels().max(height);
+        let space = self.heap.space();
+        let head = self.head();
+        'retry: loop {
+            // The last unmarked node with a key < key (where the next level starts).
+            let mut base: &Tower<F> = head;
+            for level in (0..levels).rev() {
+                let mut pred = base;
+                let mut curr = F::load(&pred[level], space).unmarked();
+                while !curr.is_null() {
+                    // SAFETY: as in `find`.
+                    let node = unsafe { self.heap.get(curr) };
+                    let succ = F::load(&node.next[level], space);
+                    if succ.is_marked() {
+                        if F::compare_exchange(&pred[level], curr, succ.unmarked(), space).is_err()
+                        {
+                            continue 'retry;
+                        }
+                        curr = succ.unmarked();
+                        continue;
+                    }
+                    let k = node.key.get();
+                    if k > key {
+                        break;
+                    }
+                    if k < key {
+                        base = &node.next;
+                    }
+                    pred = &node.next;
+                    curr = succ;
+                }
+            }
+            return;
+        }
+    }
+
+    /// One side of the handshake is done with `node`: the second one unlinks and retires it.
+    fn release(&self, node: PPtr<SkipNode<F>>, key: u64, guard: &Guard) {
+        // SAFETY: `node` is linked (or was, and is not retired before both sides released it).
+        let n = unsafe { self.heap.get(node) };
+        if n.state.fetch_add(1) == TOWER_DONE {
+            self.unlink_all(key, n.levels(), guard);
+            // SAFETY: both sides are done, so nobody links it again, and `unlink_all` left it
+            // on no level: no new reader can reach it. Only the second side gets here.
+            unsafe { self.heap.retire(node, guard) };
+        }
+    }
+
+    /// Inserts `key`: `Ok(true)` if it was absent.
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError`] if the heap is full.
+    pub fn insert(&self, key: u64) -> Result<bool, AllocError> {
+        let guard = self.heap.pin();
+        let space = self.heap.space();
+        let height = random_height();
+        self.raise_levels(height);
+        let (node, mut pos) = loop {
+            let pos = self.find(key, &guard);
+            if pos.found {
+                return Ok(false);
+            }
+            let node = self.heap.alloc_prefix(
+                SkipNode::<F> {
+                    key: PConst::new(key),
+                    height: PConst::new(height as u64),
+                    // A single-level node has no tower to build: the inserter is done.
+                    state: VAtomic::new(if height == 1 { TOWER_DONE } else { 0 }),
+                    next: core::array::from_fn(|l| {
+                        F::atomic(if l < height {
+                            pos.succs[l]
+                        } else {
+                            PPtr::null()
+                        })
+                    }),
+                },
+                SkipNode::<F>::used_len(height),
+            )?;
+            // Linearization point of a successful insert.
+            if F::compare_exchange(&pos.preds[0][0], pos.succs[0], node, space).is_ok() {
+                break (node, pos);
+            }
+            // SAFETY: the CAS failed, so `node` was never published.
+            unsafe { self.heap.free_unpublished(node) };
+        };
+        if height == 1 {
+            return Ok(true);
+        }
+        // SAFETY: linked by us and not retired before we release it.
+        let n = unsafe { self.heap.get(node) };
+        'tower: for level in 1..height {
+            loop {
+                let succ = pos.succs[level];
+                let cur = F::load(&n.next[level], space);
+                if cur.is_marked() {
+                    break 'tower; // being removed: stop building
+                }
+                if cur != succ && F::compare_exchange(&n.next[level], cur, succ, space).is_err() {
+                    break 'tower; // only the remover's mark changes it meanwhile
+                }
+                if F::compare_exchange(&pos.preds[level][level], succ, node, space).is_ok() {
+                    break;
+                }
+                pos = self.find(key, &guard);
+                if pos.succs[0] != node {
+                    break 'tower; // removed (and unlinked at level 0) meanwhile
+                }
+            }
+        }
+        self.release(node, key, &guard);
+        Ok(true)
+    }
+
+    /// Removes `key`: `true` if it was present.
+    pub fn remove(&self, key: u64) -> bool {
+        let guard = self.heap.pin();
+        let space = self.heap.space();
+        let pos = self.find(key, &guard);
+        if !pos.found {
+            return false;
+        }
+        let node = pos.succs[0];
+        // SAFETY: read under `guard` (see `find`).
+        let n = unsafe { self.heap.get(node) };
+        for level in (1..n.levels()).rev() {
+            let mut succ = F::load(&n.next[level], space);
+            while !succ.is_marked() {
+                match F::compare_exchange(&n.next[level], succ, succ.with_mark(), space) {
+                    Ok(_) => break,
+                    Err(seen) => succ = seen,
+                }
+            }
+        }
+        let mut succ = F::load(&n.next[0], space);
+        loop {
+            if succ.is_marked() {
+                // Another remove marked it first (and is linearized before us).
+                return false;
+            }
+            // Linearization point of a successful remove.
+            match F::compare_exchange(&n.next[0], succ, succ.with_mark(), space) {
+                Ok(_) => break,
+                Err(seen) => succ = seen,
+            }
+        }
+        // Unlink what is linked now (the book's cleanup), then the handshake.
+        let _ = self.find(key, &guard);
+        self.release(node, key, &guard);
+        true
+    }
+
+    /// Whether `key` is present (the book's wait-free `contains`: no unlinking).
+    pub fn contains(&self, key: u64) -> bool {
+        let _guard = self.heap.pin();
+        let space = self.heap.space();
+        let mut pred: &Tower<F> = self.head();
+        let mut curr = PPtr::null();
+        for level in (0..self.levels()).rev() {
+            curr = F::load(&pred[level], space).unmarked();
+            while !curr.is_null() {
+                // SAFETY: as in `find`.
+                let node = unsafe { self.heap.get(curr) };
+                let succ = F::load(&node.next[level], space);
+                if succ.is_marked() {
+                    curr = succ.unmarked();
+                    continue;
+                }
+                if node.key.get() >= key {
+                    break;
+                }
+                pred = &node.next;
+                curr = succ;
+            }
+        }
+        // SAFETY: as in `find`.
+        !curr.is_null() && unsafe { self.heap.get(curr) }.key.get() == key
+    }
+
+    /// The keys at level 0 in order, marked nodes skipped (a consistent snapshot only when
+    /// nothing runs concurrently), and whether the list is well formed: every level strictly
+    /// increasing, every node of an upper level present at level 0, none above its height.
+    pub fn snapshot(&self) -> (Vec<u64>, bool) {
+        let _guard = self.heap.pin();
+        let space = self.heap.space();
+        let head = self.head();
+        let mut keys = Vec::new();
+        let mut ok = true;
+        let mut level0 = std::collections::HashSet::new();
+        for (level, slot) in head.iter().enumerate() {
+            let mut curr = F::load(slot, space).unmarked();
+            let mut last: Option<u64> = None;
+            while !curr.is_null() {
+                // SAFETY: as in `find`.
+                let node = unsafe { self.heap.get(curr) };
+                let next = F::load(&node.next[level], space);
+                let k = node.key.get();
+                if last.is_some_and(|l| l >= k) || level >= node.levels() {
+                    ok = false;
+                    break;
+                }
+                last = Some(k);
+                if level == 0 {
+                    level0.insert(curr.offset());
+                    if !next.is_marked() {
+                        keys.push(k);
+                    }
+                } else if !level0.contains(&curr.offset()) {
+                    ok = false;
+                }
+                curr = next.unmarked();
+            }
+        }
+        (keys, ok)
+    }
+
+    /// Number of nodes linked at each level (index 0 = level 0), marked ones included.
+    pub fn level_sizes(&self) -> Vec<usize> {
+        let _guard = self.heap.pin();
+        let space = self.heap.space();
+        let head = self.head();
+        (0..MAX_LEVEL)
+            .map(|level| {
+                let mut n = 0;
+                let mut curr = F::load(&head[level], space).unmarked();
+                while !curr.is_null() && n <= self.heap.space().len() {
+                    // SAFETY: as in `find`.
+                    curr = F::load(&unsafe { self.heap.get(curr) }.next[level], space).unmarked();
+                    n += 1;
+                }
+                n
+            })
+            .collect()
+    }
+
+    /// The heap.
+    pub fn heap(&self) -> &Heap<F, P> {
+        &self.heap
+    }
+}
