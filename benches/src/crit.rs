@@ -36,9 +36,10 @@ pub const OPS_PER_ELEMENT: u64 = 1_000;
 /// Criterion draws a kernel density estimate of every bootstrap distribution (mean, median,
 /// standard deviation, MAD, and the changes against the previous run) at 500 points: with
 /// 100,000 resamples that is about 50 million `exp` calls per plot, and it took most of each
-/// benchmark's time (profiled: about 3 s of the 4.4 s per benchmark of a plain `cargo bench`,
-/// against 1.3 s of warm-up and measurement). 10,000 resamples of 10 samples still give
-/// confidence bounds whose bootstrap error is far below the run-to-run noise of these benchmarks.
+/// benchmark's time (perf: about 70% of a bench binary's CPU time; a plain `cargo bench` took
+/// 4.4 s per benchmark against 1.3 s of warm-up and measurement, and takes 1.8 s with 10,000).
+/// 10,000 resamples of 10 samples still give confidence bounds whose bootstrap error is far
+/// below the run-to-run noise of these benchmarks.
 pub const NRESAMPLES: usize = 10_000;
 
 /// The environment variable that selects the full sweep (every panel, more thread counts)
