@@ -6,15 +6,21 @@
 //! flushes), PBcomb and PWFcomb volatile, a `Mutex`, and
 //! `Mutex+persist` (pwb + psync after each update: durable, not detectable). Every run builds a
 //! fresh object; at each thread count every method runs once unmeasured, then `--reps` rounds
-//! with the methods interleaved and their order rotated. Reports the median Mops/s (min-max,
-//! every repetition) and pwbs/pfences/psyncs per operation.
+//! with the methods interleaved and their order rotated. Thread `t` is pinned to the topology's
+//! `cpu_for_thread(t)`, as in the runner. Reports the median Mops/s (min-max, every repetition)
+//! and pwbs/pfences/psyncs per operation, writes `pcomb-atomicfloat.csv` (the runner's columns,
+//! every setting and the git hash on each row, then the flushes per operation) and
+//! `pcomb-atomicfloat.png` to `--out`, and prints the repetition-agreement table.
 //!
 //! ```text
-//! cargo run --release -p benches --bin pcomb_atomic_float -- --threads 1,2,4 --reps 3
+//! cargo run --release -p benches --bin pcomb_atomic_float -- --threads 1,2,4 --reps 3 --out docs/results
 //! cargo run -p benches --bin pcomb_atomic_float -- --quick      # CI smoke
 //! ```
 
-use benches::pcomb_bench::{atomic_float, interleaved, line, FloatMethod};
+use std::path::PathBuf;
+
+use benches::pcomb_bench::record::Record;
+use benches::pcomb_bench::{atomic_float, float_panel, interleaved, line, topology, FloatMethod};
 use benches::report::Machine;
 use benches::BenchError;
 use clap::Parser;
@@ -44,6 +50,9 @@ struct Args {
     /// Tiny runs (5000 operations per thread, threads 1,2, one repetition): the CI smoke run.
     #[arg(long)]
     quick: bool,
+    /// Output directory for the CSV file and the chart.
+    #[arg(long, default_value = "target/bench-results")]
+    out: PathBuf,
 }
 
 fn main() {
@@ -83,9 +92,16 @@ fn run(args: &Args) -> Result<(), BenchError> {
         )));
     }
     let machine = Machine::detect()?;
+    let topology = topology()?;
     println!(
         "machine: {} CPUs, {} NUMA node(s), {}; code {}",
         machine.cores, machine.numa_nodes, machine.cpu_model, machine.git
+    );
+    println!(
+        "topology: {} ({} node(s), {} CPUs); thread t pinned to cpu_for_thread(t)",
+        topology.source(),
+        topology.num_nodes(),
+        topology.num_cpus()
     );
     println!(
         "AtomicFloat: {ops} ops per thread per run, local work 1..=512, seed {}; threads {:?} \
@@ -103,12 +119,22 @@ fn run(args: &Args) -> Result<(), BenchError> {
         "{:<20} {:>3}{:<17} {:>8} (min-max) [reps]  per op",
         "method", "thr", "", "Mops/s"
     );
+    let panel = float_panel();
+    let mut record = Record::new("pcomb-atomicfloat", &machine, topology, args.seed);
     for &t in &threads {
         let out = interleaved(&methods, reps, |m| atomic_float(m, t, ops, args.seed))?;
         for (m, reps) in methods.iter().zip(&out) {
             println!("{}", line(m.name(), t, machine.cores, reps));
+            record.add(&panel, m.name(), t, reps);
         }
     }
+    let (csv, png) = record.write(&args.out, &format!("median of {reps}"))?;
+    println!(
+        "\nRepetition agreement: highest / lowest throughput over the repetitions of each point \
+         (every run on a fresh object; 1.00 = identical)\n{}",
+        record.agreement()
+    );
+    println!("wrote {} and {}", csv.display(), png.display());
     println!("\ndone in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }

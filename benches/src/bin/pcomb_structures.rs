@@ -14,15 +14,22 @@
 //!   (`Mutex<Vec>`, `Mutex<VecDeque>`, `Mutex<BinaryHeap>`, `crossbeam_queue::SegQueue`).
 //! - Every run builds a fresh structure; at each thread count every method runs once unmeasured,
 //!   then `--reps` rounds with the methods interleaved and their order rotated.
+//! - Thread `t` is pinned to the topology's `cpu_for_thread(t)`, as in the runner.
 //! - Reported per pair: throughput (Mpairs/s), pwbs (cache lines written back), pfences, psyncs.
+//!   Each panel's runs go to `pcomb-<panel>.csv` in `--out` (the runner's columns, every setting
+//!   and the git hash on each row, then the flushes per pair) with a chart `pcomb-<panel>.png`,
+//!   and the repetition-agreement table is printed at the end.
 //!
 //! ```text
-//! cargo run --release -p benches --bin pcomb_structures -- --threads 1,2,4 --reps 3
+//! cargo run --release -p benches --bin pcomb_structures -- --threads 1,2,4 --reps 3 --out docs/results
 //! cargo run --release -p benches --bin pcomb_structures -- --only queue,heap-256
 //! cargo run -p benches --bin pcomb_structures -- --quick      # CI smoke
 //! ```
 
-use benches::pcomb_bench::{interleaved, line, structure, Structure};
+use std::path::PathBuf;
+
+use benches::pcomb_bench::record::Record;
+use benches::pcomb_bench::{interleaved, line, structure, topology, Structure};
 use benches::report::Machine;
 use benches::BenchError;
 use clap::Parser;
@@ -56,6 +63,9 @@ struct Args {
     /// Tiny runs (1000 pairs per thread, threads 1,2, one repetition): the CI smoke run.
     #[arg(long)]
     quick: bool,
+    /// Output directory for the CSV files and charts (one per panel).
+    #[arg(long, default_value = "target/bench-results")]
+    out: PathBuf,
 }
 
 fn main() {
@@ -98,9 +108,16 @@ fn run(args: &Args) -> Result<(), BenchError> {
         )));
     }
     let machine = Machine::detect()?;
+    let topology = topology()?;
     println!(
         "machine: {} CPUs, {} NUMA node(s), {}; code {}",
         machine.cores, machine.numa_nodes, machine.cpu_model, machine.git
+    );
+    println!(
+        "topology: {} ({} node(s), {} CPUs); thread t pinned to cpu_for_thread(t)",
+        topology.source(),
+        topology.num_nodes(),
+        topology.num_cpus()
     );
     println!(
         "structures: {pairs} pairs per thread per run, local work 1..=512 after every op, seed \
@@ -115,7 +132,16 @@ fn run(args: &Args) -> Result<(), BenchError> {
         std::env::temp_dir().display(),
         Hardware::new().kind()
     );
+    let mut agreement = String::new();
+    let mut written = Vec::new();
     for s in panels {
+        let panel = s.panel();
+        let mut record = Record::new(
+            &format!("pcomb-{}", s.name()),
+            &machine,
+            topology,
+            args.seed,
+        );
         let methods = s.methods(!args.key_methods);
         println!(
             "\n== {}\n{:<20} {:>3}{:<17} {:>8} (min-max) [reps]  per pair",
@@ -129,8 +155,19 @@ fn run(args: &Args) -> Result<(), BenchError> {
             let out = interleaved(&methods, reps, |m| structure(s, m, t, pairs, args.seed))?;
             for (m, reps) in methods.iter().zip(&out) {
                 println!("{}", line(m, t, machine.cores, reps));
+                record.add(&panel, m, t, reps);
             }
         }
+        let (csv, png) = record.write(&args.out, &format!("median of {reps}"))?;
+        written.push(format!("{} and {}", csv.display(), png.display()));
+        agreement.push_str(&format!("\n== pcomb-{}\n{}", s.name(), record.agreement()));
+    }
+    println!(
+        "\nRepetition agreement: highest / lowest throughput over the repetitions of each point \
+         (every run on a fresh structure; 1.00 = identical)\n{agreement}"
+    );
+    for w in written {
+        println!("wrote {w}");
     }
     println!("\ndone in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())

@@ -76,6 +76,22 @@ impl FloatMethod {
     }
 }
 
+/// The workload setting recorded with every CSV row of the AtomicFloat benchmark.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(benches::pcomb_bench::float_panel().name, "AtomicFloat");
+/// ```
+pub fn float_panel() -> super::record::Panel {
+    super::record::Panel {
+        name: "AtomicFloat".into(),
+        size: "1 value (starts at 1.0)".into(),
+        mix: format!("v := v * {K} (returns the old v); local work 1..=512 after every op"),
+        distribution: "-".into(),
+    }
+}
+
 /// Runs the AtomicFloat benchmark once: a fresh object, `threads` threads of `ops_per_thread`
 /// operations each.
 ///

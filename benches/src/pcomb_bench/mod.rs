@@ -9,9 +9,12 @@
 //!   start (the same keys for every method). The local work follows every operation.
 //!
 //! Every run builds a fresh object (persistent ones in a new mapped file in the temp dir,
-//! flushed with `Hardware` pwb/pfence/psync), so each method starts from the same state. A run
-//! is timed from the earliest worker's start to the latest worker's end; flushes and fences are
-//! counted per operation (per pair for the structures) with `pmem::stats`.
+//! flushed with `Hardware` pwb/pfence/psync), so each method starts from the same state. Thread
+//! `t` of every run is pinned to `cpu_for_thread(t)` of [`topology`] (as the runner pins its
+//! threads; more threads than CPUs wrap around). A run is timed from the earliest worker's
+//! start to the latest worker's end; flushes and fences are counted per operation (per pair for
+//! the structures) with `pmem::stats`. The binaries record their runs with [`record`], in the
+//! runner's CSV format.
 //!
 //! Every call into `pcomb` goes through the small adapters in `adapters.rs`
 //! (`register`, `built`, `float_op_*` and the `PairOps` impls), so an API change there (for
@@ -22,8 +25,10 @@
 //! took effect), unlike PBcomb and PWFcomb.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use nr_core::{pin_current_thread, Topology};
 use pcomb::pmem::{self, Hardware, PersistStats, Region};
 
 use crate::sync::{scope, AtomicBool, Barrier, Ordering};
@@ -32,9 +37,10 @@ use crate::BenchError;
 mod adapters;
 mod baselines;
 mod float;
+pub mod record;
 mod structures;
 
-pub use float::{atomic_float, FloatMethod};
+pub use float::{atomic_float, float_panel, FloatMethod};
 pub use structures::{structure, Structure};
 
 /// The label every table prints beside `Mutex+persist`.
@@ -110,8 +116,32 @@ impl Xorshift {
 /// operations.
 type Step<'o> = Box<dyn FnMut(&mut dyn FnMut()) -> Result<(), BenchError> + 'o>;
 
-/// Runs `threads` threads of `per_thread` steps each (each step followed by local work); the
-/// `make(t)` closure builds thread `t`'s step on that thread.
+/// The topology every pcomb run pins its threads by: [`Topology::detect`] (which honours
+/// `NR_VIRTUAL_NODES`), detected on the first call and kept for the process.
+///
+/// # Errors
+///
+/// [`BenchError::Topology`] when the CPUs cannot be discovered.
+///
+/// # Examples
+///
+/// ```
+/// let t = benches::pcomb_bench::topology()?;
+/// assert!(t.num_cpus() >= 1);
+/// # Ok::<(), benches::BenchError>(())
+/// ```
+pub fn topology() -> Result<&'static Topology, BenchError> {
+    static TOPOLOGY: OnceLock<Topology> = OnceLock::new();
+    if let Some(t) = TOPOLOGY.get() {
+        return Ok(t);
+    }
+    let detected = Topology::detect()?;
+    Ok(TOPOLOGY.get_or_init(|| detected))
+}
+
+/// Runs `threads` threads of `per_thread` steps each (each step followed by local work), thread
+/// `t` pinned to [`topology`]'s `cpu_for_thread(t)`; the `make(t)` closure builds thread `t`'s
+/// step on that thread, after pinning.
 fn drive<'o>(
     threads: usize,
     per_thread: u64,
@@ -121,6 +151,7 @@ fn drive<'o>(
     if threads == 0 {
         return Err(BenchError::Config("threads must be at least 1".into()));
     }
+    let topology = topology()?;
     let barrier = Barrier::new(threads);
     let failed = AtomicBool::new(false);
     let results: Vec<Result<(Instant, Instant, PersistStats), BenchError>> = scope(|s| {
@@ -128,7 +159,10 @@ fn drive<'o>(
             .map(|t| {
                 let (barrier, make, failed) = (&barrier, &make, &failed);
                 s.spawn(move || {
-                    let step = make(t);
+                    // Every method's thread `t` runs on the same CPU.
+                    let step = pin_current_thread(&[topology.cpu_for_thread(t)])
+                        .map_err(BenchError::from)
+                        .and_then(|()| make(t));
                     if step.is_err() {
                         // Relaxed: read after the barrier, which synchronizes.
                         failed.store(true, Ordering::Relaxed);

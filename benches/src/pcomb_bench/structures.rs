@@ -59,6 +59,43 @@ impl Structure {
         }
     }
 
+    /// The workload setting recorded with every CSV row of this panel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use benches::pcomb_bench::Structure;
+    ///
+    /// let p = Structure::Heap(64).panel();
+    /// assert_eq!((p.name.as_str(), p.size.as_str()), ("heap-64", "capacity 64; 32 keys at the start"));
+    /// ```
+    pub fn panel(self) -> super::record::Panel {
+        let work = "; local work 1..=512 after every op";
+        let (size, mix, distribution) = match self {
+            Structure::Stack => (
+                "empty at the start".to_string(),
+                "push/pop pairs",
+                "value = thread id",
+            ),
+            Structure::Queue => (
+                "empty at the start".to_string(),
+                "enqueue/dequeue pairs",
+                "value = thread id",
+            ),
+            Structure::Heap(cap) => (
+                format!("capacity {cap}; {} keys at the start", cap / 2),
+                "insert/delete-min pairs",
+                "keys uniform in 0..1000000 (seeded per thread)",
+            ),
+        };
+        super::record::Panel {
+            name: self.name(),
+            size,
+            mix: format!("{mix}{work}"),
+            distribution: distribution.into(),
+        }
+    }
+
     /// The methods of this panel: with `all`, every variant (without elimination, without
     /// recycling); otherwise the key ones (the PB and PWF structures persistent and volatile,
     /// `Mutex+persist` and the volatile `Mutex` baseline).
