@@ -71,6 +71,23 @@ fn setup(replicas: usize, dedicated: bool) -> Setup {
     }
 }
 
+/// Runs replica `r`'s dedicated combiner until `stop`, retrying while another thread holds the
+/// combiner seat: the tests probe whether a combiner is attached with `run_combiner(r, || true)`,
+/// and such a probe, when it wins the race, holds the seat for a moment (it attaches, sees its
+/// stop condition and detaches), so the thread meant to run the combiner must try again.
+fn run_combiner_retrying(
+    nr: &NodeReplicated<Watched>,
+    r: usize,
+    stop: &AtomicBool,
+) -> Result<(), RegisterError> {
+    loop {
+        match nr.run_combiner(r, || stop.load(Ordering::Relaxed)) {
+            Err(RegisterError::CombinerRunning { .. }) => std::thread::yield_now(),
+            other => return other,
+        }
+    }
+}
+
 /// 3 writers per replica while every replica has a dedicated combiner: only the combiners apply
 /// writes, and every response is right.
 fn posting_threads_never_combine(replicas: usize) {
@@ -88,8 +105,7 @@ fn posting_threads_never_combine(replicas: usize) {
                 .map(|r| {
                     let (nr, stop) = (&s.nr, &stop);
                     scope.spawn(move || {
-                        nr.run_combiner(r, || stop.load(Ordering::Relaxed))
-                            .expect("combiner ran");
+                        run_combiner_retrying(nr, r, stop).expect("combiner ran");
                         std::thread::current().id()
                     })
                 })
@@ -217,7 +233,7 @@ fn run_combiner_errors_are_typed() {
     ));
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let first = scope.spawn(|| s.nr.run_combiner(0, || stop.load(Ordering::Relaxed)));
+        let first = scope.spawn(|| run_combiner_retrying(&s.nr, 0, &stop));
         let began = Instant::now();
         loop {
             match s.nr.run_combiner(0, || true) {
