@@ -28,81 +28,8 @@ use pcomb::{Dispatch, PBComb, PWFComb, Pod, Recovered};
 
 const LAYOUT: u64 = 0x5043_4F4D;
 const SIZE: u64 = 1 << 16;
-const PRIMES: [u64; 3] = [2, 3, 5];
-
-/// How an object under test encodes per-thread effects.
-trait Subject: Dispatch<WriteOperation = u64, Response = u64> + Pod + Sized
-where
-    for<'a> Self: Dispatch<ReadOperation<'a> = ()>,
-{
-    const OPS: u64;
-    fn init() -> Self;
-    fn op(thread: usize) -> u64;
-    /// Thread `t`'s number of applied operations in the value `v` (state or old value).
-    fn count(v: u64, thread: usize) -> u64;
-}
-
-impl Subject for Counter {
-    const OPS: u64 = 6;
-    fn init() -> Self {
-        Counter::default()
-    }
-    fn op(t: usize) -> u64 {
-        1 << (16 * t)
-    }
-    fn count(v: u64, t: usize) -> u64 {
-        (v >> (16 * t)) & 0xffff
-    }
-}
-
-impl Subject for AtomicFloat {
-    const OPS: u64 = 5;
-    fn init() -> Self {
-        AtomicFloat::new(1.0)
-    }
-    fn op(t: usize) -> u64 {
-        (PRIMES[t] as f64).to_bits()
-    }
-    fn count(v: u64, t: usize) -> u64 {
-        let mut x = f64::from_bits(v) as u64;
-        let mut n = 0;
-        while x > 0 && x % PRIMES[t] == 0 {
-            x /= PRIMES[t];
-            n += 1;
-        }
-        n
-    }
-}
-
-/// What a thread did before the crash.
-#[derive(Debug, Clone, Default)]
-struct ThreadLog {
-    /// Operations that returned before the crash.
-    completed: u64,
-    /// Sequence number of an operation invoked but not known to have returned before the crash.
-    pending: Option<u64>,
-    /// Sequence number of the thread's first operation.
-    first_seq: u64,
-    /// The simulator's stamp (`Simulated::stamp`) taken at each return, in order.
-    stamps: Vec<u64>,
-    /// Whether `is_crashed()` was already true right after the last return (the old check).
-    crashed_after_last: bool,
-}
-
-impl ThreadLog {
-    /// Fills `completed` and `pending` from the return stamps and the crash's stamp (issue 11,
-    /// defect 6): an operation returned before the crash exactly when its stamp is at most the
-    /// crash's; the first one that did not is pending (the thread stops after it). Returns
-    /// whether the old check (`is_crashed()` after the return) would have called a returned
-    /// operation pending.
-    fn settle(&mut self, crash_stamp: Option<u64>) -> bool {
-        let before = |s: &&u64| crash_stamp.map_or(true, |c| **s <= c);
-        self.completed = self.stamps.iter().take_while(|s| before(s)).count() as u64;
-        let returned_all = self.completed == self.stamps.len() as u64;
-        self.pending = (!returned_all).then_some(self.first_seq + self.completed);
-        returned_all && self.crashed_after_last
-    }
-}
+mod crash_common;
+use crash_common::{Subject, ThreadLog};
 
 /// Settles every log; returns how many returned operations the old check called pending.
 fn settle(logs: &mut [ThreadLog], sim: &Simulated) -> u64 {

@@ -28,75 +28,8 @@ use pcomb::{BuildError, Dispatch, PBComb, PBComb1, Pod, Recovered};
 
 const LAYOUT: u64 = 0x5043_4231;
 const SIZE: u64 = 1 << 13;
-const PRIMES: [u64; 3] = [2, 3, 5];
-
-/// How an object under test encodes per-thread effects.
-trait Subject: Dispatch<WriteOperation = u64, Response = u64> + Pod + Sized
-where
-    for<'a> Self: Dispatch<ReadOperation<'a> = ()>,
-{
-    const OPS: u64;
-    fn init() -> Self;
-    fn op(thread: usize) -> u64;
-    /// Thread `t`'s number of applied operations in the value `v` (state or old value).
-    fn count(v: u64, thread: usize) -> u64;
-}
-
-impl Subject for Counter {
-    const OPS: u64 = 6;
-    fn init() -> Self {
-        Counter::default()
-    }
-    fn op(t: usize) -> u64 {
-        1 << (16 * t)
-    }
-    fn count(v: u64, t: usize) -> u64 {
-        (v >> (16 * t)) & 0xffff
-    }
-}
-
-impl Subject for AtomicFloat {
-    const OPS: u64 = 5;
-    fn init() -> Self {
-        AtomicFloat::new(1.0)
-    }
-    fn op(t: usize) -> u64 {
-        (PRIMES[t] as f64).to_bits()
-    }
-    fn count(v: u64, t: usize) -> u64 {
-        let mut x = f64::from_bits(v) as u64;
-        let mut n = 0;
-        while x > 0 && x % PRIMES[t] == 0 {
-            x /= PRIMES[t];
-            n += 1;
-        }
-        n
-    }
-}
-
-/// What a thread did before the crash.
-#[derive(Debug, Clone, Default)]
-struct Log {
-    /// Operations that returned before the crash (from the stamps).
-    completed: u64,
-    /// Sequence number of the operation not known to have returned before the crash.
-    pending: Option<u64>,
-    first_seq: u64,
-    /// `Simulated::stamp` at each return.
-    stamps: Vec<u64>,
-}
-
-impl Log {
-    fn settle(&mut self, crash: Option<u64>) {
-        self.completed = self
-            .stamps
-            .iter()
-            .take_while(|&&s| crash.map_or(true, |c| s <= c))
-            .count() as u64;
-        let all = self.completed == self.stamps.len() as u64;
-        self.pending = (!all).then_some(self.first_seq + self.completed);
-    }
-}
+mod crash_common;
+use crash_common::{Subject, ThreadLog as Log};
 
 /// Creates the object in `region`, runs `threads` threads of `D::OPS` operations (each stops
 /// after the return that finds the domain crashed), with an evictor thread if `evictor`.
