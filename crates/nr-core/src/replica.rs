@@ -41,7 +41,7 @@ impl<W, R> Slot<W, R> {
             in_use: AtomicBool::new(false),
             op: UnsafeCell::new(None),
             response: UnsafeCell::new(None),
-            parker: Parker::default(),
+            parker: Parker::new(),
         }
     }
 

@@ -152,6 +152,11 @@ mod imp {
     }
 
     impl Parker {
+        /// A parker with no pending wake-up.
+        pub(crate) fn new() -> Self {
+            Self::default()
+        }
+
         /// Sleeps until `unpark` or until `micros` microseconds pass; consumes the token.
         pub(crate) fn park_timeout(&self, micros: u64) {
             // A poisoned mutex only means another thread panicked while holding it; the bool
@@ -239,6 +244,11 @@ mod imp {
     pub(crate) struct Parker;
 
     impl Parker {
+        /// A parker with no pending wake-up (a unit struct under loom).
+        pub(crate) fn new() -> Self {
+            Parker
+        }
+
         pub(crate) fn park_timeout(&self, _micros: u64) {
             loom::thread::yield_now();
         }

@@ -32,12 +32,12 @@ impl Waiter {
     /// themselves before a `Park` step.
     #[inline]
     pub(crate) fn phase(&self) -> Phase {
-        if self.round < SPIN_ROUNDS {
-            Phase::Spin
-        } else if self.round < SPIN_ROUNDS + YIELD_ROUNDS {
-            Phase::Yield
-        } else {
-            Phase::Park
+        // `checked_sub` rather than `round < SPIN_ROUNDS`: under loom `SPIN_ROUNDS` is 0 and that
+        // comparison would be always false (clippy's `absurd_extreme_comparisons`).
+        match self.round.checked_sub(SPIN_ROUNDS) {
+            None => Phase::Spin,
+            Some(yields) if yields < YIELD_ROUNDS => Phase::Yield,
+            Some(_) => Phase::Park,
         }
     }
 
