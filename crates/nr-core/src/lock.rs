@@ -150,12 +150,22 @@ impl ReplicaLock {
         // SeqCst: see the module docs (a reader this scan skips sees `WRITER`).
         let active = self.active.load(Ordering::SeqCst).min(self.readers.len());
         for flag in &self.readers[..active] {
-            let mut waiter = Waiter::new();
             // SeqCst: the writer's loads of the Dekker pair (module docs); its Acquire half pairs
             // with the Release in `read_unlock`, so the reader's reads happen before our writes.
-            while flag.load(Ordering::SeqCst) {
-                waiter.snooze();
+            if flag.load(Ordering::SeqCst) {
+                Self::wait_for_reader(flag);
             }
+        }
+    }
+
+    /// The rest of `wait_for_readers` for a reader found inside: out of line, so that the
+    /// uncontended scan carries no backoff state.
+    #[cold]
+    fn wait_for_reader(flag: &AtomicBool) {
+        let mut waiter = Waiter::new();
+        // SeqCst: as in `wait_for_readers`.
+        while flag.load(Ordering::SeqCst) {
+            waiter.snooze();
         }
     }
 

@@ -63,27 +63,39 @@ fn quiet_panics() {
     std::panic::set_hook(Box::new(|_| {}));
 }
 
+/// With one replica (the inlined uncontended write, which reads poisoning and its configuration
+/// from one word) and with two (the log path).
 #[test]
 fn panicking_write_poisons_and_later_calls_fail() {
     quiet_panics();
-    let nr = NodeReplicated::builder()
-        .replicas(2)
-        .build(|_| Fragile::default())
-        .unwrap();
-    let mut a = nr.register(0).unwrap();
-    let mut b = nr.register(1).unwrap();
-    assert_eq!(a.execute_mut(Op::Add(1)).unwrap(), 1);
-    let caught = catch_unwind(AssertUnwindSafe(|| a.execute_mut(Op::Explode)));
-    assert!(
-        caught.is_err(),
-        "the panic reaches the thread that ran the operation"
-    );
-    assert!(nr.is_poisoned());
-    assert_eq!(a.execute_mut(Op::Add(1)), Err(Poisoned));
-    assert_eq!(a.execute(false), Err(Poisoned));
-    assert_eq!(b.execute(false), Err(Poisoned));
-    assert_eq!(b.execute_mut(Op::Add(1)), Err(Poisoned));
-    assert!(matches!(nr.register(0), Err(RegisterError::Poisoned)));
+    for replicas in [1, 2] {
+        let nr = NodeReplicated::builder()
+            .replicas(replicas)
+            .build(|_| Fragile::default())
+            .unwrap();
+        let mut a = nr.register(0).unwrap();
+        let mut b = nr.register(replicas - 1).unwrap();
+        assert_eq!(a.execute_mut(Op::Add(1)).unwrap(), 1);
+        let caught = catch_unwind(AssertUnwindSafe(|| a.execute_mut(Op::Explode)));
+        assert!(
+            caught.is_err(),
+            "the panic reaches the thread that ran the operation"
+        );
+        assert!(nr.is_poisoned());
+        assert_eq!(
+            a.execute_mut(Op::Add(1)),
+            Err(Poisoned),
+            "{replicas} replicas"
+        );
+        assert_eq!(a.execute(false), Err(Poisoned));
+        assert_eq!(b.execute(false), Err(Poisoned));
+        assert_eq!(
+            b.execute_mut(Op::Add(1)),
+            Err(Poisoned),
+            "{replicas} replicas"
+        );
+        assert!(matches!(nr.register(0), Err(RegisterError::Poisoned)));
+    }
 }
 
 #[test]

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::NodeReplicated;
+use super::{NodeReplicated, PLAIN_SINGLE};
 use crate::config::{DEFAULT_LOG_ENTRIES, DEFAULT_THREADS_PER_REPLICA};
 use crate::log::Log;
 use crate::replica::Replica;
-use crate::sync::{run_pinned, AtomicBool};
+use crate::sync::{run_pinned, AtomicU8};
 use crate::{BuildError, Dispatch, Topology};
 
 /// Configures a [`NodeReplicated`] object.
@@ -433,10 +433,14 @@ where
                 .map(|i| Box::new(Replica::new(init(i), threads)))
                 .collect(),
         };
+        let plain_single = replicas.len() == 1
+            && !self.writes_as_reads
+            && (self.min_batch <= 1 || self.min_batch_wait.is_zero())
+            && !self.dedicated_combiners;
         Ok(NodeReplicated {
             log: Log::with_growth(entries, max_entries, replicas.len()),
             replicas,
-            poisoned: CachePadded::new(AtomicBool::new(false)),
+            state: CachePadded::new(AtomicU8::new(if plain_single { PLAIN_SINGLE } else { 0 })),
             topology,
             writes_as_reads: self.writes_as_reads,
             min_batch: if self.min_batch_wait.is_zero() {

@@ -3,6 +3,7 @@
 use std::marker::PhantomData;
 
 use super::NodeReplicated;
+use crate::replica::Replica;
 use crate::{Dispatch, Poisoned, RegisterError};
 
 impl<D> NodeReplicated<D>
@@ -54,6 +55,7 @@ where
         })?;
         Ok(ThreadHandle {
             nr: self,
+            rep: r,
             replica,
             slot,
             _not_send: PhantomData,
@@ -150,6 +152,8 @@ where
     D: Dispatch + Send + Sync,
 {
     nr: &'a NodeReplicated<D>,
+    /// `nr.replicas[replica]`, resolved once at registration (no index check per write).
+    rep: &'a Replica<D>,
     replica: usize,
     slot: usize,
     /// A raw pointer makes the handle `!Send` and `!Sync`.
@@ -202,7 +206,7 @@ where
     /// See [`ThreadHandle`].
     #[inline]
     pub fn execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
-        self.nr.execute_mut(self.replica, self.slot, op)
+        self.nr.execute_mut(self.rep, self.replica, self.slot, op)
     }
 
     /// The replica this handle is registered with.
@@ -230,7 +234,7 @@ where
     D: Dispatch + Send + Sync,
 {
     fn drop(&mut self) {
-        self.nr.replicas[self.replica].deregister(self.slot);
+        self.rep.deregister(self.slot);
     }
 }
 

@@ -14,7 +14,7 @@ use crossbeam_utils::CachePadded;
 use crate::lock::ReplicaLock;
 use crate::log::{Grow, Log};
 use crate::replica::Replica;
-use crate::sync::{panicking, AtomicBool, Entered, Ordering};
+use crate::sync::{panicking, AtomicU8, Entered, Ordering};
 use crate::wait::Waiter;
 use crate::{Dispatch, Poisoned, Topology};
 
@@ -88,7 +88,13 @@ use crate::{Dispatch, Poisoned, Topology};
 pub struct NodeReplicated<D: Dispatch> {
     log: Log<D::WriteOperation>,
     replicas: Box<[Box<Replica<D>>]>,
-    poisoned: CachePadded<AtomicBool>,
+    /// The object's state word, so that the uncontended write tests one word:
+    ///
+    /// | bit | name | set by | meaning |
+    /// |---|---|---|---|
+    /// | 0 | `POISONED` | `poison`, never cleared | see [Poisoning](#poisoning) |
+    /// | 1 | `PLAIN_SINGLE` | the builder, never changed | one replica, and none of `writes_as_reads`, `min_batch`, `dedicated`: a write may take the inlined path of `execute_mut` |
+    state: CachePadded<AtomicU8>,
     topology: Option<Topology>,
     /// Try each write as a read first (`Builder::writes_as_reads`).
     writes_as_reads: bool,
@@ -100,12 +106,20 @@ pub struct NodeReplicated<D: Dispatch> {
     dedicated: bool,
 }
 
+/// `NodeReplicated::state`: a panic in user code poisoned the object.
+const POISONED: u8 = 1;
+/// `NodeReplicated::state`: the plain single-replica configuration (set at build).
+const PLAIN_SINGLE: u8 = 2;
+
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeReplicated")
             .field("replicas", &self.replicas.len())
             .field("log", &self.log)
-            .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
+            .field(
+                "poisoned",
+                &(self.state.load(Ordering::Relaxed) & POISONED != 0),
+            )
             .field("topology", &self.topology)
             .field("writes_as_reads", &self.writes_as_reads)
             .field("min_batch", &self.min_batch)
@@ -243,12 +257,12 @@ where
     /// ```
     pub fn is_poisoned(&self) -> bool {
         // Acquire: pairs with the Release in `poison`.
-        self.poisoned.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) & POISONED != 0
     }
 
     fn poison(&self) {
-        // Release: pairs with the Acquire in `is_poisoned`.
-        self.poisoned.store(true, Ordering::Release);
+        // Release: pairs with the Acquire in `is_poisoned` and in `execute_mut`'s state check.
+        self.state.fetch_or(POISONED, Ordering::Release);
     }
 
     #[inline]
@@ -268,19 +282,52 @@ where
         self.replicas.len() == 1
     }
 
-    /// A write, from the thread registered in `slot` of replica `r` (Algorithm 1, `Combine`).
+    /// A write, from the thread registered in `slot` of replica `r` (`replica` is
+    /// `self.replicas[r]`, resolved once by the handle) (Algorithm 1, `Combine`).
+    ///
+    /// The uncontended write of a plain single-replica object is inlined into the caller: one
+    /// load of the state word, the lock word's CAS (which also takes the writer side) and the
+    /// scan of the reader flags, the operation applied in hand (never through the slot, so its
+    /// response needs no hand-off), and the unlocking swap. Everything else is out of line.
     ///
     /// # Panics
     ///
     /// In debug builds, if called from user code running inside an operation of this object.
-    #[inline]
+    #[inline(always)]
     fn execute_mut(
         &self,
+        replica: &Replica<D>,
         r: usize,
         slot: usize,
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
         let _entered = Entered::new(self as *const Self as usize);
+        // One load answers both "is this the plain single-replica configuration" and "is the
+        // object poisoned" (then the word is not exactly `PLAIN_SINGLE`, and the general path
+        // returns the error). Acquire: pairs with the Release in `poison`, as `is_poisoned`.
+        if self.state.load(Ordering::Acquire) == PLAIN_SINGLE && replica.try_lock_combiner(true) {
+            let combiner = CombinerGuard::new_released_on_success(self, replica);
+            let response = self.combine_single(replica, op);
+            // `release`, spelled out: a call taking the guard by value made the compiler copy
+            // it to another stack slot first.
+            std::mem::forget(combiner);
+            // SAFETY: we took the combiner lock above, and forgot its guard, so it is
+            // released exactly once, here.
+            unsafe { replica.unlock_combiner() };
+            return Ok(response);
+        }
+        self.execute_mut_general(r, slot, op)
+    }
+
+    /// Every write that `execute_mut` does not finish inline: the options, several replicas, a
+    /// busy combiner lock.
+    #[inline(never)]
+    fn execute_mut_general(
+        &self,
+        r: usize,
+        slot: usize,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
         if self.writes_as_reads {
             return self.execute_mut_read_first(r, slot, op);
         }
