@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::{NodeReplicated, PLAIN_SINGLE};
+use super::{NodeReplicated, NO_WRITE_OPTIONS, SINGLE};
 use crate::config::{DEFAULT_LOG_ENTRIES, DEFAULT_THREADS_PER_REPLICA};
 use crate::log::Log;
 use crate::replica::Replica;
@@ -433,14 +433,20 @@ where
                 .map(|i| Box::new(Replica::new(init(i), threads)))
                 .collect(),
         };
-        let plain_single = replicas.len() == 1
-            && !self.writes_as_reads
+        let mut state = 0;
+        if replicas.len() == 1 {
+            state |= SINGLE;
+        }
+        if !self.writes_as_reads
             && (self.min_batch <= 1 || self.min_batch_wait.is_zero())
-            && !self.dedicated_combiners;
+            && !self.dedicated_combiners
+        {
+            state |= NO_WRITE_OPTIONS;
+        }
         Ok(NodeReplicated {
             log: Log::with_growth(entries, max_entries, replicas.len()),
             replicas,
-            state: CachePadded::new(AtomicU8::new(if plain_single { PLAIN_SINGLE } else { 0 })),
+            state: CachePadded::new(AtomicU8::new(state)),
             topology,
             writes_as_reads: self.writes_as_reads,
             min_batch: if self.min_batch_wait.is_zero() {

@@ -183,7 +183,7 @@ where
     /// See [`ThreadHandle`].
     #[inline]
     pub fn execute(&mut self, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
-        self.nr.execute(self.replica, self.slot, op)
+        self.nr.execute(self.rep, self.replica, self.slot, op)
     }
 
     /// Runs a mutating operation: it is linearized in the shared log and applied to every

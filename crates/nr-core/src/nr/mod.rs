@@ -93,7 +93,11 @@ pub struct NodeReplicated<D: Dispatch> {
     /// | bit | name | set by | meaning |
     /// |---|---|---|---|
     /// | 0 | `POISONED` | `poison`, never cleared | see [Poisoning](#poisoning) |
-    /// | 1 | `PLAIN_SINGLE` | the builder, never changed | one replica, and none of `writes_as_reads`, `min_batch`, `dedicated`: a write may take the inlined path of `execute_mut` |
+    /// | 1 | `SINGLE` | the builder, never changed | one replica: no log (reads need not catch up) |
+    /// | 2 | `NO_WRITE_OPTIONS` | the builder, never changed | none of `writes_as_reads`, `min_batch`, `dedicated` |
+    ///
+    /// A write takes the inlined path of `execute_mut` only when the word is exactly
+    /// `INLINED_WRITE` (`SINGLE | NO_WRITE_OPTIONS`, not poisoned).
     state: CachePadded<AtomicU8>,
     topology: Option<Topology>,
     /// Try each write as a read first (`Builder::writes_as_reads`).
@@ -108,8 +112,13 @@ pub struct NodeReplicated<D: Dispatch> {
 
 /// `NodeReplicated::state`: a panic in user code poisoned the object.
 const POISONED: u8 = 1;
-/// `NodeReplicated::state`: the plain single-replica configuration (set at build).
-const PLAIN_SINGLE: u8 = 2;
+/// `NodeReplicated::state`: one replica (set at build).
+const SINGLE: u8 = 2;
+/// `NodeReplicated::state`: no option that changes the write path is on (set at build).
+const NO_WRITE_OPTIONS: u8 = 4;
+/// `NodeReplicated::state` when a write may take the inlined path: one replica, no write option,
+/// not poisoned.
+const INLINED_WRITE: u8 = SINGLE | NO_WRITE_OPTIONS;
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -303,9 +312,9 @@ where
     ) -> Result<D::Response, Poisoned> {
         let _entered = Entered::new(self as *const Self as usize);
         // One load answers both "is this the plain single-replica configuration" and "is the
-        // object poisoned" (then the word is not exactly `PLAIN_SINGLE`, and the general path
+        // object poisoned" (then the word is not exactly `INLINED_WRITE`, and the general path
         // returns the error). Acquire: pairs with the Release in `poison`, as `is_poisoned`.
-        if self.state.load(Ordering::Acquire) == PLAIN_SINGLE && replica.try_lock_combiner(true) {
+        if self.state.load(Ordering::Acquire) == INLINED_WRITE && replica.try_lock_combiner(true) {
             let combiner = CombinerGuard::new_released_on_success(self, replica);
             let response = self.combine_single(replica, op);
             // `release`, spelled out: a call taking the guard by value made the compiler copy
@@ -344,7 +353,10 @@ where
         slot: usize,
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
-        if let Some(response) = self.read_with(r, slot, |data| data.dispatch_as_read(&op))? {
+        let replica = &self.replicas[r];
+        if let Some(response) =
+            self.read_with(replica, r, slot, |data| data.dispatch_as_read(&op))?
+        {
             return Ok(response);
         }
         self.execute_mut_combining(r, slot, op)
@@ -437,23 +449,34 @@ where
     #[inline]
     fn execute(
         &self,
+        replica: &Replica<D>,
         r: usize,
         slot: usize,
         op: D::ReadOperation<'_>,
     ) -> Result<D::Response, Poisoned> {
         let _entered = Entered::new(self as *const Self as usize);
-        self.read_with(r, slot, |data| data.dispatch(op))
+        self.read_with(replica, r, slot, |data| data.dispatch(op))
     }
 
-    /// Runs `f` on replica `r` as a read (Algorithm 1, `ReadOnly`) for the thread in `slot`.
+    /// Runs `f` on replica `r` (`replica`, which is `self.replicas[r]`) as a read (Algorithm 1,
+    /// `ReadOnly`) for the thread in `slot`.
     #[inline]
-    fn read_with<R>(&self, r: usize, slot: usize, f: impl FnOnce(&D) -> R) -> Result<R, Poisoned> {
-        self.check()?;
-        let replica = &self.replicas[r];
+    fn read_with<R>(
+        &self,
+        replica: &Replica<D>,
+        r: usize,
+        slot: usize,
+        f: impl FnOnce(&D) -> R,
+    ) -> Result<R, Poisoned> {
+        // Acquire: pairs with the Release in `poison`, as `is_poisoned`.
+        let state = self.state.load(Ordering::Acquire);
+        if state & POISONED != 0 {
+            return Err(Poisoned);
+        }
         // Line 43: the replica must reflect every write that completed before this read began,
         // and need not reflect later ones. (A single replica is always current: its writers
         // apply their batches under the writer side, without the log.)
-        if !self.single() {
+        if state & SINGLE == 0 {
             // Relied on: `completed_tail` is the only thing a read waits for, so it must cover
             // every entry any replica has exposed to a read (the invariant documented on
             // `Log::completed_tail`). A read that returned a value containing entry `e` left
@@ -838,6 +861,7 @@ struct ReadGuard<'a> {
 }
 
 impl Drop for ReadGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the guard is created right after `read_lock(reader)` succeeded, by the reader
         // that holds it, and the reference to the replica it protects does not outlive it.
