@@ -48,7 +48,7 @@ use crate::sync::UnsafeCell;
 use crate::Recovered;
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PWFQUEU1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PWFQUEU2");
 const KIND: &str = "PWFQueue";
 
 /// `st` of the enqueuers' records: the two linking pointers, the tail, and the number of
@@ -626,6 +626,9 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
 
     /// The number of this thread id's last enqueue.
     ///
+    /// Persisted: a handle made after `open` starts from the number of the last one that took
+    /// effect (see the [module docs](crate::structures)).
+    ///
     /// # Examples
     ///
     /// ```
@@ -641,6 +644,9 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     }
 
     /// The number of this thread id's last dequeue.
+    ///
+    /// Persisted: a handle made after `open` starts from the number of the last one that took
+    /// effect (see the [module docs](crate::structures)).
     ///
     /// # Examples
     ///

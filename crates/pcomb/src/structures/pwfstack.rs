@@ -39,7 +39,7 @@ use crate::sync::UnsafeCell;
 use crate::Recovered;
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PWFSTAK1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PWFSTAK2");
 const KIND: &str = "PWFStack";
 
 /// `st` of a PWFstack record: the top node's link and the number of values.
@@ -499,6 +499,9 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     }
 
     /// The sequence number of this thread id's last operation.
+    ///
+    /// Persisted: a handle made after `open` starts from the number of the last one that took
+    /// effect (see the [module docs](crate::structures)).
     ///
     /// # Examples
     ///

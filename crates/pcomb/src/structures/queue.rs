@@ -35,7 +35,7 @@ use crate::sync::{AtomicU64, Ordering, UnsafeCell};
 use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PBQUEUE1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PBQUEUE2");
 const KIND: &str = "PBQueue";
 
 /// The enqueuers' instance: state `Tail`, request = the value.
@@ -532,6 +532,9 @@ impl<P: Persist> PBQueueHandle<'_, P> {
 
     /// The number of this thread id's last enqueue.
     ///
+    /// Persisted: a handle made after `open` starts from the number of the last one that took
+    /// effect (see the [module docs](crate::structures)).
+    ///
     /// # Examples
     ///
     /// ```
@@ -547,6 +550,9 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     }
 
     /// The number of this thread id's last dequeue.
+    ///
+    /// Persisted: a handle made after `open` starts from the number of the last one that took
+    /// effect (see the [module docs](crate::structures)).
     ///
     /// # Examples
     ///

@@ -30,7 +30,7 @@ use crate::sync::UnsafeCell;
 use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PBSTACK1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PBSTACK2");
 const KIND: &str = "PBStack";
 
 type StackInstance = Instance<StackState, StackOp, Ret>;
@@ -478,6 +478,9 @@ impl<P: Persist> PBStackHandle<'_, P> {
     }
 
     /// The sequence number of this thread id's last operation.
+    ///
+    /// Persisted: a handle made after `open` starts from the number of the last one that took
+    /// effect (see the [module docs](crate::structures)).
     ///
     /// # Examples
     ///

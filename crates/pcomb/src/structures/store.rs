@@ -76,6 +76,12 @@ impl<P: Persist> Memory<P> {
     ) -> Result<(Self, Header), BuildError> {
         let mismatch = |detail| BuildError::LayoutMismatch { kind, detail };
         let (off, v) = Self::read_root::<LINE_WORDS>(&region, kind)?;
+        // The last byte of a structure's magic is its format: 2 since the records hold
+        // per-thread sequence numbers (`layout.rs`), 1 before.
+        let format_1 = (magic & !(0xff << 56)) | (u64::from(b'1') << 56);
+        if v[header::MAGIC] == format_1 {
+            return Err(BuildError::OldFormat { kind, found: 1 });
+        }
         if v[header::MAGIC] != magic {
             return Err(mismatch(
                 "wrong magic (another structure, or not a structure root)",
