@@ -171,9 +171,10 @@ impl<P: Persist> WfBatch for Enq<'_, P> {
             l.taken.push(node);
             // Relaxed: published by the SC (Release) that installs the state naming it; a
             // discarded attempt's writes are overwritten by this thread before any install.
-            s.pool.set(w, node, value, 0);
+            s.pool.set(w, s.store.persist(), node, value, 0);
             if let Some(prev) = s.pool.node_of(last) {
-                s.pool.set_next(w, prev, u64::from(node) + 1);
+                s.pool
+                    .set_next(w, s.store.persist(), prev, u64::from(node) + 1);
             } else {
                 first = u64::from(node) + 1;
             }
@@ -188,7 +189,7 @@ impl<P: Persist> WfBatch for Enq<'_, P> {
         // attempt (its SC fails) writes the same value: `link_a` is linked once.
         if let Some((a, b)) = st.pending() {
             if let Some(a) = s.pool.node_of(a) {
-                s.pool.set_next(w, a, b);
+                s.pool.set_next(w, s.store.persist(), a, b);
                 l.flush.push(a);
             }
         }
@@ -473,7 +474,7 @@ impl<P: Persist> PWFQueue<P> {
             let persist = q.shared.store.persist();
             // The link first, durably; then the state without it (a torn rewrite leaves one
             // of the two pointers 0: no pending link, and the link is durable).
-            q.shared.pool.set_next(w, node, b);
+            q.shared.pool.set_next(w, persist, node, b);
             q.shared.pool.persist_nodes(w, persist, &mut [node]);
             persist.pfence(); // repair: pfence
             persist.psync(); // repair: psync

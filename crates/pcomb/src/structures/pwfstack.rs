@@ -106,8 +106,13 @@ impl<P: Persist> Core<P> {
             return ret_unit(Err(Full(value)));
         };
         l.taken.push(node);
-        self.pool
-            .set_published(self.store.words(), node, value, st.top);
+        self.pool.set_published(
+            self.store.words(),
+            self.store.persist(),
+            node,
+            value,
+            st.top,
+        );
         st.top = u64::from(node) + 1;
         st.len += 1;
         ret_unit(Ok(()))

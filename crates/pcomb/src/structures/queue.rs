@@ -150,8 +150,9 @@ impl<P: Persist> Batch for Enq<'_, P> {
                 .pool
                 .node_of(*tail)
                 .expect("invariant: Tail names a node of the pool");
-            s.pool.set(w, node, value, 0); // lines 35-37
-            s.pool.set_next(w, last, u64::from(node) + 1); // line 38
+            let persist = s.store.persist();
+            s.pool.set(w, persist, node, value, 0); // lines 35-37
+            s.pool.set_next(w, persist, last, u64::from(node) + 1); // line 38
             to_persist.push(last); // line 19
             to_persist.push(node);
             *tail = u64::from(node) + 1; // line 39
@@ -339,7 +340,7 @@ impl<P: Persist> PBQueue<P> {
         let q = Self::assemble(store, capacity, max_threads, options);
         let w = q.shared.store.words();
         // Node 0 is the first dummy (Figure 9's DUMMY): Tail = Head = &DUMMY.
-        q.shared.pool.set(w, 0, 0, 0);
+        q.shared.pool.set(w, q.shared.store.persist(), 0, 0, 0);
         q.enq.init(w, &1);
         q.deq.init(w, &1);
         let total = Self::total_words(capacity, max_threads);

@@ -96,7 +96,7 @@ impl<P: Persist> Core<P> {
         let Some(node) = n.free.pop() else {
             return ret_unit(Err(Full(value)));
         };
-        self.pool.set(w, node, value, st.top);
+        self.pool.set(w, self.store.persist(), node, value, st.top);
         n.fresh.push(node);
         st.top = u64::from(node) + 1;
         st.len += 1;
