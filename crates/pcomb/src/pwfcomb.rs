@@ -12,7 +12,7 @@ use crate::engine::pwf::{WfBatch, WfInstance};
 use crate::error::{BuildError, RegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::memory::Place;
-use crate::object::{object_api, Object};
+use crate::object::{handle_api, object_api, Object};
 use crate::recovered::Recovered;
 use crate::slots::Seat;
 use pmem::{NoPersist, Persist, Pod, Region};
@@ -138,46 +138,7 @@ where
     }
 }
 
-/// A registered thread's access to a [`PWFComb`]. Dropping it frees its thread id.
-///
-/// Sequence numbers work as for [`PBCombHandle`](crate::PBCombHandle).
-///
-/// # Examples
-///
-/// ```
-/// # use pcomb::{objects::Counter, PWFComb};
-/// let c = PWFComb::new(Counter::default(), 1)?;
-/// let mut h = c.register()?;
-/// h.execute_mut(1);
-/// assert_eq!(h.seq(), 1);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PWFCombHandle<'a, D, P = NoPersist>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    obj: &'a PWFComb<D, P>,
-    seat: Seat<'a>,
-    seq: u64,
-}
-
-impl<D, P> fmt::Debug for PWFCombHandle<'_, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PWFCombHandle")
-            .field("id", &self.seat.id)
-            .field("seq", &self.seq)
-            .finish()
-    }
-}
+handle_api!(PWFComb, PWFCombHandle, [D::WriteOperation: Pod,]);
 
 impl<D, P> PWFCombHandle<'_, D, P>
 where
@@ -186,84 +147,6 @@ where
     D::WriteOperation: Pod,
     P: Persist,
 {
-    /// This thread's id, in `0..max_threads`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PWFComb};
-    /// assert_eq!(PWFComb::new(Counter::default(), 1)?.register()?.id(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> usize {
-        self.seat.id
-    }
-
-    /// The sequence number of this thread's *last* operation; the next one gets `seq() + 1`.
-    ///
-    /// It is persisted: the record of every combining pass holds, per thread, the number of
-    /// its last applied operation (modulo 2^32, in the word where the paper keeps the
-    /// `Deactivate` bit), so a handle made after [`open`](PWFComb::open) (or for a slot that an
-    /// earlier handle released) starts from the number of the slot's last operation that took
-    /// effect. Operations numbered up to `seq()` took effect; none after it did. A thread that
-    /// numbers its work can therefore resume after a crash without having persisted anything
-    /// itself (see [`last_applied`](Self::last_applied)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PWFComb};
-    /// let c = PWFComb::new(Counter::default(), 1)?;
-    /// let mut h = c.register()?;
-    /// h.execute_mut(1);
-    /// h.execute_mut(1);
-    /// assert_eq!(h.seq(), 2);
-    /// drop(h);
-    /// assert_eq!(c.register()?.seq(), 2); // the slot's number is kept
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
-
-    /// This thread's last operation that took effect: its number ([`seq`](Self::seq)) and its
-    /// response, read from the current record (durable: an operation returns only once its
-    /// record is persisted, and after `open` the records hold what was persisted). `(0, the
-    /// response type's zero value)` for a slot that never ran an operation.
-    ///
-    /// This is recovery without arguments: after a crash, `register_as(thread)` then
-    /// `last_applied()` says which of the thread's operations was the last to take effect and
-    /// what it returned; every operation with a larger number did not take effect, and the
-    /// thread continues with number `seq() + 1`. To re-execute a pending operation in the same
-    /// call instead, use [`recover`](Self::recover) with the operation and its number.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{objects::Counter, pmem::Region, PWFComb};
-    ///
-    /// let c = PWFComb::create(Region::anonymous(0xC1, 1 << 16)?, Counter::default(), 2)?;
-    /// let mut h = c.register_as(1)?;
-    /// for i in 1..=3 {
-    ///     h.execute_mut(i); // operation number i adds i
-    /// }
-    /// drop(h);
-    /// // "Crash": reopen; thread 1's handle knows how far it got.
-    /// let c = PWFComb::<Counter, _>::open(c.into_region().expect("in a region"))?;
-    /// let mut h = c.register_as(1)?;
-    /// assert_eq!(h.last_applied(), (3, 3)); // operation 3 returned the value before it, 1 + 2
-    /// for i in h.seq() + 1..=5 {
-    ///     h.execute_mut(i); // resume with operation 4
-    /// }
-    /// assert_eq!(h.execute(()), 15);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn last_applied(&self) -> (u64, D::Response) {
-        let obj = &self.obj.obj;
-        let (seq, ret) = obj.inst.last_applied(obj.words(), self.seat.id);
-        (u64::from(seq), ret)
-    }
-
     /// Applies the write operation `op` and returns its response (Algorithm 3 `PWFcomb`,
     /// lines 1-3, with `seq() + 1`). Wait-free; returns once the operation is persisted.
     ///
