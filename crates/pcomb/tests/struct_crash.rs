@@ -204,12 +204,28 @@ fn recover<S: Subject<P = Simulated>>(
         let mut h = obj.handle(t);
         match out.pending.take() {
             Some((id, op, seq)) if !S::is_read(&op) => {
-                let (_, ret) = S::recover(&mut h, &op, seq);
+                // The handle's own number, persisted in the record (format 2): the pending op
+                // took effect exactly when the reopened handle's next number is past it.
+                let next = S::next_seq(&h, &op);
+                let (applied, ret) = S::recover(&mut h, &op, seq);
+                if next != seq + u64::from(applied) {
+                    return Err(format!(
+                        "thread {t}: the reopened handle's next number is {next}, but its \
+                         pending op {op:?} (seq {seq}) applied = {applied}"
+                    ));
+                }
                 out.rec.complete(id, ret);
             }
             // A read cut by the crash stays pending in the history.
             _ => {
                 if let Some((op, seq, ret)) = &out.last {
+                    let next = S::next_seq(&h, op);
+                    if !S::is_read(op) && next != seq + 1 {
+                        return Err(format!(
+                            "thread {t}: the reopened handle's next number is {next}, but its \
+                             last returned op {op:?} was seq {seq}"
+                        ));
+                    }
                     let (applied, again) = S::recover(&mut h, op, *seq);
                     if !applied || again != *ret {
                         return Err(format!(
