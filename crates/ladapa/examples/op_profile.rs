@@ -17,7 +17,8 @@
 //! ```
 //!
 //! Options: `--method ladapa-sync|ladapa-async|ladapa-adaptive` (add `-eager` for the paper's
-//! value replication), `kvbase`, `dashmap`; `--nodes N` (virtual, default 4), `--threads N` (default 1: valgrind
+//! value replication, then `-pernode` to replicate between virtual nodes on one memory node:
+//! [`ReplicationScope::Node`], then `-4k` for pools in base pages), `kvbase`, `dashmap`; `--nodes N` (virtual, default 4), `--threads N` (default 1: valgrind
 //! runs threads one at a time anyway), `--keys N`, `--value-size B`, `--mix
 //! write-only|read-only|update95|read95|balanced`, `--dist zipf|uniform`, `--l1 N`, `--warm
 //! N`, `--ops N` (per thread).
@@ -30,7 +31,8 @@ use std::time::Duration;
 
 use ladapa::ycsb::{load, spread, KeyDist, Mix, Rng};
 use ladapa::{
-    DashMapKv, KvBase, KvSession, KvStore, MetadataMode, Store, StoreError, ValueReplication,
+    DashMapKv, KvBase, KvSession, KvStore, MetadataMode, ReplicationScope, Store, StoreError,
+    ValueReplication,
 };
 use nr_core::Topology;
 
@@ -124,6 +126,21 @@ fn measured<S: KvSession>(
     Ok((reads, writes, misses))
 }
 
+/// This thread's CPU time in nanoseconds (0 where the clock is missing).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY:
+    // - `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), StoreError> {
     load(store, args.keys)?;
     let dist = match args.dist.as_str() {
@@ -136,7 +153,7 @@ fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), St
         let workers: Vec<_> = (0..args.threads)
             .map(|t| {
                 let (dist, warmed, go) = (&dist, &warmed, &go);
-                scope.spawn(move || -> Result<(u64, u64, u64), StoreError> {
+                scope.spawn(move || -> Result<(u64, u64, u64, u64), StoreError> {
                     let mut session = store.session(spread(t, args.threads, store.num_nodes()))?;
                     let mut rng = Rng::new(42 + t as u64);
                     let mut value = vec![0u8; store.value_size()];
@@ -152,7 +169,8 @@ fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), St
                     }
                     warmed.wait();
                     go.wait();
-                    measured(
+                    let cpu = thread_cpu_ns();
+                    let counts = measured(
                         &mut session,
                         &mut rng,
                         dist,
@@ -160,27 +178,34 @@ fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), St
                         args.ops,
                         &mut value,
                         &mut buf,
-                    )
+                    )?;
+                    Ok((counts.0, counts.1, counts.2, thread_cpu_ns() - cpu))
                 })
             })
             .collect();
         warmed.wait();
         settle();
         go.wait();
-        workers
+        let start = std::time::Instant::now();
+        let done = workers
             .into_iter()
             .map(|w| match w.join() {
                 Ok(r) => r,
                 Err(payload) => std::panic::resume_unwind(payload),
             })
-            .collect::<Result<Vec<_>, _>>()
+            .collect::<Result<Vec<_>, _>>();
+        done.map(|d| (d, start.elapsed()))
     })?;
-    let (reads, writes, misses) = totals
-        .iter()
-        .fold((0, 0, 0), |a, t| (a.0 + t.0, a.1 + t.1, a.2 + t.2));
+    let (totals, wall) = totals;
+    let (reads, writes, misses, cpu_ns) = totals.iter().fold((0, 0, 0, 0), |a, t| {
+        (a.0 + t.0, a.1 + t.1, a.2 + t.2, a.3 + t.3)
+    });
+    let cpu_per_op = cpu_ns as f64 / (reads + writes).max(1) as f64;
+    let wall = wall.as_secs_f64();
     println!(
         "{}: {} nodes, {} thread(s), {} keys of {} B, {} {}: measured {reads} gets, {writes} puts \
-         ({misses} misses)",
+         ({misses} misses); {cpu_per_op:.0} ns of worker CPU time per operation (less sensitive \
+         to other load than the wall time, {wall:.3} s)",
         store.name(),
         store.num_nodes(),
         args.threads,
@@ -202,6 +227,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "dashmap" => drive(&DashMapKv::new(args.value_size, nodes), &args, &|| ())?,
         m => {
             let mut name = m;
+            let mut huge_pages = true;
+            if let Some(rest) = name.strip_suffix("-4k") {
+                (name, huge_pages) = (rest, false);
+            }
+            let mut scope = ReplicationScope::MemoryNode;
+            if let Some(rest) = name.strip_suffix("-pernode") {
+                (name, scope) = (rest, ReplicationScope::Node);
+            }
             let mut replication = ValueReplication::OnDemand;
             if let Some(rest) = name.strip_suffix("-eager") {
                 (name, replication) = (rest, ValueReplication::Eager);
@@ -219,6 +252,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .l1_entries(args.l1.min(args.keys as usize))
                 .metadata_mode(mode)
                 .value_replication(replication)
+                .replication_scope(scope)
+                .huge_pages(huge_pages)
                 .build()?;
             let settle = || {
                 for _ in 0..400 {

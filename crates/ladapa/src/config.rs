@@ -217,6 +217,7 @@ pub struct Builder {
     pub(crate) mode: MetadataMode,
     pub(crate) replication: ValueReplication,
     pub(crate) scope: ReplicationScope,
+    pub(crate) huge_pages: bool,
     pub(crate) propagator_queue: usize,
     pub(crate) replicator_queue: usize,
     pub(crate) manual_pump: bool,
@@ -233,6 +234,7 @@ impl Default for Builder {
             mode: MetadataMode::Adaptive,
             replication: ValueReplication::OnDemand,
             scope: ReplicationScope::MemoryNode,
+            huge_pages: true,
             propagator_queue: 1 << 14,
             replicator_queue: 1 << 14,
             manual_pump: false,
@@ -353,6 +355,25 @@ impl Builder {
     /// ```
     pub fn replication_scope(mut self, scope: ReplicationScope) -> Self {
         self.scope = scope;
+        self
+    }
+
+    /// Whether the data pools ask for transparent huge pages (default `true`): slabs that are
+    /// a whole huge page (2 MiB: 4 KiB values, or any size dividing 2 MiB by a power of two)
+    /// are aligned to one and advised with `MADV_HUGEPAGE`, so reading a value costs at most a
+    /// TLB miss per 2 MiB of values instead of one per 4 KiB page. Best effort: with THP
+    /// disabled in the kernel the pools use base pages. Resident memory then grows in 2 MiB
+    /// steps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().huge_pages(false).value_size(8).build()?;
+    /// store.put(1, &[0; 8])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn huge_pages(mut self, on: bool) -> Self {
+        self.huge_pages = on;
         self
     }
 

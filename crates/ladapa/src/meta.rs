@@ -99,10 +99,18 @@ const NO_META: Meta = Meta {
 };
 
 impl SetData {
-    /// The way holding `key`.
+    /// The way holding `key`. Branch-free over the ways (every key compared, the hits masked
+    /// by `used`: unused ways may hold stale keys), which costs fewer instructions than an
+    /// early-exit search that tests `used` per way.
     #[inline]
     pub(crate) fn find(&self, key: u64) -> Option<usize> {
-        (0..self.ways as usize).find(|&i| self.used & (1 << i) != 0 && self.keys[i] == key)
+        let mut hits = 0u32;
+        for (i, &k) in self.keys.iter().enumerate() {
+            hits |= u32::from(k == key) << i;
+        }
+        // `used` has no bit at or above `ways`.
+        hits &= self.used;
+        (hits != 0).then(|| hits.trailing_zeros() as usize)
     }
 
     /// The metadata in way `way`.
@@ -122,9 +130,11 @@ impl SetData {
         self.last_version
     }
 
-    /// A free way, if any.
+    /// A free way, if any (the lowest).
+    #[inline]
     pub(crate) fn free_way(&self) -> Option<usize> {
-        (0..self.ways as usize).find(|&i| self.used & (1 << i) == 0)
+        let free = !self.used & ((1u32 << self.ways) - 1);
+        (free != 0).then(|| free.trailing_zeros() as usize)
     }
 
     /// Puts `key` into the free way `way`.

@@ -291,7 +291,14 @@ impl Store {
         let pools = topology
             .nodes()
             .iter()
-            .map(|node| NodePool::new(node.memory_node(), builder.value_size, max_blocks))
+            .map(|node| {
+                NodePool::new(
+                    node.memory_node(),
+                    builder.value_size,
+                    max_blocks,
+                    builder.huge_pages,
+                )
+            })
             .collect();
         let (domain_of, homes) = domains(&topology, builder.scope);
         let bells = (!builder.manual_pump).then(|| Bells {
