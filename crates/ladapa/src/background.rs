@@ -20,6 +20,7 @@
 //!   (naps 100 periods otherwise); when the last window was read-intensive (at least 90% reads) it helps
 //!   its replicator drain the queue; adapter 0 also applies the [`AdaptiveRule`].
 
+use std::num::NonZeroU64;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -347,8 +348,11 @@ impl Shared {
         let replaced = {
             let mut shard = write(self.l2(node).shard(note.key));
             match shard.get_mut(&note.key) {
-                Some(entry) if entry.replica.map_or(true, |(_, v)| v < note.version) => {
-                    Ok(entry.replica.replace((block, note.version)))
+                Some(entry) if entry.replica.map_or(true, |(_, v)| v.get() < note.version) => {
+                    // Versions start at 1 (`SetData::next_version`): a 0 is never current.
+                    NonZeroU64::new(note.version)
+                        .map(|version| entry.replica.replace((block, version)))
+                        .ok_or(())
                 }
                 _ => Err(()),
             }

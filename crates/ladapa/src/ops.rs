@@ -75,7 +75,7 @@ impl<'a> NodeHandle<'a> {
         };
         match replica {
             // The version check: a replica is used only when it holds the current version.
-            Some((block, version)) if version == meta.version => {
+            Some((block, version)) if version.get() == meta.version => {
                 counters.replica_reads.fetch_add(1, Ordering::Relaxed);
                 Some(Loc {
                     node: shared.homes[shared.domain_of[node]] as u16,
