@@ -34,7 +34,10 @@ use std::time::{Duration, Instant};
 use benches::report::Machine;
 use clap::Parser;
 use ladapa::ycsb::{self, KeyDist, Mix, RunConfig, RunResult};
-use ladapa::{Cr, DashMapKv, KvBase, KvStore, MemoryUsage, MetadataMode, Store, ValueReplication};
+use ladapa::{
+    Cr, DashMapKv, KvBase, KvStore, MemoryUsage, MetadataMode, ReplicationScope, Store,
+    ValueReplication,
+};
 use nr_core::Topology;
 
 /// YCSB sweeps of Ladapa against kvbase, CR and dashmap.
@@ -60,9 +63,11 @@ struct Args {
     /// Key distributions: uniform, zipf (YCSB's scrambled Zipfian 0.99).
     #[arg(long, value_delimiter = ',', default_value = "uniform,zipf")]
     dists: Vec<String>,
-    /// Methods: ladapa-sync, ladapa-async, ladapa-adaptive (on-demand value replication),
-    /// the same with `-eager` (the paper's: every write copied to every node), kvbase, cr,
-    /// dashmap.
+    /// Methods: ladapa-sync, ladapa-async, ladapa-adaptive (on-demand value replication
+    /// between memory nodes, pools in huge pages), the same with `-eager` (the paper's: every
+    /// write copied to every domain), then `-pernode` (every virtual node its own replication
+    /// domain, as if it were a socket: copies between virtual nodes on one memory node), then
+    /// `-4k` (pools in base pages), kvbase, cr, dashmap.
     #[arg(
         long,
         value_delimiter = ',',
@@ -179,7 +184,17 @@ fn build(
     let nodes = topology.num_nodes();
     Ok(match name {
         n if n.starts_with("ladapa-") => {
-            // `-eager`: the paper's value replication; otherwise on demand (the default).
+            // Suffixes, in this order from the end: `-4k` (pools in base pages, not huge
+            // pages), `-pernode` (every virtual node its own replication domain), `-eager` (the
+            // paper's value replication; otherwise on demand, the default).
+            let (n, huge_pages) = match n.strip_suffix("-4k") {
+                Some(m) => (m, false),
+                None => (n, true),
+            };
+            let (n, scope) = match n.strip_suffix("-pernode") {
+                Some(m) => (m, ReplicationScope::Node),
+                None => (n, ReplicationScope::MemoryNode),
+            };
             let (mode_name, replication) = match n.strip_suffix("-eager") {
                 Some(m) => (m, ValueReplication::Eager),
                 None => (n, ValueReplication::OnDemand),
@@ -198,6 +213,8 @@ fn build(
                     .l1_entries(l1.min(args.keys as usize))
                     .metadata_mode(mode)
                     .value_replication(replication)
+                    .replication_scope(scope)
+                    .huge_pages(huge_pages)
                     .build()?,
             )
         }
@@ -315,6 +332,20 @@ fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
             "\n## {} virtual node(s): topology {}",
             nodes,
             topology.source()
+        );
+        let mut memory_nodes: Vec<usize> =
+            topology.nodes().iter().map(|n| n.memory_node()).collect();
+        memory_nodes.sort_unstable();
+        memory_nodes.dedup();
+        println!(
+            "# replication: ladapa-* (scope memory-node): {} domain(s), one per memory node {:?} \
+             (nodes on one memory node share one L2 table and copy no values among themselves); \
+             ladapa-*-pernode (scope node): {} domains, values and metadata copied between \
+             every node; pools in huge pages unless -4k; kvbase/dashmap: one copy, CR: one \
+             replica per node",
+            memory_nodes.len(),
+            memory_nodes,
+            topology.num_nodes()
         );
         // Every (label, method name, L1 size) to run; built one at a time.
         let mut labels: Vec<(String, String, usize)> = Vec::new();

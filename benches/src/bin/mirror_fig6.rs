@@ -75,6 +75,18 @@ struct Args {
     /// Seed of the key streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Run exactly this many operations per thread instead of `--duration-ms` (a fixed amount
+    /// of work, for instruction counts: `valgrind --tool=callgrind` on two values of `--ops`
+    /// gives the instructions per operation as the difference over the extra operations).
+    #[arg(long)]
+    ops: Option<u64>,
+    /// Flavors to run (volatile, mirror, izraelevitz); the ratios need all three.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "volatile,mirror,izraelevitz"
+    )]
+    flavors: Vec<String>,
 }
 
 struct Rng(u64);
@@ -200,6 +212,7 @@ fn measure(
     reads: u32,
     threads: usize,
     dur: Duration,
+    fixed_ops: Option<u64>,
     seed: u64,
 ) -> Outcome {
     let mut rng = Rng(seed);
@@ -211,6 +224,7 @@ fn measure(
     }
     let stop = AtomicBool::new(false);
     let barrier = Barrier::new(threads + 1);
+    let mut elapsed = Duration::ZERO;
     let results: Vec<(u64, u64, pmem::PersistStats, f64)> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
@@ -218,11 +232,12 @@ fn measure(
                 s.spawn(move || {
                     let mut rng = Rng(seed ^ ((t as u64 + 1) * 0x51));
                     let (mut ops, mut updates) = (0u64, 0u64);
+                    let limit = fixed_ops.unwrap_or(u64::MAX);
                     barrier.wait();
                     let before = pmem::stats();
                     let cpu0 = thread_cpu_s();
                     // Relaxed: a stop flag; the scope join orders the results.
-                    while !stop.load(Ordering::Relaxed) {
+                    while !stop.load(Ordering::Relaxed) && ops < limit {
                         for _ in 0..64 {
                             let r = rng.next();
                             let k = (r >> 8) % range;
@@ -244,12 +259,15 @@ fn measure(
             .collect();
         barrier.wait();
         let start = Instant::now();
-        std::thread::sleep(dur);
-        stop.store(true, Ordering::Relaxed);
+        if fixed_ops.is_none() {
+            std::thread::sleep(dur);
+            stop.store(true, Ordering::Relaxed);
+        }
         let r = hs.into_iter().map(|h| h.join().expect("worker")).collect();
-        let _ = start;
+        elapsed = start.elapsed();
         r
     });
+    let dur = if fixed_ops.is_some() { elapsed } else { dur };
     let ops: u64 = results.iter().map(|r| r.0).sum();
     let updates: u64 = results.iter().map(|r| r.1).sum();
     let pwbs: u64 = results.iter().map(|r| r.2.pwbs).sum();
@@ -414,7 +432,13 @@ fn main() {
         "workload: prefill {}% of the range; list range {}, hash range {}, skip range {}",
         a.prefill, a.list_range, a.hash_range, a.skip_range
     );
-    let flavors = ["volatile", "mirror", "izraelevitz"];
+    let flavors: Vec<&str> = a.flavors.iter().map(String::as_str).collect();
+    for f in &flavors {
+        assert!(
+            ["volatile", "mirror", "izraelevitz"].contains(f),
+            "--flavors: unknown {f:?} (volatile, mirror, izraelevitz)"
+        );
+    }
     println!(
         "{:<6} {:>8} {:>3} {:<12} {:>8} {:>17} {:>9} {:>8} {:>9} {:>10}",
         "struct",
@@ -451,6 +475,7 @@ fn main() {
                             reads,
                             t,
                             dur,
+                            a.ops,
                             a.seed + rep as u64,
                         ));
                     }
@@ -470,6 +495,9 @@ fn main() {
                     );
                     med.push(m);
                     med_cpu.push(mc);
+                }
+                if flavors != ["volatile", "mirror", "izraelevitz"] {
+                    continue;
                 }
                 ratios.push(format!(
                     "{s} {mix} threads={t}: mirror/volatile = {:.2}, mirror/izraelevitz = {:.1} \

@@ -20,6 +20,7 @@
 //!   (naps 100 periods otherwise); when the last window was read-intensive (at least 90% reads) it helps
 //!   its replicator drain the queue; adapter 0 also applies the [`AdaptiveRule`].
 
+use std::num::NonZeroU64;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -182,7 +183,7 @@ impl Shared {
         let data = read(&set.data);
         match data.find(key) {
             Some(way) => Some(data.meta(way).version),
-            None => self.l2[node].get(key).map(|entry| entry.meta.version),
+            None => self.l2(node).get(key).map(|entry| entry.meta.version),
         }
     }
 
@@ -201,7 +202,7 @@ impl Shared {
                 let data = read(&set.data);
                 let current = match data.find(note.key) {
                     Some(way) => Some(data.meta(way).version),
-                    None => self.l2[source].get(note.key).map(|e| e.meta.version),
+                    None => self.l2(source).get(note.key).map(|e| e.meta.version),
                 };
                 if current != Some(note.meta.version) {
                     self.counters[source]
@@ -221,18 +222,20 @@ impl Shared {
         done
     }
 
-    /// Installs `meta` into every node's L2 (monotone) and retires the local replicas it made
-    /// useless. Call under the key's set lock.
+    /// Installs `meta` into every domain's L2 (monotone) and retires the local replicas it
+    /// made useless (a domain's replicas live in its home node's pool). Call under the key's
+    /// set lock.
     pub(crate) fn install_everywhere(&self, key: u64, meta: Meta, guard: &crossbeam_epoch::Guard) {
-        for (node, l2) in self.l2.iter().enumerate() {
+        for (l2, &home) in self.l2.iter().zip(&self.homes) {
             if let Some(stale) = l2.install(key, meta) {
-                self.pools[node].retire(stale, guard);
+                self.pools[home].retire(stale, guard);
             }
         }
     }
 
-    /// Queues the value of `meta` for every node but its own, and rings their threads
-    /// ([`ValueReplication::Eager`]; nothing under `OnDemand`, where readers ask).
+    /// Queues the value of `meta` for the home node of every replication domain but its own,
+    /// and rings their threads ([`ValueReplication::Eager`]; nothing under `OnDemand`, where
+    /// readers ask).
     pub(crate) fn notify_replicators(&self, key: u64, meta: Meta) {
         if self.replication != ValueReplication::Eager {
             return;
@@ -242,9 +245,10 @@ impl Shared {
             version: meta.version,
             src: meta.loc,
         };
-        for node in 0..self.nodes {
-            if node != meta.loc.node as usize {
-                self.queue_data_note(node, note);
+        let source = self.domain_of[meta.loc.node as usize];
+        for (domain, &home) in self.homes.iter().enumerate() {
+            if domain != source {
+                self.queue_data_note(home, note);
             }
         }
     }
@@ -292,8 +296,9 @@ impl Shared {
         }
         slot.store(tag | (reads + 1), Ordering::Relaxed);
         if reads + 1 == threshold {
+            // The copy goes to the home node of this node's domain (see `ReplicationScope`).
             self.queue_data_note(
-                node,
+                self.homes[self.domain_of[node]],
                 DataNote {
                     key,
                     version: meta.version,
@@ -341,10 +346,13 @@ impl Shared {
         //   block size for the whole store).
         unsafe { self.pools[node].write(block, src.bytes(note.src.block)) };
         let replaced = {
-            let mut shard = write(self.l2[node].shard(note.key));
+            let mut shard = write(self.l2(node).shard(note.key));
             match shard.get_mut(&note.key) {
-                Some(entry) if entry.replica.map_or(true, |(_, v)| v < note.version) => {
-                    Ok(entry.replica.replace((block, note.version)))
+                Some(entry) if entry.replica.map_or(true, |(_, v)| v.get() < note.version) => {
+                    // Versions start at 1 (`SetData::next_version`): a 0 is never current.
+                    NonZeroU64::new(note.version)
+                        .map(|version| entry.replica.replace((block, version)))
+                        .ok_or(())
                 }
                 _ => Err(()),
             }

@@ -84,6 +84,7 @@ impl fmt::Display for MetadataMode {
 /// let topology = Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
 /// let store = Store::builder()
 ///     .topology(topology)
+///     .replication_scope(ladapa::ReplicationScope::Node) // virtual nodes copy too
 ///     .value_size(8)
 ///     .value_replication(ValueReplication::OnDemand)
 ///     .manual_pump()
@@ -129,6 +130,65 @@ impl fmt::Display for ValueReplication {
     }
 }
 
+/// Which nodes count as one place for replication: whether nodes that share a *physical*
+/// memory node copy values (and keep second-level tables) for each other.
+///
+/// A node of a [`Topology`] lives on a physical memory node ([`nr_core::NumaNode::memory_node`]):
+/// a socket's own node on a multi-socket machine, the real node underneath for virtual nodes.
+/// Copying a value into memory on the *same* physical node gives a reader no locality, only
+/// work (a copy, a second block in the caches, a version check), so by default such nodes form
+/// one **replication domain**: they share one second-level table, a block in any of their
+/// pools is local to all of them, and values are copied only between domains. On a machine
+/// whose nodes each have their own memory, domains and nodes coincide and nothing changes.
+///
+/// Either way a replica is used only when its version is current: the scope changes where
+/// copies are made, never what a read returns.
+///
+/// # Examples
+///
+/// ```
+/// use ladapa::{ReplicationScope, Store, ValueReplication};
+/// use nr_core::Topology;
+///
+/// // Two virtual nodes over one memory node.
+/// let topology = Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+/// let shared = Store::builder().topology(topology.clone()).value_size(8).manual_pump().build()?;
+/// assert_eq!(shared.replication_domains(), 1, "one memory node: one domain");
+/// let apart = Store::builder()
+///     .topology(topology)
+///     .value_size(8)
+///     .replication_scope(ReplicationScope::Node)
+///     .value_replication(ValueReplication::Eager)
+///     .manual_pump()
+///     .build()?;
+/// assert_eq!(apart.replication_domains(), 2, "each virtual node replicates on its own");
+/// apart.node(0)?.put(1, &[1; 8])?;
+/// apart.pump();
+/// assert_eq!(apart.stats().replicated, 1, "node 1 got a copy in its own pool");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplicationScope {
+    /// Nodes on the same physical memory node form one domain (the default): one shared
+    /// second-level table per memory node, no value copies within it.
+    MemoryNode,
+    /// Every node is a domain of its own, even when it shares a memory node with others:
+    /// virtual nodes then copy values and metadata into each other's pools and tables as
+    /// separate sockets would. On one memory node this exercises every replication path and
+    /// measures its overheads (never its benefit); the tests and the `-pernode` benchmark
+    /// methods use it.
+    Node,
+}
+
+impl fmt::Display for ReplicationScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::MemoryNode => "memory-node",
+            Self::Node => "node",
+        })
+    }
+}
+
 /// The settings a [`Store`] is built with; see [`Store::builder`].
 ///
 /// # Examples
@@ -156,6 +216,8 @@ pub struct Builder {
     pub(crate) l1_entries: Option<usize>,
     pub(crate) mode: MetadataMode,
     pub(crate) replication: ValueReplication,
+    pub(crate) scope: ReplicationScope,
+    pub(crate) huge_pages: bool,
     pub(crate) propagator_queue: usize,
     pub(crate) replicator_queue: usize,
     pub(crate) manual_pump: bool,
@@ -171,6 +233,8 @@ impl Default for Builder {
             l1_entries: None,
             mode: MetadataMode::Adaptive,
             replication: ValueReplication::OnDemand,
+            scope: ReplicationScope::MemoryNode,
+            huge_pages: true,
             propagator_queue: 1 << 14,
             replicator_queue: 1 << 14,
             manual_pump: false,
@@ -182,7 +246,7 @@ impl Default for Builder {
 impl Builder {
     /// The defaults: topology from [`Topology::detect`] (which honours `NR_VIRTUAL_NODES`),
     /// 4 KiB values, 65,536 keys, L1 of `min(capacity, 8192)` entries, adaptive metadata mode,
-    /// queues of 16,384 notifications, background threads running.
+    /// on-demand value replication between memory nodes, queues of 16,384 notifications, background threads running.
     ///
     /// # Examples
     ///
@@ -275,6 +339,41 @@ impl Builder {
     /// ```
     pub fn value_replication(mut self, policy: ValueReplication) -> Self {
         self.replication = policy;
+        self
+    }
+
+    /// Which nodes replicate values and metadata for each other. Default
+    /// [`ReplicationScope::MemoryNode`]: nodes sharing a physical memory node (virtual nodes
+    /// over one real node) share one second-level table and never copy values among
+    /// themselves.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = ladapa::Store::builder().replication_scope(ladapa::ReplicationScope::Node);
+    /// # let _ = b;
+    /// ```
+    pub fn replication_scope(mut self, scope: ReplicationScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Whether the data pools ask for transparent huge pages (default `true`): slabs that are
+    /// a whole huge page (2 MiB: 4 KiB values, or any size dividing 2 MiB by a power of two)
+    /// are aligned to one and advised with `MADV_HUGEPAGE`, so reading a value costs at most a
+    /// TLB miss per 2 MiB of values instead of one per 4 KiB page. Best effort: with THP
+    /// disabled in the kernel the pools use base pages. Resident memory then grows in 2 MiB
+    /// steps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().huge_pages(false).value_size(8).build()?;
+    /// store.put(1, &[0; 8])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn huge_pages(mut self, on: bool) -> Self {
+        self.huge_pages = on;
         self
     }
 

@@ -19,7 +19,8 @@ pub use baselines::{
     KvSession, KvStore,
 };
 pub use config::{
-    Builder, MetadataMode, ValueReplication, MAX_CAPACITY, MAX_NODES, MAX_VALUE_SIZE,
+    Builder, MetadataMode, ReplicationScope, ValueReplication, MAX_CAPACITY, MAX_NODES,
+    MAX_VALUE_SIZE,
 };
 pub use error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
 pub use meta::WAYS;

@@ -38,8 +38,9 @@ impl<'a> NodeHandle<'a> {
     fn locate(&self, key: u64, value: bool, _guard: &Guard) -> Option<Loc> {
         let shared = self.shared();
         let node = self.node;
+        let l2 = shared.l2(node);
         let set = shared.l1.set(key);
-        let (meta, replica) = {
+        let (meta, entry) = {
             let data = read(&set.data);
             match data.find(key) {
                 Some(way) => {
@@ -48,7 +49,7 @@ impl<'a> NodeHandle<'a> {
                 }
                 None => {
                     // L1 misses: this node's L2 is current (the findability invariant).
-                    let entry = shared.l2[node].get(key)?;
+                    let entry = l2.get(key)?;
                     // Promotion needs a free way: in a full set (the steady state) skip the
                     // write-lock attempt altogether. A hint; `promote` re-checks under the lock.
                     let room = data.free_way().is_some();
@@ -56,32 +57,33 @@ impl<'a> NodeHandle<'a> {
                     if room {
                         promote(shared, set, key, node);
                     }
-                    (entry.meta, Some(entry.replica))
+                    (entry.meta, Some(entry))
                 }
             }
         };
         let counters = &shared.counters[node];
-        // Relaxed: statistics.
+        // Relaxed: statistics (and the adapters' samples). One counter on the local path;
+        // `Stats::local_reads` is derived as reads minus remote reads.
         counters.reads.fetch_add(1, Ordering::Relaxed);
-        if meta.loc.node as usize == node {
-            counters.local_reads.fetch_add(1, Ordering::Relaxed);
+        if shared.same_domain(meta.loc.node as usize, node) {
+            // The authoritative block is in this node's memory: no replica to consult.
             return Some(meta.loc);
         }
-        let replica = match replica {
-            Some(replica) => replica,
-            None => shared.l2[node].get(key).and_then(|entry| entry.replica),
+        let replica = match entry {
+            Some(entry) => entry.replica,
+            None => l2.get(key).and_then(|entry| entry.replica),
         };
         match replica {
             // The version check: a replica is used only when it holds the current version.
-            Some((block, version)) if version == meta.version => {
-                counters.local_reads.fetch_add(1, Ordering::Relaxed);
+            Some((block, version)) if version.get() == meta.version => {
                 counters.replica_reads.fetch_add(1, Ordering::Relaxed);
                 Some(Loc {
-                    node: node as u16,
+                    node: shared.homes[shared.domain_of[node]] as u16,
                     block,
                 })
             }
             _ => {
+                counters.remote_reads.fetch_add(1, Ordering::Relaxed);
                 if value {
                     shared.remote_read(node, key, meta);
                 }
@@ -212,7 +214,7 @@ impl<'a> NodeHandle<'a> {
             }
             None => {
                 // L1 misses: this node's L2 is current.
-                let old = shared.l2[node].get(key).map(|entry| entry.meta);
+                let old = shared.l2(node).get(key).map(|entry| entry.meta);
                 if old.is_none() {
                     // Relaxed: the count is only changed under set write locks of the keys
                     // concerned; its exactness is all that matters, not its ordering.
@@ -308,12 +310,13 @@ impl<'a> NodeHandle<'a> {
             data.remove(way);
             meta
         });
-        for (node, l2) in shared.l2.iter().enumerate() {
+        for (l2, &home) in shared.l2.iter().zip(&shared.homes) {
             if let Some(entry) = l2.remove(key) {
                 // Not in L1: every L2 held the current metadata.
                 current.get_or_insert(entry.meta);
                 if let Some((block, _)) = entry.replica {
-                    shared.pools[node].retire(block, &guard);
+                    // A domain's replicas live in its home node's pool.
+                    shared.pools[home].retire(block, &guard);
                 }
             }
         }
@@ -345,7 +348,7 @@ fn promote(shared: &Shared, set: &Set, key: u64, node: usize) {
         return;
     };
     // Re-read under the write lock: L1 still misses, so this L2 is current.
-    if let Some(entry) = shared.l2[node].get(key) {
+    if let Some(entry) = shared.l2(node).get(key) {
         data.fill(way, key, entry.meta);
         set.untouch(way);
     }

@@ -56,7 +56,8 @@ pub struct Stats {
     pub reads: u64,
     /// Writes (puts and deletes) done.
     pub writes: u64,
-    /// Reads served from the reader's node: its replica or a local authoritative copy.
+    /// Reads served from the reader's replication domain (its own memory node, by default):
+    /// a replica or an authoritative copy there.
     pub local_reads: u64,
     /// Of those, reads served from a replica.
     pub replica_reads: u64,

@@ -21,7 +21,7 @@ use crossbeam_utils::CachePadded;
 use nr_core::Topology;
 
 use crate::background::{fault_code, AdapterState, DataNote, MetaNote};
-use crate::config::{Builder, MetadataMode, ValueReplication};
+use crate::config::{Builder, MetadataMode, ReplicationScope, ValueReplication};
 use crate::doorbell::{Doorbell, Pending};
 use crate::error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
 use crate::meta::{L1Table, L2Table};
@@ -36,7 +36,8 @@ use crate::sync::{
 pub(crate) struct NodeCounters {
     pub(crate) reads: AtomicU64,
     pub(crate) writes: AtomicU64,
-    pub(crate) local_reads: AtomicU64,
+    /// Reads that used an authoritative block outside the reader's domain.
+    pub(crate) remote_reads: AtomicU64,
     pub(crate) replica_reads: AtomicU64,
     pub(crate) sync_writes: AtomicU64,
     pub(crate) async_writes: AtomicU64,
@@ -64,6 +65,12 @@ pub(crate) struct Shared {
     pub(crate) capacity: usize,
     pub(crate) mode: MetadataMode,
     pub(crate) replication: ValueReplication,
+    pub(crate) scope: ReplicationScope,
+    /// Node -> its replication domain (see [`ReplicationScope`]): the index of its L2 table.
+    pub(crate) domain_of: Vec<usize>,
+    /// Domain -> its home node, whose pool holds the domain's replicas and whose replicator
+    /// makes them (the domain's first node).
+    pub(crate) homes: Vec<usize>,
     /// Per node, under [`ValueReplication::OnDemand`]: the versions recently read remotely
     /// (see `Shared::remote_read`); empty under `Eager`.
     pub(crate) remote_reads: Vec<Box<[AtomicU64]>>,
@@ -71,6 +78,7 @@ pub(crate) struct Shared {
     pub(crate) topology: Topology,
     pub(crate) pools: Vec<NodePool>,
     pub(crate) l1: L1Table,
+    /// One second-level table per replication domain (use [`Shared::l2`] for a node's).
     pub(crate) l2: Vec<L2Table>,
     pub(crate) live_keys: AtomicUsize,
     /// Adaptive mode's current choice (true: synchronous).
@@ -204,6 +212,49 @@ fn thread_index() -> usize {
     })
 }
 
+/// Each node's replication domain and each domain's home node (its first node), per `scope`.
+fn domains(topology: &Topology, scope: ReplicationScope) -> (Vec<usize>, Vec<usize>) {
+    let nodes = topology.nodes();
+    match scope {
+        ReplicationScope::Node => ((0..nodes.len()).collect(), (0..nodes.len()).collect()),
+        ReplicationScope::MemoryNode => {
+            let mut memory_nodes = Vec::new();
+            let mut homes = Vec::new();
+            let domain_of = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let memory = node.memory_node();
+                    match memory_nodes.iter().position(|&m| m == memory) {
+                        Some(domain) => domain,
+                        None => {
+                            memory_nodes.push(memory);
+                            homes.push(i);
+                            homes.len() - 1
+                        }
+                    }
+                })
+                .collect();
+            (domain_of, homes)
+        }
+    }
+}
+
+impl Shared {
+    /// The second-level table node `node` reads (its domain's).
+    #[inline]
+    pub(crate) fn l2(&self, node: usize) -> &L2Table {
+        &self.l2[self.domain_of[node]]
+    }
+
+    /// Whether nodes `a` and `b` are in one replication domain (a block in either's pool is
+    /// local to both).
+    #[inline]
+    pub(crate) fn same_domain(&self, a: usize, b: usize) -> bool {
+        self.domain_of[a] == self.domain_of[b]
+    }
+}
+
 /// Slots of a node's table of recent remote reads (a power of two; 8 bytes each).
 #[cfg(not(loom))]
 pub(crate) const REMOTE_READ_SLOTS: usize = 4096;
@@ -240,8 +291,16 @@ impl Store {
         let pools = topology
             .nodes()
             .iter()
-            .map(|node| NodePool::new(node.memory_node(), builder.value_size, max_blocks))
+            .map(|node| {
+                NodePool::new(
+                    node.memory_node(),
+                    builder.value_size,
+                    max_blocks,
+                    builder.huge_pages,
+                )
+            })
             .collect();
+        let (domain_of, homes) = domains(&topology, builder.scope);
         let bells = (!builder.manual_pump).then(|| Bells {
             propagator: Doorbell::new(),
             replicators: (0..nodes).map(|_| Doorbell::new()).collect(),
@@ -253,6 +312,7 @@ impl Store {
             capacity,
             mode: builder.mode,
             replication: builder.replication,
+            scope: builder.scope,
             remote_reads: match builder.replication {
                 ValueReplication::Eager => Vec::new(),
                 ValueReplication::OnDemand => (0..nodes)
@@ -262,7 +322,9 @@ impl Store {
             adapter_period_us: builder.adapter_period_us,
             pools,
             l1: L1Table::new(builder.l1()),
-            l2: (0..nodes).map(|_| L2Table::new()).collect(),
+            l2: homes.iter().map(|_| L2Table::new()).collect(),
+            domain_of,
+            homes,
             live_keys: AtomicUsize::new(0),
             sync_now: AtomicBool::new(false),
             mode_switches: AtomicU64::new(0),
@@ -365,6 +427,35 @@ impl Store {
     /// ```
     pub fn metadata_mode(&self) -> MetadataMode {
         self.shared.mode
+    }
+
+    /// The replication scope it was built with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = ladapa::Store::builder().build()?;
+    /// assert_eq!(store.replication_scope(), ladapa::ReplicationScope::MemoryNode);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replication_scope(&self) -> ReplicationScope {
+        self.shared.scope
+    }
+
+    /// The number of replication domains: second-level tables, and places a value may be
+    /// copied to (see [`ReplicationScope`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let topology = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+    /// let store = ladapa::Store::builder().topology(topology).manual_pump().build()?;
+    /// assert_eq!(store.num_nodes(), 2);
+    /// assert_eq!(store.replication_domains(), 1, "both virtual nodes sit on one memory node");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replication_domains(&self) -> usize {
+        self.shared.l2.len()
     }
 
     /// How each node's pool memory was bound (`mbind` to the physical node, or why not).
@@ -612,6 +703,7 @@ impl Store {
     /// let topology = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
     /// let store = ladapa::Store::builder()
     ///     .topology(topology)
+    ///     .replication_scope(ladapa::ReplicationScope::Node) // virtual nodes copy too
     ///     .value_size(8)
     ///     .value_replication(ladapa::ValueReplication::Eager) // copy on every write
     ///     .manual_pump()
@@ -743,11 +835,12 @@ impl Store {
             memory: self.memory(),
             ..Stats::default()
         };
+        let mut remote = 0;
         for c in &shared.counters {
             let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
             stats.reads += get(&c.reads);
             stats.writes += get(&c.writes);
-            stats.local_reads += get(&c.local_reads);
+            remote += get(&c.remote_reads);
             stats.replica_reads += get(&c.replica_reads);
             stats.sync_writes += get(&c.sync_writes);
             stats.async_writes += get(&c.async_writes);
@@ -758,6 +851,8 @@ impl Store {
             stats.dropped += get(&c.dropped);
             stats.adapter_helped += get(&c.adapter_helped);
         }
+        // Counters read one by one while reads go on: never let the difference go negative.
+        stats.local_reads = stats.reads.saturating_sub(remote);
         stats
     }
 
@@ -780,7 +875,8 @@ impl Store {
         }
     }
 
-    /// Keys in the first-level table, and in each second-level table.
+    /// Keys in the first-level table, and in each second-level table (one per replication
+    /// domain, see [`Store::replication_domains`]).
     ///
     /// # Examples
     ///

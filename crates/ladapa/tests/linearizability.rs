@@ -15,7 +15,7 @@
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use ladapa::{MetadataMode, Store, ValueReplication};
+use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
 use nr_core::Topology;
 use testkit::lin::{check, EventKind, History, Recorder};
 use testkit::models::{Register, RegisterOp, RegisterRet};
@@ -72,6 +72,8 @@ fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize
     let store = Arc::new(
         Store::builder()
             .topology(topology)
+            // Every virtual node its own domain, so that replicas exist and lag.
+            .replication_scope(ReplicationScope::Node)
             .value_size(8)
             .capacity(16)
             .l1_entries(1) // one way for two keys: every write of the other key evicts

@@ -6,7 +6,7 @@
 
 #![cfg(loom)]
 
-use ladapa::{MetadataMode, Store, ValueReplication};
+use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
 use loom::sync::Arc;
 use nr_core::Topology;
 
@@ -21,6 +21,7 @@ fn store_with(mode: MetadataMode, replication: ValueReplication) -> Store {
         .unwrap();
     Store::builder()
         .topology(topology)
+        .replication_scope(ReplicationScope::Node)
         .value_size(8)
         .capacity(4)
         .l1_entries(1)

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use ladapa::{MetadataMode, Store, StoreError, ValueReplication};
+use ladapa::{MetadataMode, ReplicationScope, Store, StoreError, ValueReplication};
 use nr_core::Topology;
 use proptest::prelude::*;
 
@@ -53,18 +53,33 @@ fn mode() -> impl Strategy<Value = MetadataMode> {
     ]
 }
 
+/// The nodes and how they replicate: three virtual nodes over this machine's memory node, each
+/// its own replication domain (`Node`); or, with the default `MemoryNode` scope, a synthetic
+/// layout where nodes 0 and 1 share memory node 0 (one domain: one L2, no copies between them)
+/// and node 2 sits on memory node 1 (binding to it may fail on this machine; pools then use
+/// the default placement, which changes nothing here).
+fn layout(scope: ReplicationScope) -> Topology {
+    match scope {
+        ReplicationScope::Node => Topology::detect_hardware()
+            .unwrap()
+            .with_shared_virtual_nodes(NODES)
+            .unwrap(),
+        ReplicationScope::MemoryNode => {
+            Topology::from_nodes(vec![(0, vec![0]), (0, vec![1]), (1, vec![2])]).unwrap()
+        }
+    }
+}
+
 fn run(
     mode: MetadataMode,
     replication: ValueReplication,
+    scope: ReplicationScope,
     l1: usize,
     ops: &[Op],
 ) -> Result<(), TestCaseError> {
-    let topology = Topology::detect_hardware()
-        .unwrap()
-        .with_shared_virtual_nodes(NODES)
-        .unwrap();
     let store = Store::builder()
-        .topology(topology)
+        .topology(layout(scope))
+        .replication_scope(scope)
         .value_size(16)
         .capacity(CAPACITY)
         .l1_entries(l1)
@@ -149,9 +164,10 @@ proptest! {
     fn store_matches_the_sequential_model(
         mode in mode(),
         replication in prop_oneof![Just(ValueReplication::Eager), Just(ValueReplication::OnDemand)],
+        scope in prop_oneof![3 => Just(ReplicationScope::Node), 1 => Just(ReplicationScope::MemoryNode)],
         l1 in prop_oneof![Just(1usize), Just(4), Just(8), Just(16)],
         ops in prop::collection::vec(op(), 1..200),
     ) {
-        run(mode, replication, l1, &ops)?;
+        run(mode, replication, scope, l1, &ops)?;
     }
 }

@@ -6,8 +6,8 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 use ladapa::{
-    AdaptiveRule, BackgroundThread, Binding, ConfigError, MetadataMode, Store, StoreError,
-    ValueReplication, MAX_VALUE_SIZE,
+    AdaptiveRule, BackgroundThread, Binding, ConfigError, MetadataMode, ReplicationScope, Store,
+    StoreError, ValueReplication, MAX_VALUE_SIZE,
 };
 use nr_core::Topology;
 
@@ -25,6 +25,7 @@ fn value(byte: u64) -> [u8; 8] {
 fn manual(nodes: usize, mode: MetadataMode) -> Store {
     Store::builder()
         .topology(virtual_nodes(nodes))
+        .replication_scope(ReplicationScope::Node)
         .value_size(8)
         .capacity(64)
         .l1_entries(16)
@@ -192,6 +193,7 @@ fn on_demand_copies_after_two_remote_reads_and_never_serves_a_lagging_copy() {
     ] {
         let store = Store::builder()
             .topology(virtual_nodes(4))
+            .replication_scope(ReplicationScope::Node)
             .value_size(8)
             .capacity(64)
             .l1_entries(16)
@@ -351,6 +353,7 @@ fn the_guard_keeps_its_version_alive() {
 fn background_threads_replicate_and_stop_with_queued_work() {
     let store = Store::builder()
         .topology(virtual_nodes(4))
+        .replication_scope(ReplicationScope::Node)
         .value_size(64)
         .capacity(4096)
         .metadata_mode(MetadataMode::Async)
@@ -371,6 +374,7 @@ fn background_threads_replicate_and_stop_with_queued_work() {
     // And with threads that had time to work: replicas get made and used.
     let store = Store::builder()
         .topology(virtual_nodes(2))
+        .replication_scope(ReplicationScope::Node)
         .value_size(64)
         .capacity(64)
         .value_replication(ValueReplication::Eager)
@@ -403,6 +407,7 @@ fn a_background_panic_is_reported() {
     ] {
         let store = Store::builder()
             .topology(virtual_nodes(2))
+            .replication_scope(ReplicationScope::Node)
             .value_size(8)
             .build()
             .unwrap();

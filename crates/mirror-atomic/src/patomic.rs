@@ -85,10 +85,11 @@ pub(crate) fn cas_pair<D: Durability + ?Sized>(
     }
 }
 
-/// Figure 5: the value half of the volatile pair.
+/// Figure 5: the value half of the volatile pair (one 16-byte atomic load; see
+/// [`AtomicPair::load_low`]).
 #[inline(always)]
 pub(crate) fn load_pair(vol: &AtomicPair) -> u64 {
-    split(vol.load()).0
+    vol.load_low()
 }
 
 /// A Mirror persistent atomic holding a `T` (`Copy`, at most 8 bytes, no padding: [`Pod`]).

@@ -461,43 +461,73 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// [`AllocError`] if the heap is full.
     pub fn insert(&self, key: u64) -> Result<bool, AllocError> {
         let guard = self.heap.pin();
-        let space = self.heap.space();
         let height = random_height();
         self.raise_levels(height);
-        let (node, mut pos) = loop {
+        let (node, pos) = loop {
             let pos = self.find(key, &guard);
             if pos.found {
                 return Ok(false);
             }
-            let node = self.heap.alloc_prefix(
-                SkipNode::<F> {
-                    key: PConst::new(key),
-                    height: PConst::new(height as u64),
-                    // A single-level node has no tower to build: the inserter is done.
-                    state: VAtomic::new(if height == 1 { TOWER_DONE } else { 0 }),
-                    next: core::array::from_fn(|l| {
-                        F::atomic(if l < height {
-                            pos.succs[l]
-                        } else {
-                            PPtr::null()
-                        })
-                    }),
-                },
-                SkipNode::<F>::used_len(height),
-            )?;
-            // Linearization point of a successful insert.
-            if F::compare_exchange(&pos.preds[0][0], pos.succs[0], node, space).is_ok() {
-                break (node, pos);
+            if let Some(linked) = self.link_level0(key, height, pos)? {
+                break linked;
             }
-            // SAFETY: the CAS failed, so `node` was never published.
-            unsafe { self.heap.free_unpublished(node) };
         };
-        if height == 1 {
-            return Ok(true);
+        if height > 1 {
+            self.build_tower(node, pos, key, &guard);
+            self.release(node, key, &guard);
         }
+        Ok(true)
+    }
+
+    /// A new node of `key` and `height`, its tower pointing to `pos.succs`, linked at level 0
+    /// after `pos.preds[0]` (the linearization point of a successful insert): the node and
+    /// the position, or `None` if the link changed since `pos` was found (the node is freed).
+    #[allow(clippy::type_complexity)] // a pair, named in the doc comment
+    fn link_level0<'g>(
+        &'g self,
+        key: u64,
+        height: usize,
+        pos: Position<'g, F>,
+    ) -> Result<Option<(PPtr<SkipNode<F>>, Position<'g, F>)>, AllocError> {
+        let node = self.heap.alloc_prefix(
+            SkipNode::<F> {
+                key: PConst::new(key),
+                height: PConst::new(height as u64),
+                // A single-level node has no tower to build: the inserter is done.
+                state: VAtomic::new(if height == 1 { TOWER_DONE } else { 0 }),
+                next: core::array::from_fn(|l| {
+                    F::atomic(if l < height {
+                        pos.succs[l]
+                    } else {
+                        PPtr::null()
+                    })
+                }),
+            },
+            SkipNode::<F>::used_len(height),
+        )?;
+        // Linearization point of a successful insert.
+        if F::compare_exchange(&pos.preds[0][0], pos.succs[0], node, self.heap.space()).is_ok() {
+            return Ok(Some((node, pos)));
+        }
+        // SAFETY: the CAS failed, so `node` was never published.
+        unsafe { self.heap.free_unpublished(node) };
+        Ok(None)
+    }
+
+    /// Links `node` (linked at level 0 by us, `pos` its position) at its upper levels, bottom
+    /// up, and stops as soon as a remove has marked the level about to be linked or has
+    /// unlinked the node at level 0. The caller then releases its side of the handshake.
+    fn build_tower<'g>(
+        &'g self,
+        node: PPtr<SkipNode<F>>,
+        mut pos: Position<'g, F>,
+        key: u64,
+        guard: &'g Guard,
+    ) {
+        let space = self.heap.space();
         // SAFETY: linked by us and not retired before we release it.
         let n = unsafe { self.heap.get(node) };
-        'tower: for level in 1..height {
+        'tower: for level in 1..n.levels() {
             loop {
                 let succ = pos.succs[level];
                 let cur = F::load(&n.next[level], space);
@@ -510,23 +540,34 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                 if F::compare_exchange(&pos.preds[level][level], succ, node, space).is_ok() {
                     break;
                 }
-                pos = self.find(key, &guard);
+                pos = self.find(key, guard);
                 if pos.succs[0] != node {
                     break 'tower; // removed (and unlinked at level 0) meanwhile
                 }
             }
         }
-        self.release(node, key, &guard);
-        Ok(true)
     }
 
     /// Removes `key`: `true` if it was present.
     pub fn remove(&self, key: u64) -> bool {
         let guard = self.heap.pin();
+        match self.mark_removed(key, &guard) {
+            Some(node) => {
+                self.finish_remove(node, key, &guard);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The remove up to its linearization point: finds `key`'s node and marks its levels, the
+    /// upper ones top-down, then level 0. The node if this call marked level 0, `None` if the
+    /// key is absent or another remove marked it first.
+    fn mark_removed(&self, key: u64, guard: &Guard) -> Option<PPtr<SkipNode<F>>> {
         let space = self.heap.space();
-        let pos = self.find(key, &guard);
+        let pos = self.find(key, guard);
         if !pos.found {
-            return false;
+            return None;
         }
         let node = pos.succs[0];
         // SAFETY: read under `guard` (see `find`).
@@ -544,18 +585,21 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         loop {
             if succ.is_marked() {
                 // Another remove marked it first (and is linearized before us).
-                return false;
+                return None;
             }
             // Linearization point of a successful remove.
             match F::compare_exchange(&n.next[0], succ, succ.with_mark(), space) {
-                Ok(_) => break,
+                Ok(_) => return Some(node),
                 Err(seen) => succ = seen,
             }
         }
-        // Unlink what is linked now (the book's cleanup), then the handshake.
-        let _ = self.find(key, &guard);
-        self.release(node, key, &guard);
-        true
+    }
+
+    /// The remove after its level-0 mark: unlink what is linked now (the book's cleanup),
+    /// then the handshake.
+    fn finish_remove(&self, node: PPtr<SkipNode<F>>, key: u64, guard: &Guard) {
+        let _ = self.find(key, guard);
+        self.release(node, key, guard);
     }
 
     /// Whether `key` is present (the book's wait-free `contains`: no unlinking).
@@ -644,5 +688,129 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// The heap.
     pub fn heap(&self) -> &Heap<F, P> {
         &self.heap
+    }
+}
+
+/// Deterministic replays of two interleavings of an insert and a remove of the same key that
+/// the concurrent tests do not reach (they need both threads between two of their steps). Each
+/// runs the real steps of both operations in the order of the interleaving, in one thread, and
+/// checks that the removed node is on no level when it is retired.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flavor::{Izraelevitz, Mirror, Volatile};
+
+    const K: u64 = 7;
+
+    /// Nodes linked per level, up to the highest non-empty level.
+    fn on_levels<F: Flavor, P: Persist>(list: &SkipList<F, P>) -> Vec<usize> {
+        let mut sizes = list.level_sizes();
+        while sizes.last() == Some(&0) {
+            sizes.pop();
+        }
+        sizes
+    }
+
+    /// Insert A links `K` at level 0 and stops before its tower; remove B then runs to the
+    /// end (marks both levels, cleans up, first side of the handshake); A resumes its tower.
+    /// A must see its level-1 pointer marked and stop: linking there would clear the mark and
+    /// leave the node linked after the handshake retires it.
+    fn tower_stops_at_a_marked_level<F: Flavor>() {
+        let list = SkipList::<F, _>::anonymous(1 << 20).expect("heap");
+        let guard = list.heap.pin();
+        list.raise_levels(2);
+        let pos = list.find(K, &guard);
+        let (node, pos) = list
+            .link_level0(K, 2, pos)
+            .expect("room")
+            .expect("nothing raced the link");
+        assert!(list.remove(K)); // B, whole
+        list.build_tower(node, pos, K, &guard); // A resumes
+        list.release(node, K, &guard); // second side: unlinks and retires
+        assert_eq!(
+            on_levels(&list),
+            Vec::<usize>::new(),
+            "retired node still linked"
+        );
+        assert_eq!(list.snapshot(), (vec![], true));
+    }
+
+    #[test]
+    fn tower_stops_at_a_marked_level_volatile() {
+        tower_stops_at_a_marked_level::<Volatile>();
+    }
+
+    #[test]
+    fn tower_stops_at_a_marked_level_mirror() {
+        tower_stops_at_a_marked_level::<Mirror>();
+    }
+
+    #[test]
+    fn tower_stops_at_a_marked_level_izraelevitz() {
+        tower_stops_at_a_marked_level::<Izraelevitz>();
+    }
+
+    /// `K` is present as node N1 (two levels, tower built). Insert C of `K` searches level 1
+    /// (finds N1 there, unmarked) and stops; remove B marks N1 (level 1, then level 0) and
+    /// stops before its cleanup; C resumes at level 0 (unlinks N1 there, `K` is absent), links
+    /// its node N2 and builds its tower from the level-1 position it found before, which puts
+    /// N2 in front of the marked N1: level 1 is head -> N2 -> N1. B resumes: its cleanup
+    /// `find` stops at N2 (unmarked, key `K`), and the handshake's `unlink_all` must walk past
+    /// N2 through the whole run of `K` to unlink N1 before retiring it.
+    fn unlink_all_walks_past_an_equal_key<F: Flavor>() {
+        let list = SkipList::<F, _>::anonymous(1 << 20).expect("heap");
+        let guard = list.heap.pin();
+        list.raise_levels(2);
+        // N1: a whole insert of height 2.
+        let (n1, pos) = list
+            .link_level0(K, 2, list.find(K, &guard))
+            .expect("room")
+            .expect("nothing raced the link");
+        list.build_tower(n1, pos, K, &guard);
+        list.release(n1, K, &guard);
+        assert_eq!(on_levels(&list), vec![1, 1]);
+        // C's search, level 1 (a full `find` now: only its level-1 half is used).
+        let stale = list.find(K, &guard);
+        assert_eq!(stale.succs[1], n1);
+        // B up to its linearization point.
+        assert_eq!(list.mark_removed(K, &guard), Some(n1));
+        // C's search resumes at level 0 (a search that read the level hint as 1 is exactly
+        // that half), then C combines both halves, as its `find` would have returned them.
+        list.top.store(1, Ordering::Relaxed);
+        let mut pos = list.find(K, &guard);
+        list.top.store(2, Ordering::Relaxed);
+        assert!(!pos.found);
+        pos.preds[1] = stale.preds[1];
+        pos.succs[1] = stale.succs[1];
+        let (n2, pos) = list
+            .link_level0(K, 2, pos)
+            .expect("room")
+            .expect("nothing raced the link");
+        list.build_tower(n2, pos, K, &guard);
+        list.release(n2, K, &guard);
+        assert_eq!(on_levels(&list), vec![1, 2], "N2 in front of the marked N1");
+        // B resumes.
+        list.finish_remove(n1, K, &guard);
+        assert_eq!(
+            on_levels(&list),
+            vec![1, 1],
+            "retired N1 still linked at level 1"
+        );
+        assert_eq!(list.snapshot(), (vec![K], true));
+    }
+
+    #[test]
+    fn unlink_all_walks_past_an_equal_key_volatile() {
+        unlink_all_walks_past_an_equal_key::<Volatile>();
+    }
+
+    #[test]
+    fn unlink_all_walks_past_an_equal_key_mirror() {
+        unlink_all_walks_past_an_equal_key::<Mirror>();
+    }
+
+    #[test]
+    fn unlink_all_walks_past_an_equal_key_izraelevitz() {
+        unlink_all_walks_past_an_equal_key::<Izraelevitz>();
     }
 }

@@ -55,9 +55,33 @@ mod imp {
         /// Atomic 16-byte load.
         #[inline(always)]
         pub(crate) fn load(&self) -> u128 {
+            #[cfg(target_arch = "x86_64")]
+            if wide_loads_are_atomic() {
+                // SAFETY:
+                // - `self.0.as_ptr()` is a valid, 16-aligned `u128` (an `AtomicU128`);
+                // - `wide_loads_are_atomic()`: AVX makes `movdqa` one atomic 16-byte access,
+                //   and `cmpxchg16b` exists, so every write to this word is `portable-atomic`'s
+                //   lock-free `lock cmpxchg16b` (never its lock-based fallback), i.e. atomic.
+                return unsafe { x86::load_u128(self.0.as_ptr()) };
+            }
             // SeqCst: the paper's std::atomic default; pairs with every `compare_exchange` on
             // either replica (the protocol reads rep_p then rep_v and relies on a total order).
             self.0.load(Ordering::SeqCst)
+        }
+
+        /// The low 8 bytes (the value half of a Mirror pair) of an atomic 16-byte load: the
+        /// Figure 5 load. Still one 16-byte access (never an 8-byte access to part of the
+        /// word, which the Rust memory model leaves undefined when it races with the 16-byte
+        /// CAS); the high half is simply not moved to a general register.
+        #[inline(always)]
+        pub(crate) fn load_low(&self) -> u64 {
+            #[cfg(target_arch = "x86_64")]
+            if wide_loads_are_atomic() {
+                // SAFETY: as in `load`.
+                return unsafe { x86::load_u128_low(self.0.as_ptr()) };
+            }
+            // SeqCst: see `load`.
+            self.0.load(Ordering::SeqCst) as u64
         }
 
         /// Atomic 16-byte compare-and-swap (Figure 4's DWCAS): `Ok(old)` or `Err(observed)`.
@@ -66,6 +90,104 @@ mod imp {
             // SeqCst: see `load`.
             self.0
                 .compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
+        }
+    }
+
+    /// Whether a 16-byte aligned `movdqa` load is atomic here and may be mixed with
+    /// `portable-atomic`'s 16-byte CAS: AVX (Intel SDM vol. 3A §9.1.1 and AMD APM vol. 2
+    /// §7.3.2 guarantee 16-byte atomicity of aligned SSE/AVX loads on processors with AVX) and
+    /// `cmpxchg16b` (so `portable-atomic` writes with it, not with its lock-based fallback).
+    /// Detected once; `portable-atomic` makes the same test, but behind a function pointer
+    /// that costs a call per load (the traversal's critical path).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn wide_loads_are_atomic() -> bool {
+        if cfg!(all(target_feature = "avx", target_feature = "cmpxchg16b")) {
+            return true; // known at compile time (e.g. `-C target-cpu=native`): no check
+        }
+        // Relaxed: a cache of a fact about the CPU; every thread computes the same value.
+        match x86::WIDE_LOAD.load(Ordering::Relaxed) {
+            x86::YES => true,
+            x86::NO => false,
+            _ => x86::detect(),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod x86 {
+        use super::Ordering;
+
+        /// `wide_loads_are_atomic`'s cache: [`UNKNOWN`], [`YES`] or [`NO`].
+        pub(super) static WIDE_LOAD: std::sync::atomic::AtomicU8 =
+            std::sync::atomic::AtomicU8::new(UNKNOWN);
+        pub(super) const UNKNOWN: u8 = 0;
+        pub(super) const YES: u8 = 1;
+        pub(super) const NO: u8 = 2;
+
+        #[cold]
+        #[inline(never)]
+        pub(super) fn detect() -> bool {
+            let yes = std::arch::is_x86_feature_detected!("avx")
+                && std::arch::is_x86_feature_detected!("cmpxchg16b");
+            // Relaxed: see `wide_loads_are_atomic`.
+            WIDE_LOAD.store(if yes { YES } else { NO }, Ordering::Relaxed);
+            yes
+        }
+
+        /// One atomic 16-byte load (`movdqa`), both halves.
+        ///
+        /// # Safety
+        ///
+        /// - `src` is valid for reads of 16 bytes and 16-aligned;
+        /// - `wide_loads_are_atomic()` returned true, and every concurrent write to `src` is a
+        ///   16-byte atomic access.
+        #[inline(always)]
+        pub(super) unsafe fn load_u128(src: *const u128) -> u128 {
+            let (lo, hi): (u64, u64);
+            // SAFETY:
+            // - `src` is readable and 16-aligned (caller), as `movdqa` requires;
+            // - the access is atomic (caller: AVX) and races only with 16-byte atomic writes
+            //   (caller), so it is an atomic load of the whole word in the memory model;
+            // - SeqCst: on x86 a SeqCst load is a plain load (the locked CAS is the fence);
+            //   the asm block is not `readonly`/`pure`, so the compiler orders every other
+            //   memory access around it as around an unknown call (as `portable-atomic`'s).
+            unsafe {
+                core::arch::asm!(
+                    "movdqa {x}, xmmword ptr [{src}]",
+                    "movq {lo}, {x}",
+                    "punpckhqdq {x}, {x}",
+                    "movq {hi}, {x}",
+                    src = in(reg) src,
+                    x = out(xmm_reg) _,
+                    lo = out(reg) lo,
+                    hi = out(reg) hi,
+                    options(nostack, preserves_flags),
+                );
+            }
+            (u128::from(hi) << 64) | u128::from(lo)
+        }
+
+        /// The low half of one atomic 16-byte load (`movdqa`).
+        ///
+        /// # Safety
+        ///
+        /// As [`load_u128`].
+        #[inline(always)]
+        pub(super) unsafe fn load_u128_low(src: *const u128) -> u64 {
+            let lo: u64;
+            // SAFETY: as in `load_u128`: one atomic 16-byte load; only the low half leaves
+            // the vector register.
+            unsafe {
+                core::arch::asm!(
+                    "movdqa {x}, xmmword ptr [{src}]",
+                    "movq {lo}, {x}",
+                    src = in(reg) src,
+                    x = out(xmm_reg) _,
+                    lo = out(reg) lo,
+                    options(nostack, preserves_flags),
+                );
+            }
+            lo
         }
     }
 
@@ -120,6 +242,10 @@ mod imp {
                 .0
                 .lock()
                 .expect("invariant: no panic while the pair lock is held")
+        }
+
+        pub(crate) fn load_low(&self) -> u64 {
+            self.load() as u64
         }
 
         pub(crate) fn compare_exchange(&self, current: u128, new: u128) -> Result<u128, u128> {
@@ -195,4 +321,24 @@ pub(crate) fn thread_random() -> u64 {
         s.set(x);
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::AtomicPair;
+
+    /// The inline 16-byte load returns both halves in their places (value low, sequence
+    /// high), before and after a 16-byte CAS.
+    #[test]
+    fn pair_load_returns_both_halves_in_place() {
+        let lo = 0x0123_4567_89ab_cdef_u64;
+        let hi = 0xfedc_ba98_7654_3210_u64;
+        let p = AtomicPair::new((u128::from(hi) << 64) | u128::from(lo));
+        assert_eq!(p.load(), (u128::from(hi) << 64) | u128::from(lo));
+        assert_eq!(p.load_low(), lo);
+        let next = (u128::from(lo) << 64) | u128::from(hi);
+        assert!(p.compare_exchange(p.load(), next).is_ok());
+        assert_eq!(p.load(), next);
+        assert_eq!(p.load_low(), hi);
+    }
 }

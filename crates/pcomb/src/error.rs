@@ -96,6 +96,16 @@ pub enum BuildError {
         /// What differs.
         detail: &'static str,
     },
+    /// The region holds an object of this protocol in an older persistent format (format 1:
+    /// before the per-thread sequence numbers `Seq[q]` replaced the `Deactivate` bits), which
+    /// this version cannot read. Remedy: recover it with the version that wrote it, then
+    /// create a new object with this one (the two formats cannot be converted in place).
+    OldFormat {
+        /// The protocol being opened.
+        kind: &'static str,
+        /// The format found (the current one is 2).
+        found: u32,
+    },
     /// The region library refused an operation (see the source). Remedy: see the source error.
     Region(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -115,6 +125,11 @@ impl fmt::Display for BuildError {
             Self::LayoutMismatch { kind, detail } => {
                 write!(f, "the region does not hold a matching {kind}: {detail}")
             }
+            Self::OldFormat { kind, found } => write!(
+                f,
+                "the region holds a {kind} in persistent format {found}; this version reads \
+                 format 2 only (re-create the object)"
+            ),
             Self::Region(e) => write!(f, "region error: {e}"),
         }
     }

@@ -7,12 +7,19 @@
 //!               object is used)
 //! word  8       MIndex (PBcomb) or S (PWFcomb), alone in its cache line (lines 26 / 32, 44)
 //! word 16..     records, each a whole number of cache lines:
-//!               st | ReturnVal[0..n] | Deactivate[0..n] (bytes) | Index[0..n] (bytes) | pid
+//!               st | ReturnVal[0..n] | Seq[0..n] (u32) | Index[0..n] (bytes), pid (a byte)
 //! ```
 //!
-//! The three parts of a record are contiguous so that one pwb covers them all (persistence
+//! The parts of a record are contiguous so that one pwb covers them all (persistence
 //! principle 3, paper §3 item 5); `Index` and `pid` exist only in PWFcomb records
 //! (Algorithm 3, type `StateRec`).
+//!
+//! `Seq[q]` (format 2) is the sequence number, modulo 2^32, of thread `q`'s last operation that
+//! the record has applied; the paper's `Deactivate[q]` bit is its low bit. The combiner writes
+//! it where the paper writes `Deactivate[q]` (Algorithm 1 line 21, Algorithm 3 line 24), in the
+//! record the pass writes back anyway, so a reopened handle knows its number at no extra
+//! persistence instruction. Format 1 (magic `PBCOMB01` / `PWFCOMB1`) held one `Deactivate`
+//! byte per thread and a `pid` word; `open` refuses it with a typed error.
 
 use core::marker::PhantomData;
 
@@ -53,6 +60,15 @@ pub(crate) enum Kind {
 impl Kind {
     pub(crate) fn magic(self) -> u64 {
         match self {
+            Kind::PBComb => u64::from_le_bytes(*b"PBCOMB02"),
+            Kind::PWFComb => u64::from_le_bytes(*b"PWFCOMB2"),
+        }
+    }
+
+    /// The magic of format 1 (one `Deactivate` byte per thread, no sequence numbers), which
+    /// `open` recognizes only to refuse with a clear message.
+    pub(crate) fn old_magic(self) -> u64 {
+        match self {
             Kind::PBComb => u64::from_le_bytes(*b"PBCOMB01"),
             Kind::PWFComb => u64::from_le_bytes(*b"PWFCOMB1"),
         }
@@ -66,37 +82,35 @@ pub(crate) struct RecordLayout {
     pub(crate) state_words: usize,
     pub(crate) ret_words: usize,
     pub(crate) ret_at: usize,
-    pub(crate) deact_at: usize,
+    /// `Seq[0..n]`, two per word.
+    pub(crate) seq_at: usize,
+    /// `Index[0..n]` then `pid`, one byte each (PWFcomb).
     pub(crate) index_at: usize,
-    pub(crate) pid_at: usize,
     /// Record length in words, a multiple of [`LINE_WORDS`].
     pub(crate) len: usize,
 }
 
 impl RecordLayout {
-    /// The layout for `threads` threads; `pwf` adds PWFcomb's `Index` bytes and `pid` word.
+    /// The layout for `threads` threads; `pwf` adds PWFcomb's `Index` and `pid` bytes.
     pub(crate) fn new<D, R>(threads: usize, pwf: bool) -> Self {
         let state_words = words_for::<D>();
         let ret_words = words_for::<R>();
         let ret_at = state_words;
-        let deact_at = ret_at + threads * ret_words;
-        let bytes_words = threads.div_ceil(8);
-        let index_at = deact_at + bytes_words;
-        let pid_at = if pwf {
-            index_at + bytes_words
+        let seq_at = ret_at + threads * ret_words;
+        let index_at = seq_at + threads.div_ceil(2);
+        let end = if pwf {
+            index_at + (threads + 1).div_ceil(8)
         } else {
             index_at
         };
-        let end = if pwf { pid_at + 1 } else { pid_at };
         let len = end.div_ceil(LINE_WORDS) * LINE_WORDS;
         Self {
             threads,
             state_words,
             ret_words,
             ret_at,
-            deact_at,
+            seq_at,
             index_at,
-            pid_at,
             len,
         }
     }
@@ -151,15 +165,22 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
         words::store(&self.words[at..at + self.layout.ret_words], r);
     }
 
-    /// `Deactivate[q]` (0 or 1).
+    /// `Seq[q]`: the number (mod 2^32) of `q`'s last operation this record has applied.
     #[inline]
-    pub(crate) fn deact(&self, q: usize) -> u8 {
-        words::load_byte(&self.words[self.layout.deact_at..], q)
+    pub(crate) fn seq(&self, q: usize) -> u32 {
+        words::load_u32(&self.words[self.layout.seq_at..], q)
     }
 
+    /// `Deactivate[q]` (0 or 1): the low bit of `Seq[q]`.
     #[inline]
-    pub(crate) fn set_deact(&self, q: usize, bit: u8) {
-        words::store_byte(&self.words[self.layout.deact_at..], q, bit);
+    pub(crate) fn deact(&self, q: usize) -> u8 {
+        (self.seq(q) & 1) as u8
+    }
+
+    /// Line 21 (PBcomb) / line 24 (PWFcomb), with the whole number instead of its low bit.
+    #[inline]
+    pub(crate) fn set_seq(&self, q: usize, seq: u32) {
+        words::store_u32(&self.words[self.layout.seq_at..], q, seq);
     }
 
     /// `Index[q]` (PWFcomb only).
@@ -173,20 +194,22 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
         words::store_byte(&self.words[self.layout.index_at..], q, bit);
     }
 
-    /// Whether every `Deactivate[q]` (and, with `pwf`, every `Index[q]`) is 0 or 1. `open`
-    /// checks the current record (issue 11, defect 4): in a damaged image `Index[q]` would
-    /// name a record out of range (`2q + Index[q]`), and `Deactivate[q]` seeds the activate bit
-    /// of `Request[q]`, where a stray bit would announce a request that does not exist.
+    /// Whether, with `pwf`, every `Index[q]` is 0 or 1 (always true without). `open` checks
+    /// the current record (issue 11, defect 4): in a damaged image `Index[q]` would name a
+    /// record out of range (`2q + Index[q]`). Every `Seq[q]` is a possible number (a damaged
+    /// one only changes where that thread's handle starts counting).
     pub(crate) fn flags_valid(&self, pwf: bool) -> bool {
-        (0..self.layout.threads).all(|q| self.deact(q) <= 1 && (!pwf || self.index(q) <= 1))
+        !pwf || (0..self.layout.threads).all(|q| self.index(q) <= 1)
     }
 
-    /// `pid` (PWFcomb only).
+    /// `pid` (PWFcomb only; a byte after `Index`, written as the paper's line 14 writes it,
+    /// never read: the engine derives the owner from the record number).
     #[inline]
     pub(crate) fn set_pid(&self, pid: usize) {
-        words::store(
-            &self.words[self.layout.pid_at..=self.layout.pid_at],
-            &(pid as u64),
+        words::store_byte(
+            &self.words[self.layout.index_at..],
+            self.layout.threads,
+            pid as u8,
         );
     }
 

@@ -157,6 +157,9 @@ impl<P: Persist> Memory<P> {
                     kind,
                     detail: "bad max_threads in the header",
                 })?,
+            m if m == Kind::PBComb.old_magic() || m == Kind::PWFComb.old_magic() => {
+                return Err(BuildError::OldFormat { kind, found: 1 })
+            }
             _ => {
                 return Err(BuildError::LayoutMismatch {
                     kind,

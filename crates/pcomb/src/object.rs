@@ -459,3 +459,149 @@ macro_rules! object_api {
     };
 }
 pub(crate) use object_api;
+
+/// The handle type of `$T` (`PBComb` or `PWFComb`, with the extra bounds `$b`) and what every
+/// handle has regardless of the protocol: its thread id and sequence number (persisted in the
+/// records, see [`crate::layout`]) and the thread's last applied operation.
+macro_rules! handle_api {
+    ($T:ident, $H:ident, [$($b:tt)*]) => {
+        #[doc = concat!("A registered thread's access to a [`", stringify!($T), "`]. Dropping it frees its thread id.")]
+        ///
+        /// The handle carries the thread's sequence number: the `n`-th call of
+        /// [`execute_mut`](Self::execute_mut) on this thread id passes `n` to the protocol
+        /// (`n & 1` is the request's activate bit), and [`seq`](Self::seq) is the number of the
+        /// *last* call. The number is persisted with the state, so after a crash a handle from
+        /// `register_as(thread)` knows it: [`last_applied`](Self::last_applied) says which
+        /// operation of the thread took effect last, with its response. A system that persisted
+        /// `(op, n)` before a call can instead pass them to [`recover`](Self::recover) (paper
+        /// §2), which re-executes the operation if it had not taken effect.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        #[doc = concat!("# use pcomb::{objects::Counter, ", stringify!($T), "};")]
+        #[doc = concat!("let c = ", stringify!($T), "::new(Counter::default(), 1)?;")]
+        /// let mut h = c.register()?;
+        /// assert_eq!(h.seq(), 0);
+        /// assert_eq!(h.execute_mut(2), 0);
+        /// assert_eq!(h.seq(), 1);
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub struct $H<'a, D, P = NoPersist>
+        where
+            D: Dispatch + Pod,
+            D::Response: Pod,
+            $($b)*
+            P: Persist,
+        {
+            obj: &'a $T<D, P>,
+            seat: Seat<'a>,
+            seq: u64,
+        }
+
+        impl<D, P> fmt::Debug for $H<'_, D, P>
+        where
+            D: Dispatch + Pod,
+            D::Response: Pod,
+            $($b)*
+            P: Persist,
+        {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($H))
+                    .field("id", &self.seat.id)
+                    .field("seq", &self.seq)
+                    .finish()
+            }
+        }
+
+        impl<D, P> $H<'_, D, P>
+        where
+            D: Dispatch + Pod,
+            D::Response: Pod,
+            $($b)*
+            P: Persist,
+        {
+            /// This thread's id, in `0..max_threads`.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("# use pcomb::{objects::Counter, ", stringify!($T), "};")]
+            #[doc = concat!("assert_eq!(", stringify!($T), "::new(Counter::default(), 1)?.register()?.id(), 0);")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn id(&self) -> usize {
+                self.seat.id
+            }
+
+            /// The sequence number of this thread's *last* operation; the next one gets
+            /// `seq() + 1`.
+            ///
+            /// It is persisted: the record of every combining pass holds, per thread, the
+            /// number of its last applied operation (modulo 2^32, in the word where the paper
+            /// keeps the `Deactivate` bit), so a handle made after `open` (or for a slot that
+            /// an earlier handle released) starts from the number of the slot's last operation
+            /// that took effect. Operations numbered up to `seq()` took effect; none after it
+            /// did. A thread that numbers its work can therefore resume after a crash without
+            /// having persisted anything itself (see [`last_applied`](Self::last_applied)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("# use pcomb::{objects::Counter, ", stringify!($T), "};")]
+            #[doc = concat!("let c = ", stringify!($T), "::new(Counter::default(), 1)?;")]
+            /// let mut h = c.register()?;
+            /// h.execute_mut(1);
+            /// h.execute_mut(1);
+            /// assert_eq!(h.seq(), 2);
+            /// drop(h);
+            /// assert_eq!(c.register()?.seq(), 2); // the slot's number is kept
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn seq(&self) -> u64 {
+                self.seq
+            }
+
+            /// This thread's last operation that took effect: its number
+            /// ([`seq`](Self::seq)) and its response, read from the current record (durable:
+            /// an operation returns only once its record is persisted, and after `open` the
+            /// records hold what was persisted). `(0, the response type's zero value)` for a
+            /// slot that never ran an operation.
+            ///
+            /// This is recovery without arguments: after a crash, `register_as(thread)` then
+            /// `last_applied()` says which of the thread's operations was the last to take
+            /// effect and what it returned; every operation with a larger number did not take
+            /// effect, and the thread continues with number `seq() + 1`. To re-execute a
+            /// pending operation in the same call instead, use [`recover`](Self::recover) with
+            /// the operation and its number.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use pcomb::{objects::Counter, pmem::Region, ", stringify!($T), "};")]
+            ///
+            #[doc = concat!("let c = ", stringify!($T), "::create(Region::anonymous(0xC1, 1 << 16)?, Counter::default(), 2)?;")]
+            /// let mut h = c.register_as(1)?;
+            /// for i in 1..=3 {
+            ///     h.execute_mut(i); // operation number i adds i
+            /// }
+            /// drop(h);
+            /// // "Crash": reopen; thread 1's handle knows how far it got.
+            #[doc = concat!("let c = ", stringify!($T), "::<Counter, _>::open(c.into_region().expect(\"in a region\"))?;")]
+            /// let mut h = c.register_as(1)?;
+            /// assert_eq!(h.last_applied(), (3, 3)); // operation 3 returned 1 + 2
+            /// for i in h.seq() + 1..=5 {
+            ///     h.execute_mut(i); // resume with operation 4
+            /// }
+            /// assert_eq!(h.execute(()), 15);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn last_applied(&self) -> (u64, D::Response) {
+                let obj = &self.obj.obj;
+                let (seq, ret) = obj.inst.last_applied(obj.words(), self.seat.id);
+                (u64::from(seq), ret)
+            }
+        }
+    };
+}
+pub(crate) use handle_api;

@@ -11,7 +11,7 @@ use crate::engine::pb::{Batch, Instance};
 use crate::error::{BuildError, RegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::memory::Place;
-use crate::object::{object_api, Object};
+use crate::object::{handle_api, object_api, Object};
 use crate::recovered::Recovered;
 use crate::slots::Seat;
 use pmem::{NoPersist, Persist, Pod, Region};
@@ -146,49 +146,7 @@ fn poisoned(_: Poisoned) -> ! {
     panic!("PBComb is poisoned: a dispatch_mut panicked in a combiner")
 }
 
-/// A registered thread's access to a [`PBComb`]. Dropping it frees its thread id.
-///
-/// The handle carries the thread's sequence number: the `seq`-th call of
-/// [`execute_mut`](Self::execute_mut) on this thread id passes `seq` to the protocol
-/// (`seq & 1` is the request's activate bit). For detectability, a system persists
-/// `(op, seq())` *before* each call; after a crash it calls [`recover`](Self::recover) with
-/// them (paper §2).
-///
-/// # Examples
-///
-/// ```
-/// # use pcomb::{objects::Counter, PBComb};
-/// let c = PBComb::new(Counter::default(), 1)?;
-/// let mut h = c.register()?;
-/// assert_eq!(h.seq(), 0);
-/// assert_eq!(h.execute_mut(2), 0);
-/// assert_eq!(h.seq(), 1);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PBCombHandle<'a, D, P = NoPersist>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-    obj: &'a PBComb<D, P>,
-    seat: Seat<'a>,
-    seq: u64,
-}
-
-impl<D, P> fmt::Debug for PBCombHandle<'_, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PBCombHandle")
-            .field("id", &self.seat.id)
-            .field("seq", &self.seq)
-            .finish()
-    }
-}
+handle_api!(PBComb, PBCombHandle, []);
 
 impl<D, P> PBCombHandle<'_, D, P>
 where
@@ -196,36 +154,6 @@ where
     D::Response: Pod,
     P: Persist,
 {
-    /// This thread's id, in `0..max_threads`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PBComb};
-    /// assert_eq!(PBComb::new(Counter::default(), 1)?.register()?.id(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> usize {
-        self.seat.id
-    }
-
-    /// The sequence number of this thread's last operation (the next one gets `seq() + 1`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PBComb};
-    /// let c = PBComb::new(Counter::default(), 1)?;
-    /// let mut h = c.register()?;
-    /// h.execute_mut(1);
-    /// h.execute_mut(1);
-    /// assert_eq!(h.seq(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
-
     /// Applies the write operation `op` through the combiner and returns its response
     /// (Algorithm 1 `PBcomb`, lines 1-2, with `seq() + 1`). Returns once the operation is
     /// persisted (in persistent mode).

@@ -12,7 +12,7 @@ use crate::engine::pwf::{WfBatch, WfInstance};
 use crate::error::{BuildError, RegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::memory::Place;
-use crate::object::{object_api, Object};
+use crate::object::{handle_api, object_api, Object};
 use crate::recovered::Recovered;
 use crate::slots::Seat;
 use pmem::{NoPersist, Persist, Pod, Region};
@@ -138,46 +138,7 @@ where
     }
 }
 
-/// A registered thread's access to a [`PWFComb`]. Dropping it frees its thread id.
-///
-/// Sequence numbers work as for [`PBCombHandle`](crate::PBCombHandle).
-///
-/// # Examples
-///
-/// ```
-/// # use pcomb::{objects::Counter, PWFComb};
-/// let c = PWFComb::new(Counter::default(), 1)?;
-/// let mut h = c.register()?;
-/// h.execute_mut(1);
-/// assert_eq!(h.seq(), 1);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PWFCombHandle<'a, D, P = NoPersist>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    obj: &'a PWFComb<D, P>,
-    seat: Seat<'a>,
-    seq: u64,
-}
-
-impl<D, P> fmt::Debug for PWFCombHandle<'_, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PWFCombHandle")
-            .field("id", &self.seat.id)
-            .field("seq", &self.seq)
-            .finish()
-    }
-}
+handle_api!(PWFComb, PWFCombHandle, [D::WriteOperation: Pod,]);
 
 impl<D, P> PWFCombHandle<'_, D, P>
 where
@@ -186,32 +147,6 @@ where
     D::WriteOperation: Pod,
     P: Persist,
 {
-    /// This thread's id, in `0..max_threads`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PWFComb};
-    /// assert_eq!(PWFComb::new(Counter::default(), 1)?.register()?.id(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> usize {
-        self.seat.id
-    }
-
-    /// The sequence number of this thread's last operation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PWFComb};
-    /// assert_eq!(PWFComb::new(Counter::default(), 1)?.register()?.seq(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
-
     /// Applies the write operation `op` and returns its response (Algorithm 3 `PWFcomb`,
     /// lines 1-3, with `seq() + 1`). Wait-free; returns once the operation is persisted.
     ///

@@ -114,6 +114,25 @@ pub(crate) fn store_byte(words: &[AtomicU64], i: usize, value: u8) {
     word.store(new, Ordering::Release);
 }
 
+/// 32-bit value `i` of `words` (two per word, the low half first).
+#[inline]
+pub(crate) fn load_u32(words: &[AtomicU64], i: usize) -> u32 {
+    // Acquire: as in `load`.
+    (words[i / 2].load(Ordering::Acquire) >> (32 * (i % 2))) as u32
+}
+
+/// Sets 32-bit value `i` of `words`, keeping the other half of its word (single writer).
+#[inline]
+pub(crate) fn store_u32(words: &[AtomicU64], i: usize, value: u32) {
+    let word = &words[i / 2];
+    let shift = 32 * (i % 2);
+    // Relaxed: only the one writer of the record (the combiner or attempt that owns it)
+    // writes its words; the Release store below publishes the result as `store` does.
+    let old = word.load(Ordering::Relaxed);
+    let new = (old & !(0xffff_ffff << shift)) | (u64::from(value) << shift);
+    word.store(new, Ordering::Release);
+}
+
 /// A heap array of `len` zeroed words.
 pub(crate) fn zeroed(len: usize) -> Box<[AtomicU64]> {
     (0..len).map(|_| AtomicU64::new(0)).collect()

@@ -12,7 +12,10 @@
 //! - detectability: `recover` says `Applied` exactly when the pending operation is in the
 //!   recovered state, with the response it had (each thread's own component of the old value
 //!   is its number of earlier operations), and `Reexecuted` otherwise;
-//! - responses of completed operations carry the same per-thread component.
+//! - responses of completed operations carry the same per-thread component;
+//! - recovery without user-kept numbers: a handle registered after `open` has `seq()` equal to
+//!   the thread's operations in the recovered state and `last_applied()` the last one's
+//!   response, and threads that resume from `seq() + 1` end with exactly `OPS` operations.
 //!
 //! `PCOMB_CRASH_POINTS` (default 750, so 3,000 per run over the 2 protocols x 2 objects) sets
 //! the random crash points per protocol and object; a systematic sweep crashes a short
@@ -100,6 +103,19 @@ macro_rules! protocol {
                 let state = obj.register().map_err(|e| e.to_string())?.execute(());
                 for (t, log) in logs.iter().enumerate() {
                     let n = D::count(state, t);
+                    // Recovery from the handle's persisted state alone: the reopened handle
+                    // knows the number of the thread's last operation that took effect, and
+                    // its response (format 2 keeps `Seq[t]` in the record).
+                    let h = obj.register_as(t).map_err(|e| e.to_string())?;
+                    let (last, r) = h.last_applied();
+                    if h.seq() != n || last != n || (n > 0 && D::count(r, t) != n - 1) {
+                        return Err(format!(
+                            "thread {t}: the reopened handle says seq {} (last applied {last}, \
+                             response {r:#x}), but the state holds {n} of its ops",
+                            h.seq()
+                        ));
+                    }
+                    drop(h);
                     let applied = n == log.completed + 1;
                     if n != log.completed && !(applied && log.pending.is_some()) {
                         return Err(format!(
@@ -126,6 +142,20 @@ macro_rules! protocol {
                     let want = log.completed + u64::from(log.pending.is_some());
                     if D::count(after, t) != want {
                         return Err(format!("thread {t}: {} ops after recovery, want {want}", D::count(after, t)));
+                    }
+                }
+                // Resuming without user-kept numbers: each thread runs its operations
+                // `seq() + 1..=OPS`; every thread then has exactly `OPS` in the state.
+                for t in 0..logs.len() {
+                    let mut h = obj.register_as(t).map_err(|e| e.to_string())?;
+                    for _ in h.seq()..D::OPS {
+                        h.execute_mut(D::op(t));
+                    }
+                }
+                let done = obj.register().map_err(|e| e.to_string())?.execute(());
+                for t in 0..logs.len() {
+                    if D::count(done, t) != D::OPS {
+                        return Err(format!("thread {t}: resumed from its seq() to {} ops, want {}", D::count(done, t), D::OPS));
                     }
                 }
                 Ok(())

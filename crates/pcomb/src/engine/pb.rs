@@ -39,6 +39,9 @@ const READ_ATTEMPTS: usize = 4;
 const ACTIVATE: u64 = 1;
 /// `ctrl` bit 1: `valid` (0 until the thread announces after a (re)start).
 const VALID: u64 = 2;
+/// `ctrl` bits 2..34: the request's sequence number (mod 2^32), written to `Seq[p]` when the
+/// request is applied.
+const SEQ_SHIFT: u32 = 2;
 
 /// The sequential part a structure plugs into an [`Instance`].
 pub(crate) trait Batch {
@@ -73,6 +76,7 @@ pub(crate) trait Batch {
 /// |---|---|
 /// | 0 | `activate`: differs from `Deactivate[p]` of the current record while the request is pending |
 /// | 1 | `valid`: the request was announced since this process started (0 after a restart) |
+/// | 2..34 | the request's sequence number mod 2^32 (its low bit is bit 0) |
 struct Request<Op> {
     ctrl: AtomicU64,
     /// Written only by the owner while its request is not active (equal activate/deactivate
@@ -83,7 +87,7 @@ struct Request<Op> {
 /// Buffers of a combining pass, reused by every lock holder.
 struct Scratch<O, R> {
     reqs: Vec<(usize, O)>,
-    acts: Vec<u8>,
+    seqs: Vec<u32>,
     rets: Vec<R>,
 }
 
@@ -152,7 +156,7 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
                 .collect(),
             scratch: UnsafeCell::new(Scratch {
                 reqs: Vec::with_capacity(threads),
-                acts: Vec::with_capacity(threads),
+                seqs: Vec::with_capacity(threads),
                 rets: Vec::with_capacity(threads),
             }),
             poisoned: AtomicBool::new(false),
@@ -194,13 +198,25 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
         self.current(words).state()
     }
 
-    /// The `activate` bit a freshly registered thread `id` starts from (`Deactivate[id]`).
+    /// The sequence number a freshly registered thread `id` starts from: `Seq[id]` of the
+    /// current record, the number of its last applied operation (its low bit is
+    /// `Deactivate[id]`, the `activate` bit of its request until it announces).
     pub(crate) fn seed(&self, words: &[AtomicU64], id: usize) -> u64 {
-        let act = u64::from(self.current(words).deact(id));
+        let seq = self.current(words).seq(id);
+        let act = u64::from(seq) & ACTIVATE;
         // Release: pairs with the combiner's Acquire load of `ctrl`; valid = 0 until the first
         // announcement.
         self.requests[id].ctrl.store(act, Ordering::Release);
-        act
+        u64::from(seq)
+    }
+
+    /// `Seq[p]` and `ReturnVal[p]` of the current record: thread `p`'s last applied operation.
+    /// Stable while `p` runs no operation (only `p`'s own requests change them), and durable:
+    /// `p`'s operations return only once their record is persisted, and after `open` every
+    /// record holds the persisted values.
+    pub(crate) fn last_applied(&self, words: &[AtomicU64], p: usize) -> (u32, R) {
+        let cur = self.current(words);
+        (cur.seq(p), cur.ret(p))
     }
 
     /// `Err(Poisoned)` once a combining pass panicked (the state is the one before that pass).
@@ -213,8 +229,9 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
         Ok(())
     }
 
-    /// Line 1 / line 3: `Request[p] := <func, Args, act, 1>`.
-    fn announce(&self, p: usize, op: O, act: u64) {
+    /// Line 1 / line 3: `Request[p] := <func, Args, act, 1>`, `act` the low bit of `seq`.
+    fn announce(&self, p: usize, op: O, seq: u64) {
+        let act = seq & ACTIVATE;
         let req = &self.requests[p];
         // SAFETY:
         // - only thread `p` (the owner of the live handle for slot `p`) writes this cell;
@@ -225,7 +242,8 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
         req.op.with_mut(|cell| unsafe { *cell = Some(op) });
         // Release: pairs with the combiner's Acquire load of `ctrl` (line 17), which then sees
         // the operation written above.
-        req.ctrl.store(act | VALID, Ordering::Release);
+        let seq = u64::from(seq as u32) << SEQ_SHIFT;
+        req.ctrl.store(seq | act | VALID, Ordering::Release);
     }
 
     /// Runs `op` as thread `p`'s operation number `seq` (Algorithm 1 lines 1-2).
@@ -239,13 +257,13 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
         seq: u64,
     ) -> Result<R, Poisoned> {
         self.check_poison()?;
-        let act = seq & ACTIVATE;
-        self.announce(p, op, act); // line 1
-        self.perform(words, persist, batch, p, act as u8) // line 2
+        self.announce(p, op, seq); // line 1
+        self.perform(words, persist, batch, p, (seq & ACTIVATE) as u8) // line 2
     }
 
     /// Algorithm 1 `Recover` (lines 3-6) for thread `p`'s operation `op` with sequence number
-    /// `seq`: whether it had taken effect before the crash, and its response.
+    /// `seq`: whether it had taken effect before the crash, and its response. The check
+    /// compares the whole number with `Seq[p]` (mod 2^32), not only its low bit.
     pub(crate) fn recover<P: Persist, B: Batch<State = S, Op = O, Ret = R>>(
         &self,
         words: &[AtomicU64],
@@ -263,10 +281,10 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
         // Read after announcing, a concurrent combiner may already have applied the request
         // without persisting it, and "applied" would be neither true of the crash nor durable.
         let cur = self.current(words);
-        if u64::from(cur.deact(p)) == act {
+        if cur.seq(p) == seq as u32 {
             return Ok(Recovered::Applied(cur.ret(p))); // line 6
         }
-        self.announce(p, op, act); // line 3
+        self.announce(p, op, seq); // line 3
                                    // Lines 4-5: not yet applied; the normal path returns once it is durable.
         let ret = self.perform(words, persist, batch, p, act as u8)?;
         Ok(Recovered::Reexecuted(ret))
@@ -352,7 +370,7 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
         // - the reference does not escape this function.
         let scratch = self.scratch.with_mut(|s| unsafe { &mut *s });
         scratch.reqs.clear();
-        scratch.acts.clear();
+        scratch.seqs.clear();
         scratch.rets.clear();
         for (q, req) in self.requests.iter().enumerate() {
             // Acquire: pairs with the Release in `announce`.
@@ -367,14 +385,14 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
                 let op = req.op.with(|cell| unsafe { (*cell).clone() });
                 let op = op.expect("invariant: an active, valid request has an operation");
                 scratch.reqs.push((q, op));
-                scratch.acts.push(act);
+                scratch.seqs.push((ctrl >> SEQ_SHIFT) as u32);
                 scratch.rets.push(new.ret(q));
             }
         }
         batch.apply(me, &mut st, &scratch.reqs, &mut scratch.rets); // lines 18-19
         for (i, &(q, _)) in scratch.reqs.iter().enumerate() {
             new.set_ret(q, &scratch.rets[i]); // line 20
-            new.set_deact(q, scratch.acts[i]); // line 21
+            new.set_seq(q, scratch.seqs[i]); // line 21 (Deactivate[q] := the low bit)
         }
         new.set_state(&st);
         let (addr, len) = new.span();

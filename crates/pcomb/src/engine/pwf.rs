@@ -104,6 +104,8 @@ pub(crate) trait WfBatch {
 /// | 3.. | version, +1 per announcement (seqlock for readers of `op`) |
 struct Request {
     ctrl: AtomicU64,
+    /// The operation's words, then its sequence number (mod 2^32, written to `Seq[p]` when the
+    /// request is applied), all read under the `ctrl` version.
     op: Box<[AtomicU64]>,
 }
 
@@ -113,7 +115,7 @@ type ScratchCell<O, R> = CachePadded<UnsafeCell<Scratch<O, R>>>;
 /// Buffers of one thread's attempts (only that thread touches them).
 struct Scratch<O, R> {
     reqs: Vec<(usize, O)>,
-    acts: Vec<u8>,
+    seqs: Vec<u32>,
     rets: Vec<R>,
 }
 
@@ -171,7 +173,7 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
                 .map(|_| {
                     CachePadded::new(Request {
                         ctrl: AtomicU64::new(0),
-                        op: words::zeroed(op_words),
+                        op: words::zeroed(op_words + 1),
                     })
                 })
                 .collect(),
@@ -182,7 +184,7 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
                 .map(|_| {
                     CachePadded::new(UnsafeCell::new(Scratch {
                         reqs: Vec::with_capacity(threads),
-                        acts: Vec::with_capacity(threads),
+                        seqs: Vec::with_capacity(threads),
                         rets: Vec::with_capacity(threads),
                     }))
                 })
@@ -261,10 +263,12 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         }
     }
 
-    /// The `activate` bit a freshly registered thread `id` starts from (`Deactivate[id]`);
-    /// marks its request invalid until it announces.
+    /// The sequence number a freshly registered thread `id` starts from: `Seq[id]` of the
+    /// current record (its low bit is `Deactivate[id]`); marks its request invalid until it
+    /// announces.
     pub(crate) fn seed(&self, words: &[AtomicU64], id: usize) -> u64 {
-        let act = u64::from(self.current(words).1.deact(id));
+        let seq = self.current(words).1.seq(id);
+        let act = u64::from(seq) & ACTIVATE;
         let req = &self.requests[id];
         // Relaxed: only the slot owner writes `ctrl`; the slot claim (Acquire) ordered us after
         // the previous owner.
@@ -272,18 +276,28 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         // Release: pairs with the Acquire loads of `ctrl` in `read_request`; valid = 0.
         req.ctrl
             .store(((version + 1) << VERSION_SHIFT) | act, Ordering::Release);
-        act
+        u64::from(seq)
     }
 
-    /// Lines 1 / 4: `Request[p] := <func, args, act, 1>`.
-    fn announce(&self, p: usize, op: &O, act: u64) {
+    /// `Seq[p]` and `ReturnVal[p]` of the current record: thread `p`'s last applied operation
+    /// (stable while `p` runs no operation; durable, as for `engine::pb`).
+    pub(crate) fn last_applied(&self, words: &[AtomicU64], p: usize) -> (u32, R) {
+        let (_, rec) = self.current(words);
+        (rec.seq(p), rec.ret(p))
+    }
+
+    /// Lines 1 / 4: `Request[p] := <func, args, act, 1>`, `act` the low bit of `seq`.
+    fn announce(&self, p: usize, op: &O, seq: u64) {
+        let act = seq & ACTIVATE;
         let req = &self.requests[p];
         // Relaxed: only the owner writes `ctrl`.
         let old = req.ctrl.load(Ordering::Relaxed);
         let version = (old >> VERSION_SHIFT) + 1;
         // Relaxed: the Release stores of `op` below keep this store before them.
         req.ctrl.store(old | BUSY, Ordering::Relaxed);
-        words::store(&req.op, op);
+        let (op_words, seq_word) = req.op.split_at(req.op.len() - 1);
+        words::store(op_words, op);
+        words::store(seq_word, &(seq as u32));
         // Release: pairs with the Acquire loads in `read_request`.
         req.ctrl
             .store((version << VERSION_SHIFT) | VALID | act, Ordering::Release);
@@ -296,20 +310,22 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         fence(Ordering::SeqCst);
     }
 
-    /// Reads `Request[q]`: its activate bit and operation, or `None` if it is not valid or was
-    /// being rewritten.
+    /// Reads `Request[q]`: its activate bit, sequence number and operation, or `None` if it is
+    /// not valid or was being rewritten.
     #[inline]
-    fn read_request(&self, q: usize) -> Option<(u8, O)> {
+    fn read_request(&self, q: usize) -> Option<(u8, u32, O)> {
         let req = &self.requests[q];
         // Acquire: pairs with the Release store in `announce`.
         let c1 = req.ctrl.load(Ordering::Acquire);
         if c1 & VALID == 0 || c1 & BUSY != 0 {
             return None;
         }
-        let op = words::load::<O>(&req.op);
+        let (op_words, seq_word) = req.op.split_at(req.op.len() - 1);
+        let op = words::load::<O>(op_words);
+        let seq = words::load::<u32>(seq_word);
         // Acquire: after the Acquire loads of `op`; a rewrite they saw shows here.
         let c2 = req.ctrl.load(Ordering::Acquire);
-        (c1 == c2).then_some(((c1 & ACTIVATE) as u8, op))
+        (c1 == c2).then_some(((c1 & ACTIVATE) as u8, seq, op))
     }
 
     /// Runs `op` as thread `p`'s operation number `seq` (Algorithm 3 lines 1-3).
@@ -322,12 +338,13 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         op: O,
         seq: u64,
     ) -> R {
-        self.announce(p, &op, seq & ACTIVATE);
+        self.announce(p, &op, seq);
         self.perform(words, persist, batch, p)
     }
 
     /// Algorithm 3 `Recover` (lines 4-7) for thread `p`'s operation `op` with sequence number
-    /// `seq`: whether it had taken effect before the crash, and its response.
+    /// `seq`: whether it had taken effect before the crash, and its response. The check
+    /// compares the whole number with `Seq[p]` (mod 2^32), not only its low bit.
     pub(crate) fn recover<P: Persist, B: WfBatch<State = S, Op = O, Ret = R>>(
         &self,
         words: &[AtomicU64],
@@ -337,17 +354,16 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         op: O,
         seq: u64,
     ) -> Recovered<R> {
-        let act = seq & ACTIVATE;
         // Line 4 moved after the check (issue 11, defect 3): `Deactivate[p]` changes only when
         // `p` announces, so read before announcing it says whether the operation took effect
         // *before the crash* (the value in every record since `open` is the persisted one).
         // Read after announcing, a concurrent combiner may already have applied the request
         // without persisting it, and "applied" would be neither true of the crash nor durable.
         let (_, rec) = self.current(words);
-        if u64::from(rec.deact(p)) == act {
+        if rec.seq(p) == seq as u32 {
             return Recovered::Applied(rec.ret(p)); // line 7
         }
-        self.announce(p, &op, act); // line 4
+        self.announce(p, &op, seq); // line 4
         Recovered::Reexecuted(self.perform(words, persist, batch, p)) // lines 5-6
     }
 
@@ -384,13 +400,13 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             // Lines 19-25 (simulation phase), as one batch.
             let mut st = dst.state();
             scratch.reqs.clear();
-            scratch.acts.clear();
+            scratch.seqs.clear();
             scratch.rets.clear();
             for q in 0..self.layout.threads {
-                if let Some((act, op)) = self.read_request(q) {
+                if let Some((act, seq, op)) = self.read_request(q) {
                     if act != dst.deact(q) {
                         scratch.reqs.push((q, op));
-                        scratch.acts.push(act);
+                        scratch.seqs.push(seq);
                         scratch.rets.push(dst.ret(q));
                     }
                 }
@@ -398,7 +414,7 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             batch.apply(p, &mut st, &scratch.reqs, &mut scratch.rets);
             for (i, &(q, _)) in scratch.reqs.iter().enumerate() {
                 dst.set_ret(q, &scratch.rets[i]); // line 23
-                dst.set_deact(q, scratch.acts[i]); // line 24
+                dst.set_seq(q, scratch.seqs[i]); // line 24 (Deactivate[q] := the low bit)
             }
             dst.set_state(&st);
             // Acquire: VL, after the Acquire loads of nodes in `apply` (a node recycled behind

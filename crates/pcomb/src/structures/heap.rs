@@ -437,6 +437,9 @@ impl<const CAP: usize, P: Persist> PBHeapHandle<'_, CAP, P> {
 
     /// The sequence number of this thread id's last mutating operation.
     ///
+    /// Persisted: a handle made after `open` starts from the number of the last one that took
+    /// effect (see the [module docs](crate::structures)).
+    ///
     /// # Examples
     ///
     /// ```

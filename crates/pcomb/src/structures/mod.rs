@@ -3,14 +3,19 @@
 //!
 //! Each one has a volatile mode (`new`: heap memory, no persistence instruction) and a
 //! persistent mode (`create` in a [`Region`](pmem::Region), `open` after a crash), a
-//! per-thread handle from `register` / `register_as`, and detectable recovery: a thread that
-//! persisted `(operation, seq)` before each call (the handle's `seq()` / `*_seq()` is the number
-//! of its *last* call, so the next call gets that plus one) calls `recover_*` with them after a
-//! crash and learns whether the operation had taken effect ([`Recovered::Applied`](crate::Recovered::Applied), with the response it had)
-//! or runs it now ([`Recovered::Reexecuted`](crate::Recovered::Reexecuted)).
-//! Only the parity of a thread's number is persisted (its `Deactivate` bit), so a handle made
-//! after `open` starts at 0 or 1, not at the number the thread had reached; `recover_*(op,
-//! seq)` sets the handle's number to `seq`, and later calls continue from there.
+//! per-thread handle from `register` / `register_as`, and detectable recovery. The handle's
+//! `seq()` / `*_seq()` is the number of its thread's *last* operation (the next call gets that
+//! plus one), and it is persisted: the combined records keep, per thread, the number (mod
+//! 2^32) of its last applied operation (where the paper keeps the `Deactivate` bit, in the
+//! record each pass writes back anyway), so a handle made after `open` starts from the number
+//! of the last operation that took effect: every operation up to it took effect, none after it
+//! did, and a thread that numbers its work resumes from `seq() + 1` with nothing persisted by
+//! itself. A thread that persisted `(operation, seq)` before a call can instead call
+//! `recover_*` with them after a crash and learn whether that operation had taken effect
+//! ([`Recovered::Applied`](crate::Recovered::Applied), with the response it had) or run it now
+//! ([`Recovered::Reexecuted`](crate::Recovered::Reexecuted)); `seq` must be the pending
+//! operation's number, and later calls continue from it. A region written by the format
+//! before these numbers gives [`BuildError::OldFormat`](crate::BuildError::OldFormat).
 //!
 //! The blocking structures' handles ([`PBStackHandle`], [`PBQueueHandle`], [`PBHeapHandle`])
 //! panic on a poisoned structure (a combining pass that panicked); each call has a `try_*`

@@ -35,7 +35,9 @@
 
 use core::fmt;
 
-use super::shared::{self, audit_free, open_header, structure_api, Parts, Place, Seat};
+use super::shared::{
+    self, audit_free, open_header, queue_handle, structure_api, Parts, Place, Seat,
+};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -48,7 +50,7 @@ use crate::sync::UnsafeCell;
 use crate::Recovered;
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PWFQUEU1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PWFQUEU2");
 const KIND: &str = "PWFQueue";
 
 /// `st` of the enqueuers' records: the two linking pointers, the tail, and the number of
@@ -171,9 +173,10 @@ impl<P: Persist> WfBatch for Enq<'_, P> {
             l.taken.push(node);
             // Relaxed: published by the SC (Release) that installs the state naming it; a
             // discarded attempt's writes are overwritten by this thread before any install.
-            s.pool.set(w, node, value, 0);
+            s.pool.set(w, s.store.persist(), node, value, 0);
             if let Some(prev) = s.pool.node_of(last) {
-                s.pool.set_next(w, prev, u64::from(node) + 1);
+                s.pool
+                    .set_next(w, s.store.persist(), prev, u64::from(node) + 1);
             } else {
                 first = u64::from(node) + 1;
             }
@@ -188,7 +191,7 @@ impl<P: Persist> WfBatch for Enq<'_, P> {
         // attempt (its SC fails) writes the same value: `link_a` is linked once.
         if let Some((a, b)) = st.pending() {
             if let Some(a) = s.pool.node_of(a) {
-                s.pool.set_next(w, a, b);
+                s.pool.set_next(w, s.store.persist(), a, b);
                 l.flush.push(a);
             }
         }
@@ -473,7 +476,7 @@ impl<P: Persist> PWFQueue<P> {
             let persist = q.shared.store.persist();
             // The link first, durably; then the state without it (a torn rewrite leaves one
             // of the two pointers 0: no pending link, and the link is durable).
-            q.shared.pool.set_next(w, node, b);
+            q.shared.pool.set_next(w, persist, node, b);
             q.shared.pool.persist_nodes(w, persist, &mut [node]);
             persist.pfence(); // repair: pfence
             persist.psync(); // repair: psync
@@ -560,16 +563,6 @@ impl<P: Persist> PWFQueue<P> {
         audit_free(&on_list, free, false)
     }
 
-    fn handle<'a>(&'a self, seat: Seat<'a>) -> PWFQueueHandle<'a, P> {
-        let w = self.shared.store.words();
-        PWFQueueHandle {
-            queue: self,
-            enq_seq: self.enq.seed(w, seat.id),
-            deq_seq: self.deq.seed(w, seat.id),
-            seat,
-        }
-    }
-
     fn deq_batch(&self) -> Deq<'_, P> {
         Deq {
             s: &self.shared,
@@ -578,84 +571,27 @@ impl<P: Persist> PWFQueue<P> {
     }
 }
 
-/// A registered thread's access to a [`PWFQueue`]; dropping it frees the thread id.
-///
-/// Enqueues and dequeues are numbered separately, as for
-/// [`PBQueueHandle`](super::PBQueueHandle).
-///
-/// # Examples
-///
-/// ```
-/// let q = pcomb::structures::PWFQueue::new(4, 1)?;
-/// let mut h = q.register()?;
-/// h.enqueue(1)?;
-/// h.enqueue(2)?;
-/// assert_eq!(h.dequeue(), Some(1));
-/// assert_eq!((h.enqueue_seq(), h.dequeue_seq()), (2, 1));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PWFQueueHandle<'a, P: Persist = NoPersist> {
-    queue: &'a PWFQueue<P>,
-    seat: Seat<'a>,
-    enq_seq: u64,
-    deq_seq: u64,
-}
-
-impl<P: Persist> fmt::Debug for PWFQueueHandle<'_, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PWFQueueHandle")
-            .field("id", &self.seat.id)
-            .field("enq_seq", &self.enq_seq)
-            .field("deq_seq", &self.deq_seq)
-            .finish()
-    }
+queue_handle! {
+    /// A registered thread's access to a [`PWFQueue`]; dropping it frees the thread id.
+    ///
+    /// Enqueues and dequeues are numbered separately, as for
+    /// [`PBQueueHandle`](super::PBQueueHandle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PWFQueue::new(4, 1)?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(1)?;
+    /// h.enqueue(2)?;
+    /// assert_eq!(h.dequeue(), Some(1));
+    /// assert_eq!((h.enqueue_seq(), h.dequeue_seq()), (2, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    PWFQueueHandle for PWFQueue, dequeue op 0
 }
 
 impl<P: Persist> PWFQueueHandle<'_, P> {
-    /// This thread's id.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PWFQueue::new(1, 1)?.register()?.id(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> usize {
-        self.seat.id
-    }
-
-    /// The number of this thread id's last enqueue.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PWFQueue::new(1, 1)?;
-    /// let mut h = q.register()?;
-    /// let before = h.enqueue_seq();
-    /// h.enqueue(1)?;
-    /// assert_eq!(h.enqueue_seq(), before + 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn enqueue_seq(&self) -> u64 {
-        self.enq_seq
-    }
-
-    /// The number of this thread id's last dequeue.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PWFQueue::new(1, 1)?;
-    /// let mut h = q.register()?;
-    /// let before = h.dequeue_seq();
-    /// h.dequeue();
-    /// assert_eq!(h.dequeue_seq(), before + 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn dequeue_seq(&self) -> u64 {
-        self.deq_seq
-    }
-
     /// Enqueues `value` (wait-free); returns once the enqueue is durable.
     ///
     /// # Errors
@@ -676,18 +612,7 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn enqueue(&mut self, value: u64) -> Result<(), Full> {
-        let q = self.queue;
-        let (s, seat) = (&q.shared, &self.seat);
-        shared::run(
-            &q.enq,
-            &s.store,
-            &Enq(s),
-            seat,
-            &mut self.enq_seq,
-            value,
-            unit_of,
-        )
-        .unwrap_or_else(|e| poisoned(e))
+        self.enq(value).unwrap_or_else(|e| poisoned(e))
     }
 
     /// Dequeues the oldest value (`None` if the queue is empty); returns once durable.
@@ -703,18 +628,7 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dequeue(&mut self) -> Option<u64> {
-        let q = self.queue;
-        let (s, seat, batch) = (&q.shared, &self.seat, &q.deq_batch());
-        shared::run(
-            &q.deq,
-            &s.store,
-            batch,
-            seat,
-            &mut self.deq_seq,
-            0,
-            value_of,
-        )
-        .unwrap_or_else(|e| poisoned(e))
+        self.deq().unwrap_or_else(|e| poisoned(e))
     }
 
     /// The number of values: enqueued minus dequeued, from two persisted snapshots (dequeuers'
@@ -765,10 +679,7 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_enqueue(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
-        let q = self.queue;
-        let (s, seat, last) = (&q.shared, &self.seat, &mut self.enq_seq);
-        shared::recover(&q.enq, &s.store, &Enq(s), seat, last, value, seq, unit_of)
-            .unwrap_or_else(|e| poisoned(e))
+        self.recover_enq(value, seq).unwrap_or_else(|e| poisoned(e))
     }
 
     /// Recovers this thread's dequeue numbered `seq` (see
@@ -786,11 +697,7 @@ impl<P: Persist> PWFQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover_dequeue(&mut self, seq: u64) -> Recovered<Option<u64>> {
-        let q = self.queue;
-        let (s, seat, last) = (&q.shared, &self.seat, &mut self.deq_seq);
-        let batch = &q.deq_batch();
-        shared::recover(&q.deq, &s.store, batch, seat, last, 0, seq, value_of)
-            .unwrap_or_else(|e| poisoned(e))
+        self.recover_deq(seq).unwrap_or_else(|e| poisoned(e))
     }
 }
 

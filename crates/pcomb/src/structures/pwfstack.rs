@@ -26,7 +26,9 @@
 
 use core::fmt;
 
-use super::shared::{self, audit_free, open_header, structure_api, walk_stack, Parts, Place, Seat};
+use super::shared::{
+    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Parts, Place, Seat,
+};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -39,7 +41,7 @@ use crate::sync::UnsafeCell;
 use crate::Recovered;
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PWFSTAK1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PWFSTAK2");
 const KIND: &str = "PWFStack";
 
 /// `st` of a PWFstack record: the top node's link and the number of values.
@@ -106,8 +108,13 @@ impl<P: Persist> Core<P> {
             return ret_unit(Err(Full(value)));
         };
         l.taken.push(node);
-        self.pool
-            .set_published(self.store.words(), node, value, st.top);
+        self.pool.set_published(
+            self.store.words(),
+            self.store.persist(),
+            node,
+            value,
+            st.top,
+        );
         st.top = u64::from(node) + 1;
         st.len += 1;
         ret_unit(Ok(()))
@@ -419,101 +426,30 @@ impl<P: Persist> PWFStack<P> {
         });
         audit_free(&on_list, free, self.core.options.recycling)
     }
-
-    fn handle<'a>(&'a self, seat: Seat<'a>) -> PWFStackHandle<'a, P> {
-        let seq = self.inst.seed(self.core.store.words(), seat.id);
-        PWFStackHandle {
-            stack: self,
-            seat,
-            seq,
-        }
-    }
 }
 
-/// A registered thread's access to a [`PWFStack`]; dropping it frees the thread id.
-///
-/// Sequence numbers and recovery work as for [`PBStackHandle`](super::PBStackHandle).
-///
-/// # Examples
-///
-/// ```
-/// let s = pcomb::structures::PWFStack::new(4, 1)?;
-/// let mut h = s.register()?;
-/// h.push(1)?;
-/// h.push(2)?;
-/// assert_eq!(h.pop(), Some(2));
-/// assert_eq!(h.seq(), 3);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PWFStackHandle<'a, P: Persist = NoPersist> {
-    stack: &'a PWFStack<P>,
-    seat: Seat<'a>,
-    seq: u64,
-}
-
-impl<P: Persist> fmt::Debug for PWFStackHandle<'_, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PWFStackHandle")
-            .field("id", &self.seat.id)
-            .field("seq", &self.seq)
-            .finish()
-    }
-}
-
-/// The wait-free structures are never poisoned (no lock; a panicking attempt installs
-/// nothing): the shared calls' `Poisoned` cannot occur.
-impl<P: Persist> PWFStackHandle<'_, P> {
-    fn run<T>(&mut self, op: WfOp, answer: fn(Ret) -> T) -> T {
-        let s = self.stack;
-        let (store, seat) = (&s.core.store, &self.seat);
-        shared::run(&s.inst, store, &s.core, seat, &mut self.seq, op, answer)
-            .unwrap_or_else(|e| poisoned(e))
-    }
-
-    fn recover<T>(&mut self, op: WfOp, seq: u64, answer: fn(Ret) -> T) -> Recovered<T> {
-        let s = self.stack;
-        let (store, seat) = (&s.core.store, &self.seat);
-        shared::recover(
-            &s.inst,
-            store,
-            &s.core,
-            seat,
-            &mut self.seq,
-            op,
-            seq,
-            answer,
-        )
-        .unwrap_or_else(|e| poisoned(e))
-    }
-
-    /// This thread's id.
+stack_handle! {
+    /// A registered thread's access to a [`PWFStack`]; dropping it frees the thread id.
+    ///
+    /// Sequence numbers and recovery work as for [`PBStackHandle`](super::PBStackHandle).
     ///
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(pcomb::structures::PWFStack::new(1, 1)?.register()?.id(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> usize {
-        self.seat.id
-    }
-
-    /// The sequence number of this thread id's last operation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PWFStack::new(1, 1)?;
+    /// let s = pcomb::structures::PWFStack::new(4, 1)?;
     /// let mut h = s.register()?;
-    /// let before = h.seq();
-    /// h.pop();
-    /// assert_eq!(h.seq(), before + 1);
+    /// h.push(1)?;
+    /// h.push(2)?;
+    /// assert_eq!(h.pop(), Some(2));
+    /// assert_eq!(h.seq(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
+    PWFStackHandle for PWFStack, op WfOp
+}
 
+/// The wait-free stack is never poisoned (no lock; a panicking attempt installs nothing): the
+/// shared calls' `Poisoned` cannot occur.
+impl<P: Persist> PWFStackHandle<'_, P> {
     /// Pushes `value` (wait-free); returns once the push is durable (persistent mode).
     ///
     /// # Errors
@@ -534,6 +470,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// ```
     pub fn push(&mut self, value: u64) -> Result<(), Full> {
         self.run([PUSH, value], unit_of)
+            .unwrap_or_else(|e| poisoned(e))
     }
 
     /// Pops the top value (`None` if empty; wait-free); returns once the pop is durable.
@@ -549,7 +486,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pop(&mut self) -> Option<u64> {
-        self.run([POP, 0], value_of)
+        self.run([POP, 0], value_of).unwrap_or_else(|e| poisoned(e))
     }
 
     /// The number of values (a validated, persisted snapshot; lock-free).
@@ -599,6 +536,7 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// ```
     pub fn recover_push(&mut self, value: u64, seq: u64) -> Recovered<Result<(), Full>> {
         self.recover([PUSH, value], seq, unit_of)
+            .unwrap_or_else(|e| poisoned(e))
     }
 
     /// Recovers this thread's pop with sequence number `seq` (see
@@ -617,5 +555,6 @@ impl<P: Persist> PWFStackHandle<'_, P> {
     /// ```
     pub fn recover_pop(&mut self, seq: u64) -> Recovered<Option<u64>> {
         self.recover([POP, 0], seq, value_of)
+            .unwrap_or_else(|e| poisoned(e))
     }
 }

@@ -22,7 +22,9 @@ use core::fmt;
 
 use crossbeam_utils::CachePadded;
 
-use super::shared::{self, audit_free, open_header, structure_api, Parts, Place, Seat};
+use super::shared::{
+    self, audit_free, open_header, queue_handle, structure_api, Parts, Place, Seat,
+};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -35,7 +37,7 @@ use crate::sync::{AtomicU64, Ordering, UnsafeCell};
 use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PBQUEUE1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PBQUEUE2");
 const KIND: &str = "PBQueue";
 
 /// The enqueuers' instance: state `Tail`, request = the value.
@@ -150,8 +152,9 @@ impl<P: Persist> Batch for Enq<'_, P> {
                 .pool
                 .node_of(*tail)
                 .expect("invariant: Tail names a node of the pool");
-            s.pool.set(w, node, value, 0); // lines 35-37
-            s.pool.set_next(w, last, u64::from(node) + 1); // line 38
+            let persist = s.store.persist();
+            s.pool.set(w, persist, node, value, 0); // lines 35-37
+            s.pool.set_next(w, persist, last, u64::from(node) + 1); // line 38
             to_persist.push(last); // line 19
             to_persist.push(node);
             *tail = u64::from(node) + 1; // line 39
@@ -300,6 +303,11 @@ impl<P: Persist> fmt::Debug for PBQueue<P> {
 structure_api!(PBQueue, PBQueueHandle, "queue", "up to `capacity` values");
 
 impl<P: Persist> PBQueue<P> {
+    /// The dequeuers' batch (the queue's handles go through it).
+    fn deq_batch(&self) -> Deq<'_, P> {
+        Deq(&self.shared)
+    }
+
     fn total_words(capacity: u32, max_threads: usize) -> usize {
         LINE_WORDS
             + EnqInstance::words(max_threads)
@@ -339,7 +347,7 @@ impl<P: Persist> PBQueue<P> {
         let q = Self::assemble(store, capacity, max_threads, options);
         let w = q.shared.store.words();
         // Node 0 is the first dummy (Figure 9's DUMMY): Tail = Head = &DUMMY.
-        q.shared.pool.set(w, 0, 0, 0);
+        q.shared.pool.set(w, q.shared.store.persist(), 0, 0, 0);
         q.enq.init(w, &1);
         q.deq.init(w, &1);
         let total = Self::total_words(capacity, max_threads);
@@ -469,99 +477,32 @@ impl<P: Persist> PBQueue<P> {
         let free = self.shared.ring.snapshot();
         audit_free(&on_list, &free, self.shared.options.recycling)
     }
-
-    fn handle<'a>(&'a self, seat: Seat<'a>) -> PBQueueHandle<'a, P> {
-        let w = self.shared.store.words();
-        PBQueueHandle {
-            queue: self,
-            enq_seq: self.enq.seed(w, seat.id),
-            deq_seq: self.deq.seed(w, seat.id),
-            seat,
-        }
-    }
 }
 
-/// A registered thread's access to a [`PBQueue`]; dropping it frees the thread id.
-///
-/// Enqueues and dequeues are numbered separately (they go to different instances): the next
-/// enqueue is number [`enqueue_seq`](Self::enqueue_seq)` + 1`, the next dequeue
-/// [`dequeue_seq`](Self::dequeue_seq)` + 1`. For detectability, persist the operation and its
-/// number before each call; after a crash pass them to
-/// [`recover_enqueue`](Self::recover_enqueue) / [`recover_dequeue`](Self::recover_dequeue).
-///
-/// # Examples
-///
-/// ```
-/// let q = pcomb::structures::PBQueue::new(4, 1)?;
-/// let mut h = q.register()?;
-/// h.enqueue(1)?;
-/// h.enqueue(2)?;
-/// assert_eq!(h.dequeue(), Some(1));
-/// assert_eq!((h.enqueue_seq(), h.dequeue_seq()), (2, 1));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PBQueueHandle<'a, P: Persist = NoPersist> {
-    queue: &'a PBQueue<P>,
-    seat: Seat<'a>,
-    enq_seq: u64,
-    deq_seq: u64,
-}
-
-impl<P: Persist> fmt::Debug for PBQueueHandle<'_, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PBQueueHandle")
-            .field("id", &self.seat.id)
-            .field("enq_seq", &self.enq_seq)
-            .field("deq_seq", &self.deq_seq)
-            .finish()
-    }
+queue_handle! {
+    /// A registered thread's access to a [`PBQueue`]; dropping it frees the thread id.
+    ///
+    /// Enqueues and dequeues are numbered separately (they go to different instances): the next
+    /// enqueue is number [`enqueue_seq`](Self::enqueue_seq)` + 1`, the next dequeue
+    /// [`dequeue_seq`](Self::dequeue_seq)` + 1`. For detectability, persist the operation and its
+    /// number before each call; after a crash pass them to
+    /// [`recover_enqueue`](Self::recover_enqueue) / [`recover_dequeue`](Self::recover_dequeue).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let q = pcomb::structures::PBQueue::new(4, 1)?;
+    /// let mut h = q.register()?;
+    /// h.enqueue(1)?;
+    /// h.enqueue(2)?;
+    /// assert_eq!(h.dequeue(), Some(1));
+    /// assert_eq!((h.enqueue_seq(), h.dequeue_seq()), (2, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    PBQueueHandle for PBQueue, dequeue op ()
 }
 
 impl<P: Persist> PBQueueHandle<'_, P> {
-    /// This thread's id.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PBQueue::new(1, 1)?.register()?.id(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> usize {
-        self.seat.id
-    }
-
-    /// The number of this thread id's last enqueue.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PBQueue::new(1, 1)?;
-    /// let mut h = q.register()?;
-    /// let before = h.enqueue_seq();
-    /// h.enqueue(1)?;
-    /// assert_eq!(h.enqueue_seq(), before + 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn enqueue_seq(&self) -> u64 {
-        self.enq_seq
-    }
-
-    /// The number of this thread id's last dequeue.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let q = pcomb::structures::PBQueue::new(1, 1)?;
-    /// let mut h = q.register()?;
-    /// let before = h.dequeue_seq();
-    /// h.dequeue();
-    /// assert_eq!(h.dequeue_seq(), before + 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn dequeue_seq(&self) -> u64 {
-        self.deq_seq
-    }
-
     /// Enqueues `value`; returns once the enqueue is durable (Algorithm 5 `PBqueueEnq`).
     ///
     /// # Errors
@@ -661,17 +602,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_enqueue(&mut self, value: u64) -> Result<Result<(), Full>, Poisoned> {
-        let q = self.queue;
-        let (s, seat) = (&q.shared, &self.seat);
-        shared::run(
-            &q.enq,
-            &s.store,
-            &Enq(s),
-            seat,
-            &mut self.enq_seq,
-            value,
-            unit_of,
-        )
+        self.enq(value)
     }
 
     /// [`dequeue`](Self::dequeue) that returns [`Poisoned`] instead of panicking.
@@ -688,17 +619,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_dequeue(&mut self) -> Result<Option<u64>, Poisoned> {
-        let q = self.queue;
-        let (s, seat) = (&q.shared, &self.seat);
-        shared::run(
-            &q.deq,
-            &s.store,
-            &Deq(s),
-            seat,
-            &mut self.deq_seq,
-            (),
-            value_of,
-        )
+        self.deq()
     }
 
     /// [`recover_enqueue`](Self::recover_enqueue) that returns [`Poisoned`] instead of
@@ -722,9 +643,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
         value: u64,
         seq: u64,
     ) -> Result<Recovered<Result<(), Full>>, Poisoned> {
-        let q = self.queue;
-        let (s, seat, last) = (&q.shared, &self.seat, &mut self.enq_seq);
-        shared::recover(&q.enq, &s.store, &Enq(s), seat, last, value, seq, unit_of)
+        self.recover_enq(value, seq)
     }
 
     /// [`recover_dequeue`](Self::recover_dequeue) that returns [`Poisoned`] instead of
@@ -744,9 +663,7 @@ impl<P: Persist> PBQueueHandle<'_, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_recover_dequeue(&mut self, seq: u64) -> Result<Recovered<Option<u64>>, Poisoned> {
-        let q = self.queue;
-        let (s, seat, last) = (&q.shared, &self.seat, &mut self.deq_seq);
-        shared::recover(&q.deq, &s.store, &Deq(s), seat, last, (), seq, value_of)
+        self.recover_deq(seq)
     }
 }
 

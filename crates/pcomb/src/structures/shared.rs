@@ -486,3 +486,208 @@ macro_rules! structure_api {
     };
 }
 pub(crate) use structure_api;
+
+/// The handle type `$H` of the stack `$T` (whose instance `inst` takes requests `$Op`), with
+/// what both stacks' handles share: the thread's seat and sequence number, `id`, `seq`, and the
+/// private calls `run` / `recover` (through [`run`] and [`recover`], so `Poisoned` is the
+/// blocking stack's; the wait-free one unwraps it, it cannot occur).
+macro_rules! stack_handle {
+    ($(#[$m:meta])* $H:ident for $T:ident, op $Op:ty) => {
+        $(#[$m])*
+        pub struct $H<'a, P: Persist = NoPersist> {
+            stack: &'a $T<P>,
+            seat: Seat<'a>,
+            seq: u64,
+        }
+
+        impl<P: Persist> fmt::Debug for $H<'_, P> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($H))
+                    .field("id", &self.seat.id)
+                    .field("seq", &self.seq)
+                    .finish()
+            }
+        }
+
+        impl<P: Persist> $T<P> {
+            fn handle<'a>(&'a self, seat: Seat<'a>) -> $H<'a, P> {
+                let seq = self.inst.seed(self.core.store.words(), seat.id);
+                $H { stack: self, seat, seq }
+            }
+        }
+
+        impl<P: Persist> $H<'_, P> {
+            fn run<T>(&mut self, op: $Op, answer: fn(Ret) -> T) -> Result<T, $crate::Poisoned> {
+                let s = self.stack;
+                let (store, seat) = (&s.core.store, &self.seat);
+                shared::run(&s.inst, store, &s.core, seat, &mut self.seq, op, answer)
+            }
+
+            fn recover<T>(
+                &mut self,
+                op: $Op,
+                seq: u64,
+                answer: fn(Ret) -> T,
+            ) -> Result<$crate::Recovered<T>, $crate::Poisoned> {
+                let s = self.stack;
+                let (store, seat, last) = (&s.core.store, &self.seat, &mut self.seq);
+                shared::recover(&s.inst, store, &s.core, seat, last, op, seq, answer)
+            }
+
+            /// This thread's id.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("assert_eq!(pcomb::structures::", stringify!($T), "::new(1, 1)?.register()?.id(), 0);")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn id(&self) -> usize {
+                self.seat.id
+            }
+
+            /// The sequence number of this thread id's last operation (the next push or pop
+            /// is `seq() + 1`).
+            ///
+            /// Persisted: a handle made after `open` starts from the number of the last one that
+            /// took effect (see the [module docs](crate::structures)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let s = pcomb::structures::", stringify!($T), "::new(1, 1)?;")]
+            /// let mut h = s.register()?;
+            /// let before = h.seq();
+            /// h.pop();
+            /// assert_eq!(h.seq(), before + 1);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn seq(&self) -> u64 {
+                self.seq
+            }
+        }
+    };
+}
+pub(crate) use stack_handle;
+
+/// The handle type `$H` of the queue `$T` (instances `enq` and `deq`, batches `Enq(&shared)`
+/// and `deq_batch()`, dequeue request `$deq`), with what both queues' handles share: the seat,
+/// the two sequence numbers, `id`, `enqueue_seq`, `dequeue_seq`, and the private calls of the
+/// four operations (returning the blocking queue's `Poisoned`; the wait-free one unwraps it).
+macro_rules! queue_handle {
+    ($(#[$m:meta])* $H:ident for $T:ident, dequeue op $deq:expr) => {
+        $(#[$m])*
+        pub struct $H<'a, P: Persist = NoPersist> {
+            queue: &'a $T<P>,
+            seat: Seat<'a>,
+            enq_seq: u64,
+            deq_seq: u64,
+        }
+
+        impl<P: Persist> fmt::Debug for $H<'_, P> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($H))
+                    .field("id", &self.seat.id)
+                    .field("enq_seq", &self.enq_seq)
+                    .field("deq_seq", &self.deq_seq)
+                    .finish()
+            }
+        }
+
+        impl<P: Persist> $T<P> {
+            fn handle<'a>(&'a self, seat: Seat<'a>) -> $H<'a, P> {
+                let w = self.shared.store.words();
+                $H {
+                    queue: self,
+                    enq_seq: self.enq.seed(w, seat.id),
+                    deq_seq: self.deq.seed(w, seat.id),
+                    seat,
+                }
+            }
+        }
+
+        impl<P: Persist> $H<'_, P> {
+            fn enq(&mut self, value: u64) -> Result<Result<(), Full>, $crate::Poisoned> {
+                let q = self.queue;
+                let (s, seat, last) = (&q.shared, &self.seat, &mut self.enq_seq);
+                shared::run(&q.enq, &s.store, &Enq(s), seat, last, value, unit_of)
+            }
+
+            fn deq(&mut self) -> Result<Option<u64>, $crate::Poisoned> {
+                let q = self.queue;
+                let (s, seat, last) = (&q.shared, &self.seat, &mut self.deq_seq);
+                shared::run(&q.deq, &s.store, &q.deq_batch(), seat, last, $deq, value_of)
+            }
+
+            fn recover_enq(
+                &mut self,
+                value: u64,
+                seq: u64,
+            ) -> Result<Recovered<Result<(), Full>>, $crate::Poisoned> {
+                let q = self.queue;
+                let (s, seat, last) = (&q.shared, &self.seat, &mut self.enq_seq);
+                shared::recover(&q.enq, &s.store, &Enq(s), seat, last, value, seq, unit_of)
+            }
+
+            fn recover_deq(&mut self, seq: u64) -> Result<Recovered<Option<u64>>, $crate::Poisoned> {
+                let q = self.queue;
+                let (s, seat, last) = (&q.shared, &self.seat, &mut self.deq_seq);
+                let batch = &q.deq_batch();
+                shared::recover(&q.deq, &s.store, batch, seat, last, $deq, seq, value_of)
+            }
+
+            /// This thread's id.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("assert_eq!(pcomb::structures::", stringify!($T), "::new(1, 1)?.register()?.id(), 0);")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn id(&self) -> usize {
+                self.seat.id
+            }
+
+            /// The number of this thread id's last enqueue (the next one is
+            /// `enqueue_seq() + 1`).
+            ///
+            /// Persisted: a handle made after `open` starts from the number of the last one that
+            /// took effect (see the [module docs](crate::structures)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let q = pcomb::structures::", stringify!($T), "::new(1, 1)?;")]
+            /// let mut h = q.register()?;
+            /// let before = h.enqueue_seq();
+            /// h.enqueue(1)?;
+            /// assert_eq!(h.enqueue_seq(), before + 1);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn enqueue_seq(&self) -> u64 {
+                self.enq_seq
+            }
+
+            /// The number of this thread id's last dequeue (the next one is
+            /// `dequeue_seq() + 1`).
+            ///
+            /// Persisted: a handle made after `open` starts from the number of the last one that
+            /// took effect (see the [module docs](crate::structures)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let q = pcomb::structures::", stringify!($T), "::new(1, 1)?;")]
+            /// let mut h = q.register()?;
+            /// let before = h.dequeue_seq();
+            /// h.dequeue();
+            /// assert_eq!(h.dequeue_seq(), before + 1);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn dequeue_seq(&self) -> u64 {
+                self.deq_seq
+            }
+        }
+    };
+}
+pub(crate) use queue_handle;

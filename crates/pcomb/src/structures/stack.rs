@@ -17,7 +17,9 @@
 
 use core::fmt;
 
-use super::shared::{self, audit_free, open_header, structure_api, walk_stack, Parts, Place, Seat};
+use super::shared::{
+    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Parts, Place, Seat,
+};
 use super::store::{Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
@@ -30,7 +32,7 @@ use crate::sync::UnsafeCell;
 use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PBSTACK1");
+const MAGIC: u64 = u64::from_le_bytes(*b"PBSTACK2");
 const KIND: &str = "PBStack";
 
 type StackInstance = Instance<StackState, StackOp, Ret>;
@@ -96,7 +98,7 @@ impl<P: Persist> Core<P> {
         let Some(node) = n.free.pop() else {
             return ret_unit(Err(Full(value)));
         };
-        self.pool.set(w, node, value, st.top);
+        self.pool.set(w, self.store.persist(), node, value, st.top);
         n.fresh.push(node);
         st.top = u64::from(node) + 1;
         st.len += 1;
@@ -394,105 +396,31 @@ impl<P: Persist> PBStack<P> {
         let nodes = unsafe { self.core.nodes() };
         audit_free(&on_list, &nodes.free, self.core.options.recycling)
     }
-
-    fn handle<'a>(&'a self, seat: Seat<'a>) -> PBStackHandle<'a, P> {
-        let seq = self.inst.seed(self.core.store.words(), seat.id);
-        PBStackHandle {
-            stack: self,
-            seat,
-            seq,
-        }
-    }
 }
 
-/// A registered thread's access to a [`PBStack`]; dropping it frees the thread id.
-///
-/// Its sequence number counts this thread id's operations: the next push or pop is number
-/// [`seq`](Self::seq)` + 1`. For detectability, persist `(operation, seq() + 1)` before each
-/// call and, after a crash, pass them to [`recover_push`](Self::recover_push) /
-/// [`recover_pop`](Self::recover_pop).
-///
-/// # Examples
-///
-/// ```
-/// let s = pcomb::structures::PBStack::new(4, 1)?;
-/// let mut h = s.register()?;
-/// h.push(1)?;
-/// h.push(2)?;
-/// assert_eq!(h.pop(), Some(2));
-/// assert_eq!(h.seq(), 3);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PBStackHandle<'a, P: Persist = NoPersist> {
-    stack: &'a PBStack<P>,
-    seat: Seat<'a>,
-    seq: u64,
-}
-
-impl<P: Persist> fmt::Debug for PBStackHandle<'_, P> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PBStackHandle")
-            .field("id", &self.seat.id)
-            .field("seq", &self.seq)
-            .finish()
-    }
+stack_handle! {
+    /// A registered thread's access to a [`PBStack`]; dropping it frees the thread id.
+    ///
+    /// Its sequence number counts this thread id's operations: the next push or pop is number
+    /// [`seq`](Self::seq)` + 1`. For detectability, persist `(operation, seq() + 1)` before each
+    /// call and, after a crash, pass them to [`recover_push`](Self::recover_push) /
+    /// [`recover_pop`](Self::recover_pop).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = pcomb::structures::PBStack::new(4, 1)?;
+    /// let mut h = s.register()?;
+    /// h.push(1)?;
+    /// h.push(2)?;
+    /// assert_eq!(h.pop(), Some(2));
+    /// assert_eq!(h.seq(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    PBStackHandle for PBStack, op StackOp
 }
 
 impl<P: Persist> PBStackHandle<'_, P> {
-    fn run<T>(&mut self, op: StackOp, answer: fn(Ret) -> T) -> Result<T, Poisoned> {
-        let s = self.stack;
-        let (store, seat) = (&s.core.store, &self.seat);
-        shared::run(&s.inst, store, &s.core, seat, &mut self.seq, op, answer)
-    }
-
-    fn recover<T>(
-        &mut self,
-        op: StackOp,
-        seq: u64,
-        answer: fn(Ret) -> T,
-    ) -> Result<Recovered<T>, Poisoned> {
-        let s = self.stack;
-        let (store, seat) = (&s.core.store, &self.seat);
-        shared::recover(
-            &s.inst,
-            store,
-            &s.core,
-            seat,
-            &mut self.seq,
-            op,
-            seq,
-            answer,
-        )
-    }
-
-    /// This thread's id.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(pcomb::structures::PBStack::new(1, 1)?.register()?.id(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> usize {
-        self.seat.id
-    }
-
-    /// The sequence number of this thread id's last operation.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = pcomb::structures::PBStack::new(1, 1)?;
-    /// let mut h = s.register()?;
-    /// let before = h.seq();
-    /// h.pop();
-    /// assert_eq!(h.seq(), before + 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
-
     /// Pushes `value`; returns once the push is durable (persistent mode).
     ///
     /// # Errors

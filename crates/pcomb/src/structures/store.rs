@@ -76,6 +76,12 @@ impl<P: Persist> Memory<P> {
     ) -> Result<(Self, Header), BuildError> {
         let mismatch = |detail| BuildError::LayoutMismatch { kind, detail };
         let (off, v) = Self::read_root::<LINE_WORDS>(&region, kind)?;
+        // The last byte of a structure's magic is its format: 2 since the records hold
+        // per-thread sequence numbers (`layout.rs`), 1 before.
+        let format_1 = (magic & !(0xff << 56)) | (u64::from(b'1') << 56);
+        if v[header::MAGIC] == format_1 {
+            return Err(BuildError::OldFormat { kind, found: 1 });
+        }
         if v[header::MAGIC] != magic {
             return Err(mismatch(
                 "wrong magic (another structure, or not a structure root)",
@@ -136,16 +142,30 @@ impl Pool {
     }
 
     #[inline]
-    pub(crate) fn set(&self, w: &[AtomicU64], node: u32, value: u64, next: Link) {
+    pub(crate) fn set<P: Persist>(
+        &self,
+        w: &[AtomicU64],
+        persist: &P,
+        node: u32,
+        value: u64,
+        next: Link,
+    ) {
+        let at = self.at + 2 * node as usize;
         // Relaxed: as for `value`.
-        w[self.at + 2 * node as usize].store(value, Ordering::Relaxed);
-        w[self.at + 2 * node as usize + 1].store(next, Ordering::Relaxed);
+        w[at].store(value, Ordering::Relaxed);
+        persist.stored(&w[at]);
+        w[at + 1].store(next, Ordering::Relaxed);
+        persist.stored(&w[at + 1]);
     }
 
     #[inline]
-    pub(crate) fn set_next(&self, w: &[AtomicU64], node: u32, next: Link) {
+    pub(crate) fn set_next<P: Persist>(&self, w: &[AtomicU64], persist: &P, node: u32, next: Link) {
+        let at = self.at + 2 * node as usize + 1;
         // Relaxed: as for `value`.
-        w[self.at + 2 * node as usize + 1].store(next, Ordering::Relaxed);
+        w[at].store(next, Ordering::Relaxed);
+        // A store point (issue 11, defect 7): the simulator may evict or crash here, between
+        // persistence events; nothing on real backends.
+        persist.stored(&w[at]);
     }
 
     /// A node's value and link, for a wait-free attempt that may race with the node's reuse.
@@ -164,10 +184,19 @@ impl Pool {
     /// Writes a node that a wait-free attempt owns. Release: pairs with
     /// [`read_acquire`](Self::read_acquire).
     #[inline]
-    pub(crate) fn set_published(&self, w: &[AtomicU64], node: u32, value: u64, next: Link) {
+    pub(crate) fn set_published<P: Persist>(
+        &self,
+        w: &[AtomicU64],
+        persist: &P,
+        node: u32,
+        value: u64,
+        next: Link,
+    ) {
         let at = self.at + 2 * node as usize;
         w[at].store(value, Ordering::Release);
+        persist.stored(&w[at]);
         w[at + 1].store(next, Ordering::Release);
+        persist.stored(&w[at + 1]);
     }
 
     /// pwb of every line holding one of `nodes` (sorted in place; runs of nodes in consecutive

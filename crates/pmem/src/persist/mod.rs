@@ -91,6 +91,26 @@ pub trait Persist: Send + Sync + 'static {
             )
         };
     }
+
+    /// A store point: the program has just stored `value` to persistent memory, outside any
+    /// persistence instruction. Real backends do nothing (an empty inlined default, so the call
+    /// compiles to nothing); the simulated domain may evict the line holding `value` or crash
+    /// right here ([`SimConfig::store_points`](crate::sim::SimConfig::store_points),
+    /// [`SimConfig::crash_at_store`](crate::sim::SimConfig::crash_at_store)), so a value that
+    /// the program overwrites before the next persistence event can still reach the media, as
+    /// it could on hardware (issue 11, defect 7).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{NoPersist, Persist};
+    /// let link = 7u64; // just stored to a durable word
+    /// NoPersist.stored(&link); // nothing on real backends
+    /// ```
+    #[inline(always)]
+    fn stored<T: ?Sized>(&self, value: &T) {
+        let _ = value;
+    }
 }
 
 /// Volatile mode: every persistence instruction is a no-op (zero-sized, inlined away).

@@ -78,6 +78,8 @@ pub(crate) struct Domain {
     /// after a crash alike (taken under `state`'s lock, read without it by `stamp`).
     clock: Clock,
     state: Mutex<State>,
+    /// Whether store points do anything (fixed at creation, read without the lock).
+    store_hooks: bool,
 }
 
 // SAFETY:
@@ -108,6 +110,7 @@ struct State {
     pending: Vec<(ThreadId, BTreeMap<usize, Snapshot>)>,
     events: u64,
     evictions: u64,
+    store_points: u64,
     crashed: Option<Image>,
     /// The ticket of the call (or explicit crash) that crashed.
     crash_ticket: Option<u64>,
@@ -141,6 +144,7 @@ impl Domain {
             words,
             _map: map,
             clock: Clock::new(),
+            store_hooks: cfg.store_evict_probability > 0.0 || cfg.crash_at_store.is_some(),
             state: Mutex::new(State {
                 rng: SplitMix64::new(cfg.seed),
                 cfg,
@@ -149,6 +153,7 @@ impl Domain {
                 pending: Vec::new(),
                 events: 0,
                 evictions: 0,
+                store_points: 0,
                 crashed: None,
                 crash_ticket: None,
                 candidates: Vec::new(),
@@ -361,6 +366,53 @@ impl Domain {
         }
         st.write_back(line, &words, &changed, whole_line, seq);
         true
+    }
+
+    /// A store point (`Persist::stored`) of the `len` bytes at `addr`: with
+    /// `store_evict_probability`, writes back the line holding `addr` (whole, or its changed
+    /// words, as an eviction between events); then crashes if this is point `crash_at_store`.
+    pub(crate) fn store_point(&self, addr: *const u8, len: usize) {
+        if !self.store_hooks {
+            return;
+        }
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.crashed.is_some() {
+            return;
+        }
+        let n = st.store_points;
+        st.store_points += 1;
+        let base = self.view.as_ptr() as usize;
+        let at = addr as usize;
+        if len > 0
+            && at >= base
+            && at < base + self.words * 8
+            && st.rng.chance(st.cfg.store_evict_probability)
+        {
+            let line = (at - base) / 8 / LINE_WORDS;
+            let whole_line = st.rng.chance(st.cfg.evict_line_probability);
+            // One read of the line: other threads may be storing to it right now.
+            let words = self.view_line(line);
+            let first = line * LINE_WORDS;
+            // Without the whole line, the stored words themselves (not any dirty word).
+            let stored = (at - base) / 8..(at - base + len).div_ceil(8);
+            let changed: Vec<usize> = (0..LINE_WORDS)
+                .filter(|&w| words[w] != st.media[first + w])
+                .filter(|&w| whole_line || stored.contains(&(first + w)))
+                .collect();
+            if !changed.is_empty() {
+                let seq = 2 * st.events + 1;
+                st.write_back(line, &words, &changed, whole_line, seq);
+            }
+        }
+        if st.cfg.crash_at_store == Some(n) {
+            let ticket = self.ticket();
+            self.crash_locked(st, ticket);
+        }
+    }
+
+    pub(crate) fn store_points(&self) -> u64 {
+        self.lock().store_points
     }
 
     /// Freezes the crash image (see the module docs) unless already crashed.

@@ -93,6 +93,12 @@ pub struct SimConfig {
     /// At a crash, probability that each dirty line (or a random subset of its words) reaches
     /// the image (default 0.5).
     pub crash_dirty_probability: f64,
+    /// Probability that a store point ([`Persist::stored`]) writes the line it names back at
+    /// once, between persistence events (default 0: store points are ignored).
+    pub store_evict_probability: f64,
+    /// Crash right after store point number `n` (0-based, counted over all threads; its
+    /// eviction, if any, happens first); `None` (default): store points never crash.
+    pub crash_at_store: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -117,7 +123,36 @@ impl SimConfig {
             crash_at: None,
             crash_pending_probability: 0.5,
             crash_dirty_probability: 0.5,
+            store_evict_probability: 0.0,
+            crash_at_store: None,
         }
+    }
+
+    /// Sets [`SimConfig::store_evict_probability`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cfg = pmem::sim::SimConfig::new(0).store_points(0.5);
+    /// assert_eq!(cfg.store_evict_probability, 0.5);
+    /// ```
+    #[must_use]
+    pub fn store_points(mut self, evict_probability: f64) -> Self {
+        self.store_evict_probability = evict_probability;
+        self
+    }
+
+    /// Sets [`SimConfig::crash_at_store`] to `Some(point)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(pmem::sim::SimConfig::new(0).crash_at_store(3).crash_at_store, Some(3));
+    /// ```
+    #[must_use]
+    pub fn crash_at_store(mut self, point: u64) -> Self {
+        self.crash_at_store = Some(point);
+        self
     }
 
     /// Sets [`SimConfig::evict_probability`].
@@ -206,6 +241,13 @@ impl Persist for Simulated {
     fn psync(&self) {
         count_psync();
         self.domain.fence();
+    }
+
+    fn stored<T: ?Sized>(&self, value: &T) {
+        self.domain.store_point(
+            (value as *const T).cast::<u8>(),
+            core::mem::size_of_val(value),
+        );
     }
 }
 
@@ -316,6 +358,28 @@ impl Simulated {
     /// ```
     pub fn evictions(&self) -> u64 {
         self.domain.evictions()
+    }
+
+    /// Store points ([`Persist::stored`]) seen so far while store points are on (a nonzero
+    /// [`SimConfig::store_evict_probability`] or a [`SimConfig::crash_at_store`]); stops
+    /// advancing at a crash.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Persist, Region, sim::SimConfig};
+    /// let r = Region::simulated(1, 4096, SimConfig::new(0).store_points(1.0))?;
+    /// let w = r.base().as_ptr().cast::<u64>();
+    /// // SAFETY: the region's first word, mapped and aligned while it lives, no other user.
+    /// unsafe { w.write(7) };
+    /// // SAFETY: as above.
+    /// r.persist().stored(unsafe { &*w });
+    /// assert_eq!(r.persist().store_points(), 1);
+    /// assert_eq!(r.persist().crash().as_bytes()[0], 7); // evicted at the store point
+    /// # Ok::<(), pmem::RegionError>(())
+    /// ```
+    pub fn store_points(&self) -> u64 {
+        self.domain.store_points()
     }
 
     /// Crashes now, unless already crashed, and returns the frozen image. Later persistence
