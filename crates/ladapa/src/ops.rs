@@ -8,7 +8,7 @@ use crossbeam_epoch::Guard;
 use crate::background::MetaNote;
 use crate::config::MetadataMode;
 use crate::error::StoreError;
-use crate::meta::{read, write, Loc, Meta, Set};
+use crate::meta::{read, L2Entry, L2Table, Loc, Meta, Set};
 use crate::pool::NodePool;
 use crate::store::{NodeHandle, Shared, Store, ValueGuard};
 use crate::sync::{yield_now, Ordering};
@@ -40,25 +40,16 @@ impl<'a> NodeHandle<'a> {
         let node = self.node;
         let l2 = shared.l2(node);
         let set = shared.l1.set(key);
-        let (meta, entry) = {
-            let data = read(&set.data);
-            match data.find(key) {
-                Some(way) => {
-                    set.touch(way);
-                    (data.meta(way), None)
+        let (meta, entry) = match current_meta(set, l2, key) {
+            Current::Absent => return None,
+            Current::InL1(meta) => (meta, None),
+            Current::InL2 { entry, room } => {
+                // Promotion needs a free way: in a full set (the steady state) skip the
+                // write-lock attempt altogether. A hint; `promote` re-checks under the lock.
+                if room {
+                    promote(shared, set, key, node);
                 }
-                None => {
-                    // L1 misses: this node's L2 is current (the findability invariant).
-                    let entry = l2.get(key)?;
-                    // Promotion needs a free way: in a full set (the steady state) skip the
-                    // write-lock attempt altogether. A hint; `promote` re-checks under the lock.
-                    let room = data.free_way().is_some();
-                    drop(data);
-                    if room {
-                        promote(shared, set, key, node);
-                    }
-                    (entry.meta, Some(entry))
-                }
+                (entry.meta, Some(entry))
             }
         };
         let counters = &shared.counters[node];
@@ -196,7 +187,7 @@ impl<'a> NodeHandle<'a> {
         unsafe { pool.write(block, value) };
         let guard = crossbeam_epoch::pin();
         let set = shared.l1.set(key);
-        let mut data = write(&set.data);
+        let mut data = set.write();
         let version = data.next_version();
         let meta = Meta {
             version,
@@ -304,7 +295,7 @@ impl<'a> NodeHandle<'a> {
         let shared = self.shared();
         let guard = crossbeam_epoch::pin();
         let set = shared.l1.set(key);
-        let mut data = write(&set.data);
+        let mut data = set.write();
         let mut current = data.find(key).map(|way| {
             let meta = data.meta(way);
             data.remove(way);
@@ -335,10 +326,68 @@ impl<'a> NodeHandle<'a> {
     }
 }
 
+/// What a read found as the current metadata of a key.
+enum Current {
+    /// Neither L1 nor (L1 missing) the node's L2 holds the key.
+    Absent,
+    /// L1's entry.
+    InL1(Meta),
+    /// L1 misses: the node's L2 entry (current, by the findability invariant), and whether
+    /// the L1 set had a free way.
+    InL2 { entry: L2Entry, room: bool },
+}
+
+/// The current metadata of `key` for a read through `l2`: optimistically first, through the
+/// set's seqlock mirror (no write to the set's lines), and under the set's read lock when a
+/// writer was in the set meanwhile. Either way it is the state between two writers' critical
+/// sections: the read's linearization point.
+#[inline]
+fn current_meta(set: &Set, l2: &L2Table, key: u64) -> Current {
+    if let Some(stamp) = set.read_begin() {
+        let (hit, room) = set.mirror_find(key);
+        let found = match hit {
+            Some((way, meta)) => Ok((way, meta)),
+            // L1 misses: this node's L2 is current (the findability invariant), provided no
+            // writer of the set ran meanwhile: the validation below checks it.
+            None => Err(l2.get(key)),
+        };
+        if set.read_validate(stamp) {
+            return match found {
+                Ok((way, meta)) => {
+                    set.touch(way);
+                    Current::InL1(meta)
+                }
+                Err(Some(entry)) => Current::InL2 { entry, room },
+                Err(None) => Current::Absent,
+            };
+        }
+    }
+    current_meta_locked(set, l2, key)
+}
+
+/// [`current_meta`] under the set's read lock (a writer was in the set).
+#[cold]
+fn current_meta_locked(set: &Set, l2: &L2Table, key: u64) -> Current {
+    let data = read(&set.data);
+    match data.find(key) {
+        Some(way) => {
+            set.touch(way);
+            Current::InL1(data.meta(way))
+        }
+        None => match l2.get(key) {
+            Some(entry) => Current::InL2 {
+                entry,
+                room: data.free_way().is_some(),
+            },
+            None => Current::Absent,
+        },
+    }
+}
+
 /// Read promotion: moves `key` from `node`'s L2 into a *free* way of its L1 set if the set's
 /// lock is free right now; never evicts, never waits.
 fn promote(shared: &Shared, set: &Set, key: u64, node: usize) {
-    let Ok(mut data) = set.data.try_write() else {
+    let Some(mut data) = set.try_write() else {
         return;
     };
     if data.find(key).is_some() {
