@@ -35,24 +35,29 @@ impl<'a> NodeHandle<'a> {
     /// version is current, else the authoritative block. The caller is pinned by `guard`.
     #[inline]
     /// `value`: the caller will read the value (a `contains` will not, and asks for no copy).
-    fn locate(&self, key: u64, value: bool, _guard: &Guard) -> Option<Loc> {
+    fn locate(&self, key: u64, value: bool, guard: &Guard) -> Option<Loc> {
         let shared = self.shared();
         let node = self.node;
         let l2 = shared.l2(node);
         let set = shared.l1.set(key);
+        let counters = &shared.counters[node];
         let (meta, entry) = match current_meta(set, l2, key) {
             Current::Absent => return None,
             Current::InL1(meta) => (meta, None),
             Current::InL2 { entry, room } => {
-                // Promotion needs a free way: in a full set (the steady state) skip the
-                // write-lock attempt altogether. A hint; `promote` re-checks under the lock.
-                if room {
-                    promote(shared, set, key, node);
+                // The read-promotion rule: into a free way always; into a full set (the
+                // steady state) one L1 miss in `PROMOTE_EVICTING_EVERY` on this node, evicting
+                // the CLOCK victim. Hot keys get in and stay (their hits set reference bits);
+                // a cold key let in starts unreferenced and is the next victim. Both are hints
+                // (`try_write`, never waiting); `promote` re-checks under the lock.
+                // Relaxed: a sampling counter.
+                let misses = counters.l1_misses.fetch_add(1, Ordering::Relaxed);
+                if room || misses % PROMOTE_EVICTING_EVERY == 0 {
+                    promote(shared, set, key, node, guard);
                 }
                 (entry.meta, Some(entry))
             }
         };
-        let counters = &shared.counters[node];
         // Relaxed: statistics (and the adapters' samples). One counter on the local path;
         // `Stats::local_reads` is derived as reads minus remote reads.
         counters.reads.fetch_add(1, Ordering::Relaxed);
@@ -384,23 +389,36 @@ fn current_meta_locked(set: &Set, l2: &L2Table, key: u64) -> Current {
     }
 }
 
-/// Read promotion: moves `key` from `node`'s L2 into a *free* way of its L1 set if the set's
-/// lock is free right now; never evicts, never waits.
-fn promote(shared: &Shared, set: &Set, key: u64, node: usize) {
+/// L1 misses of reads on one node per read promotion that may evict (see `locate`).
+const PROMOTE_EVICTING_EVERY: u64 = 16;
+
+/// Read promotion: moves `key` from `node`'s L2 into its L1 set if the set's lock is free
+/// right now (never waits): into a free way, else into the CLOCK victim's way, after
+/// installing the victim in every L2 as a write's eviction does (so it stays findable).
+fn promote(shared: &Shared, set: &Set, key: u64, node: usize, guard: &Guard) {
     let Some(mut data) = set.try_write() else {
         return;
     };
     if data.find(key).is_some() {
         return;
     }
-    let Some(way) = data.free_way() else {
+    // Re-read under the write lock: L1 still misses, so this L2 is current.
+    let Some(entry) = shared.l2(node).get(key) else {
         return;
     };
-    // Re-read under the write lock: L1 still misses, so this L2 is current.
-    if let Some(entry) = shared.l2(node).get(key) {
-        data.fill(way, key, entry.meta);
-        set.untouch(way);
-    }
+    let way = match data.free_way() {
+        Some(way) => way,
+        None => {
+            let victim = set.victim(&mut data);
+            let (victim_key, victim_meta) = data.entry(victim);
+            // Install in every L2 *before* removing from L1: the victim stays findable.
+            shared.install_everywhere(victim_key, victim_meta, guard);
+            data.remove(victim);
+            victim
+        }
+    };
+    data.fill(way, key, entry.meta);
+    set.untouch(way);
 }
 
 /// A block from `pool`, waiting a little for retired blocks to come back if it is exhausted.
@@ -454,7 +472,8 @@ mod tests {
             .unwrap();
         store.node(0).unwrap().put(5, &[1; 8]).unwrap(); // in L1 and (sync) in every L2
         let set = store.shared.l1.set(5);
-        promote(&store.shared, set, 5, 1); // as if a read on node 1 had just missed
+        // As if a read on node 1 had just missed.
+        promote(&store.shared, set, 5, 1, &crossbeam_epoch::pin());
         assert_eq!(read(&set.data).count(5), 1, "the key is in one way only");
     }
 }
