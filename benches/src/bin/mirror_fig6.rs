@@ -6,7 +6,8 @@
 //! cargo run --release -p benches --bin mirror_fig6 -- [--structures list,hash,skip]
 //!     [--threads 1,2,4] [--mix 80,a,b,c] [--list-range 256] [--hash-range 65536]
 //!     [--skip-range 65536] [--prefill 50] [--duration-ms 1000] [--reps 3]
-//!     [--recovery 1000,10000,100000,1000000] [--smoke]
+//!     [--recovery 1000,10000,100000,1000000] [--ops N] [--flavors volatile,mirror,izraelevitz]
+//!     [--smoke]
 //! ```
 //!
 //! Workload: uniform keys in `0..range`, `--prefill` percent of the range inserted first (the

@@ -10,13 +10,14 @@
 //! Options: `--nodes N` (virtual nodes; may exceed the CPUs, they then share CPUs), `--threads
 //! N`, `--seconds S`, `--keys N`, `--value-size B`, `--mix
 //! write-only|read-only|update95|read95|balanced`, `--dist zipf|uniform`, `--mode
-//! sync|async|adaptive`, `--replication on-demand|eager`, `--phases` (cycles the mixes, one per second, to show the adaptive
+//! sync|async|adaptive`, `--replication on-demand|eager`, `--scope node|memory-node` (default `node`: virtual nodes
+//! copy among themselves, so that there is lag to show; see `ReplicationScope`), `--phases` (cycles the mixes, one per second, to show the adaptive
 //! rule switching).
 
 use std::time::Duration;
 
 use ladapa::ycsb::{load, run, KeyDist, Mix, RunConfig};
-use ladapa::{MetadataMode, Store, ValueReplication};
+use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
 use nr_core::Topology;
 
 struct Args {
@@ -29,6 +30,7 @@ struct Args {
     dist: String,
     mode: MetadataMode,
     replication: ValueReplication,
+    scope: ReplicationScope,
     phases: bool,
 }
 
@@ -43,6 +45,8 @@ fn parse() -> Result<Args, String> {
         dist: "zipf".into(),
         mode: MetadataMode::Adaptive,
         replication: ValueReplication::OnDemand,
+        // Virtual nodes replicate among themselves here, so that there is lag to show.
+        scope: ReplicationScope::Node,
         phases: false,
     };
     let mut it = std::env::args().skip(1);
@@ -74,6 +78,13 @@ fn parse() -> Result<Args, String> {
                     _ => return Err(format!("unknown mode {value}")),
                 }
             }
+            "--scope" => {
+                args.scope = match value.as_str() {
+                    "node" => ReplicationScope::Node,
+                    "memory-node" => ReplicationScope::MemoryNode,
+                    _ => return Err(format!("unknown scope {value}")),
+                }
+            }
             "--replication" => {
                 args.replication = match value.as_str() {
                     "on-demand" => ValueReplication::OnDemand,
@@ -102,11 +113,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .l1_entries((args.keys as usize).min(8192))
         .metadata_mode(args.mode)
         .value_replication(args.replication)
+        .replication_scope(args.scope)
         .build()?;
     println!(
-        "ladapa {} metadata, {} value replication, topology {}, {} threads ({} CPUs{}), {} keys x {} B, {dist}",
+        "ladapa {} metadata, {} value replication (scope {}: {} domain(s)), topology {}, {} threads ({} CPUs{}), {} keys x {} B, {dist}",
         args.mode,
         args.replication,
+        args.scope,
+        store.replication_domains(),
         topology.source(),
         args.threads,
         topology.num_cpus(),

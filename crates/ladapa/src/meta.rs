@@ -12,9 +12,11 @@
 //! - **Replacement: CLOCK within the set.** A hit sets the entry's reference bit; an insertion
 //!   into a full set sweeps from the hand, clearing set bits, and evicts the first entry whose
 //!   bit is clear (at most two sweeps).
-//! - **Read promotion: into free ways only.** A read that misses L1 and finds the key in its
-//!   node's L2 inserts it into L1 if the set has a free way and its lock is free at that moment
-//!   (`try_write`); reads never evict and never wait for promotion.
+//! - **Read promotion: into free ways, and now and then into the CLOCK victim's way.** A read
+//!   that misses L1 and finds the key in its node's L2 inserts it into L1 if the set has a free
+//!   way, or (one L1 miss in 16 per node) into the CLOCK victim's way after installing the
+//!   victim in every L2, as a write's eviction does; only if the set's lock is free at that
+//!   moment (`try_write`): reads never wait for promotion.
 //! - **Writes always insert** (evicting by CLOCK when the set is full): the newest metadata of a
 //!   key is always in L1 or, if not there, in *every* L2 (the invariant below).
 //!
@@ -39,7 +41,7 @@ use std::num::NonZeroU64;
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{AtomicUsize, Ordering, RwLock};
+use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering, RwLock, RwLockWriteGuard};
 
 /// Entries per first-level set (the associativity).
 pub const WAYS: usize = 8;
@@ -88,13 +90,94 @@ pub(crate) struct SetData {
     last_version: u64,
 }
 
-/// One first-level set: its lock and its CLOCK reference bits (set by readers under the read
-/// lock, hence atomic).
+/// One first-level set: its lock, its CLOCK reference bits (set by readers, hence atomic) and
+/// a seqlock-published mirror of its entries for [`NodeHandle::get`](crate::NodeHandle::get).
+///
+/// Every change of the set's entries (and every change of an L2 that a write makes under the
+/// set's lock) happens through a [`SetWrite`], which makes `seq` odd before it and publishes
+/// the mirror and an even `seq` after it. A reader that finds `seq` even and unchanged around
+/// its reads of the mirror (and of its L2, on a miss) saw the state between two writers'
+/// critical sections, as if it had held the read lock, without writing to the set's lines:
+/// a hot set read by several cores stays shared in their caches instead of bouncing with
+/// every read-lock acquisition. Background threads, and readers that meet a writer, take the
+/// read lock as before.
+///
+/// | word | meaning |
+/// |---|---|
+/// | `seq` | even: no writer; odd: a writer holds the lock and is changing the set |
+/// | `mirror_keys[i]` | key in way `i` (meaningful when bit `i` of `mirror_used` is set) |
+/// | `mirror_metas[2i]`, `[2i + 1]` | its version, its location (`node << 32 \| block`) |
+/// | `mirror_used` | bit `i`: way `i` holds an entry |
 #[derive(Debug)]
 pub(crate) struct Set {
     pub(crate) data: RwLock<SetData>,
     /// Bit `i`: way `i` was hit since the hand last passed it.
     referenced: AtomicUsize,
+    /// Ways this set has (as `SetData::ways`; never changes).
+    ways: u32,
+    seq: AtomicU64,
+    mirror_used: AtomicU64,
+    mirror_keys: [AtomicU64; WAYS],
+    mirror_metas: [AtomicU64; 2 * WAYS],
+}
+
+/// The write lock of a [`Set`]: the seqlock is odd while it is held; dropping it publishes the
+/// entries to the mirror, then makes the seqlock even again, then unlocks.
+pub(crate) struct SetWrite<'a> {
+    /// Unlocked when the guard's fields drop, after `Drop::drop` has published.
+    data: RwLockWriteGuard<'a, SetData>,
+    set: &'a Set,
+    seq: u64,
+}
+
+impl std::fmt::Debug for SetWrite<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetWrite").field("seq", &self.seq).finish()
+    }
+}
+
+impl std::ops::Deref for SetWrite<'_> {
+    type Target = SetData;
+    fn deref(&self) -> &SetData {
+        &self.data
+    }
+}
+
+impl std::ops::DerefMut for SetWrite<'_> {
+    fn deref_mut(&mut self) -> &mut SetData {
+        &mut self.data
+    }
+}
+
+impl Drop for SetWrite<'_> {
+    fn drop(&mut self) {
+        let set = self.set;
+        let data = &*self.data;
+        for way in 0..data.ways as usize {
+            // Relaxed: ordered before the even `seq` below by its Release.
+            set.mirror_keys[way].store(data.keys[way], Ordering::Relaxed);
+            let meta = data.metas[way];
+            set.mirror_metas[2 * way].store(meta.version, Ordering::Relaxed);
+            set.mirror_metas[2 * way + 1].store(pack(meta.loc), Ordering::Relaxed);
+        }
+        set.mirror_used
+            .store(u64::from(data.used), Ordering::Relaxed);
+        // Release: pairs with the Acquire of `Set::read_begin` (a reader that sees this even
+        // value sees the mirror above); the lock is released after this store.
+        set.seq.store(self.seq + 2, Ordering::Release);
+    }
+}
+
+/// A location as one word: node in the high half, block in the low.
+fn pack(loc: Loc) -> u64 {
+    (u64::from(loc.node) << 32) | u64::from(loc.block)
+}
+
+fn unpack(word: u64) -> Loc {
+    Loc {
+        node: (word >> 32) as u16,
+        block: word as u32,
+    }
 }
 
 const NO_META: Meta = Meta {
@@ -185,7 +268,80 @@ impl Set {
                 last_version: 0,
             }),
             referenced: AtomicUsize::new(0),
+            ways: ways as u32,
+            seq: AtomicU64::new(0),
+            mirror_used: AtomicU64::new(0),
+            mirror_keys: std::array::from_fn(|_| AtomicU64::new(0)),
+            mirror_metas: std::array::from_fn(|_| AtomicU64::new(0)),
         }
+    }
+
+    /// Takes the write lock; the seqlock is odd until the returned guard drops.
+    pub(crate) fn write(&self) -> SetWrite<'_> {
+        Self::begin_write(self, write(&self.data))
+    }
+
+    /// Takes the write lock if it is free right now.
+    pub(crate) fn try_write(&self) -> Option<SetWrite<'_>> {
+        self.data
+            .try_write()
+            .ok()
+            .map(|data| Self::begin_write(self, data))
+    }
+
+    fn begin_write<'a>(set: &'a Set, data: RwLockWriteGuard<'a, SetData>) -> SetWrite<'a> {
+        // Relaxed: only lock holders write `seq`, and the lock orders them.
+        let seq = set.seq.load(Ordering::Relaxed);
+        debug_assert_eq!(seq % 2, 0, "invariant: no other writer");
+        set.seq.store(seq + 1, Ordering::Relaxed);
+        // Release fence: the odd `seq` is ordered before every change this writer makes (to
+        // the mirror, to L2s); pairs with the Acquire fence of `Set::read_validate`, so a
+        // reader that saw any such change sees an odd or newer `seq` there.
+        fence(Ordering::Release);
+        SetWrite { data, set, seq }
+    }
+
+    /// Starts an optimistic read: the seqlock stamp, or `None` while a writer is inside.
+    #[inline]
+    pub(crate) fn read_begin(&self) -> Option<u64> {
+        // Acquire: pairs with the Release in `SetWrite::drop`.
+        let seq = self.seq.load(Ordering::Acquire);
+        (seq % 2 == 0).then_some(seq)
+    }
+
+    /// Whether no writer entered the set since `read_begin` returned `stamp`: then everything
+    /// read in between (the mirror, and an L2 whose writers hold this set's lock) is a state
+    /// between two critical sections.
+    #[inline]
+    pub(crate) fn read_validate(&self, stamp: u64) -> bool {
+        // Acquire fence: pairs with the Release fence in `Set::begin_write`.
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        self.seq.load(Ordering::Relaxed) == stamp
+    }
+
+    /// The way and metadata of `key` in the mirror (only meaningful if `read_validate` then
+    /// succeeds), and whether the set had a free way.
+    #[inline]
+    pub(crate) fn mirror_find(&self, key: u64) -> (Option<(usize, Meta)>, bool) {
+        // Relaxed throughout: validated by the seqlock (`read_validate`).
+        let used = self.mirror_used.load(Ordering::Relaxed) as u32;
+        let mut hits = 0u32;
+        // Branch-free, as `SetData::find`: every way compared, the hits masked by `used`.
+        for (i, k) in self.mirror_keys.iter().enumerate().take(self.ways as usize) {
+            hits |= u32::from(k.load(Ordering::Relaxed) == key) << i;
+        }
+        hits &= used;
+        let room = used.count_ones() < self.ways;
+        if hits == 0 {
+            return (None, room);
+        }
+        let way = hits.trailing_zeros() as usize;
+        let meta = Meta {
+            version: self.mirror_metas[2 * way].load(Ordering::Relaxed),
+            loc: unpack(self.mirror_metas[2 * way + 1].load(Ordering::Relaxed)),
+        };
+        (Some((way, meta)), room)
     }
 
     /// Marks way `way` as recently used (CLOCK reference bit).

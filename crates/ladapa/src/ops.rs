@@ -8,7 +8,7 @@ use crossbeam_epoch::Guard;
 use crate::background::MetaNote;
 use crate::config::MetadataMode;
 use crate::error::StoreError;
-use crate::meta::{read, write, Loc, Meta, Set};
+use crate::meta::{read, L2Entry, L2Table, Loc, Meta, Set};
 use crate::pool::NodePool;
 use crate::store::{NodeHandle, Shared, Store, ValueGuard};
 use crate::sync::{yield_now, Ordering};
@@ -35,33 +35,29 @@ impl<'a> NodeHandle<'a> {
     /// version is current, else the authoritative block. The caller is pinned by `guard`.
     #[inline]
     /// `value`: the caller will read the value (a `contains` will not, and asks for no copy).
-    fn locate(&self, key: u64, value: bool, _guard: &Guard) -> Option<Loc> {
+    fn locate(&self, key: u64, value: bool, guard: &Guard) -> Option<Loc> {
         let shared = self.shared();
         let node = self.node;
         let l2 = shared.l2(node);
         let set = shared.l1.set(key);
-        let (meta, entry) = {
-            let data = read(&set.data);
-            match data.find(key) {
-                Some(way) => {
-                    set.touch(way);
-                    (data.meta(way), None)
+        let counters = &shared.counters[node];
+        let (meta, entry) = match current_meta(set, l2, key) {
+            Current::Absent => return None,
+            Current::InL1(meta) => (meta, None),
+            Current::InL2 { entry, room } => {
+                // The read-promotion rule: into a free way always; into a full set (the
+                // steady state) one L1 miss in `PROMOTE_EVICTING_EVERY` on this node, evicting
+                // the CLOCK victim. Hot keys get in and stay (their hits set reference bits);
+                // a cold key let in starts unreferenced and is the next victim. Both are hints
+                // (`try_write`, never waiting); `promote` re-checks under the lock.
+                // Relaxed: a sampling counter.
+                let misses = counters.l1_misses.fetch_add(1, Ordering::Relaxed);
+                if room || misses % PROMOTE_EVICTING_EVERY == 0 {
+                    promote(shared, set, key, node, guard);
                 }
-                None => {
-                    // L1 misses: this node's L2 is current (the findability invariant).
-                    let entry = l2.get(key)?;
-                    // Promotion needs a free way: in a full set (the steady state) skip the
-                    // write-lock attempt altogether. A hint; `promote` re-checks under the lock.
-                    let room = data.free_way().is_some();
-                    drop(data);
-                    if room {
-                        promote(shared, set, key, node);
-                    }
-                    (entry.meta, Some(entry))
-                }
+                (entry.meta, Some(entry))
             }
         };
-        let counters = &shared.counters[node];
         // Relaxed: statistics (and the adapters' samples). One counter on the local path;
         // `Stats::local_reads` is derived as reads minus remote reads.
         counters.reads.fetch_add(1, Ordering::Relaxed);
@@ -196,7 +192,7 @@ impl<'a> NodeHandle<'a> {
         unsafe { pool.write(block, value) };
         let guard = crossbeam_epoch::pin();
         let set = shared.l1.set(key);
-        let mut data = write(&set.data);
+        let mut data = set.write();
         let version = data.next_version();
         let meta = Meta {
             version,
@@ -304,7 +300,7 @@ impl<'a> NodeHandle<'a> {
         let shared = self.shared();
         let guard = crossbeam_epoch::pin();
         let set = shared.l1.set(key);
-        let mut data = write(&set.data);
+        let mut data = set.write();
         let mut current = data.find(key).map(|way| {
             let meta = data.meta(way);
             data.remove(way);
@@ -335,23 +331,94 @@ impl<'a> NodeHandle<'a> {
     }
 }
 
-/// Read promotion: moves `key` from `node`'s L2 into a *free* way of its L1 set if the set's
-/// lock is free right now; never evicts, never waits.
-fn promote(shared: &Shared, set: &Set, key: u64, node: usize) {
-    let Ok(mut data) = set.data.try_write() else {
+/// What a read found as the current metadata of a key.
+enum Current {
+    /// Neither L1 nor (L1 missing) the node's L2 holds the key.
+    Absent,
+    /// L1's entry.
+    InL1(Meta),
+    /// L1 misses: the node's L2 entry (current, by the findability invariant), and whether
+    /// the L1 set had a free way.
+    InL2 { entry: L2Entry, room: bool },
+}
+
+/// The current metadata of `key` for a read through `l2`: optimistically first, through the
+/// set's seqlock mirror (no write to the set's lines), and under the set's read lock when a
+/// writer was in the set meanwhile. Either way it is the state between two writers' critical
+/// sections: the read's linearization point.
+#[inline]
+fn current_meta(set: &Set, l2: &L2Table, key: u64) -> Current {
+    if let Some(stamp) = set.read_begin() {
+        let (hit, room) = set.mirror_find(key);
+        let found = match hit {
+            Some((way, meta)) => Ok((way, meta)),
+            // L1 misses: this node's L2 is current (the findability invariant), provided no
+            // writer of the set ran meanwhile: the validation below checks it.
+            None => Err(l2.get(key)),
+        };
+        if set.read_validate(stamp) {
+            return match found {
+                Ok((way, meta)) => {
+                    set.touch(way);
+                    Current::InL1(meta)
+                }
+                Err(Some(entry)) => Current::InL2 { entry, room },
+                Err(None) => Current::Absent,
+            };
+        }
+    }
+    current_meta_locked(set, l2, key)
+}
+
+/// [`current_meta`] under the set's read lock (a writer was in the set).
+#[cold]
+fn current_meta_locked(set: &Set, l2: &L2Table, key: u64) -> Current {
+    let data = read(&set.data);
+    match data.find(key) {
+        Some(way) => {
+            set.touch(way);
+            Current::InL1(data.meta(way))
+        }
+        None => match l2.get(key) {
+            Some(entry) => Current::InL2 {
+                entry,
+                room: data.free_way().is_some(),
+            },
+            None => Current::Absent,
+        },
+    }
+}
+
+/// L1 misses of reads on one node per read promotion that may evict (see `locate`).
+const PROMOTE_EVICTING_EVERY: u64 = 16;
+
+/// Read promotion: moves `key` from `node`'s L2 into its L1 set if the set's lock is free
+/// right now (never waits): into a free way, else into the CLOCK victim's way, after
+/// installing the victim in every L2 as a write's eviction does (so it stays findable).
+fn promote(shared: &Shared, set: &Set, key: u64, node: usize, guard: &Guard) {
+    let Some(mut data) = set.try_write() else {
         return;
     };
     if data.find(key).is_some() {
         return;
     }
-    let Some(way) = data.free_way() else {
+    // Re-read under the write lock: L1 still misses, so this L2 is current.
+    let Some(entry) = shared.l2(node).get(key) else {
         return;
     };
-    // Re-read under the write lock: L1 still misses, so this L2 is current.
-    if let Some(entry) = shared.l2(node).get(key) {
-        data.fill(way, key, entry.meta);
-        set.untouch(way);
-    }
+    let way = match data.free_way() {
+        Some(way) => way,
+        None => {
+            let victim = set.victim(&mut data);
+            let (victim_key, victim_meta) = data.entry(victim);
+            // Install in every L2 *before* removing from L1: the victim stays findable.
+            shared.install_everywhere(victim_key, victim_meta, guard);
+            data.remove(victim);
+            victim
+        }
+    };
+    data.fill(way, key, entry.meta);
+    set.untouch(way);
 }
 
 /// A block from `pool`, waiting a little for retired blocks to come back if it is exhausted.
@@ -405,7 +472,8 @@ mod tests {
             .unwrap();
         store.node(0).unwrap().put(5, &[1; 8]).unwrap(); // in L1 and (sync) in every L2
         let set = store.shared.l1.set(5);
-        promote(&store.shared, set, 5, 1); // as if a read on node 1 had just missed
+        // As if a read on node 1 had just missed.
+        promote(&store.shared, set, 5, 1, &crossbeam_epoch::pin());
         assert_eq!(read(&set.data).count(5), 1, "the key is in one way only");
     }
 }

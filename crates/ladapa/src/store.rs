@@ -35,6 +35,8 @@ use crate::sync::{
 #[derive(Debug, Default)]
 pub(crate) struct NodeCounters {
     pub(crate) reads: AtomicU64,
+    /// Reads that missed L1 (samples the read-promotion rule).
+    pub(crate) l1_misses: AtomicU64,
     pub(crate) writes: AtomicU64,
     /// Reads that used an authoritative block outside the reader's domain.
     pub(crate) remote_reads: AtomicU64,

@@ -11,7 +11,7 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::Ordering;
+    pub(crate) use std::sync::atomic::{fence, Ordering};
     pub(crate) use std::sync::{
         Arc, LockResult, MutexGuard, RwLockReadGuard, RwLockWriteGuard, TryLockResult,
     };
@@ -183,7 +183,7 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{
         Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
     };

@@ -203,3 +203,31 @@ fn two_writers_a_pumper_and_a_reader_agree_at_the_end() {
         assert_eq!(get(&store, 0, 1), last, "the nodes disagree");
     });
 }
+
+/// The optimistic L1 read (the set's seqlock mirror): a read of key 1 racing a write of key 2
+/// into the same one-way L1 set, which evicts key 1 (into every L2) and reuses its way. The
+/// read must return key 1's value, never key 2's nor nothing: a reader that saw the way's old
+/// key with the new metadata (or the reverse), or missed L1 while the writer had not yet
+/// installed key 1 in the L2s, must notice the writer (`Set::read_validate`) and retry locked.
+#[test]
+fn l1_read_racing_an_eviction_of_its_way_returns_its_own_value() {
+    loom::model(|| {
+        let store = Arc::new(store_with(MetadataMode::Async, ValueReplication::OnDemand));
+        store.node(0).unwrap().put(1, &1u64.to_le_bytes()).unwrap(); // key 1 in L1 only
+        let writer = {
+            let store = Arc::clone(&store);
+            loom::thread::spawn(move || {
+                store.node(0).unwrap().put(2, &2u64.to_le_bytes()).unwrap();
+            })
+        };
+        assert_eq!(
+            get(&store, 0, 1),
+            Some(1),
+            "key 1's value, from L1 or after eviction"
+        );
+        assert!(matches!(get(&store, 0, 2), None | Some(2)));
+        writer.join().unwrap();
+        assert_eq!(get(&store, 0, 2), Some(2));
+        assert_eq!(get(&store, 1, 1), Some(1));
+    });
+}

@@ -195,7 +195,33 @@ impl<I: Protocol, P: Persist> Object<I, P> {
 /// has a field `obj: Object<..>` and a private `sizes()`; its handle has fields `obj`, `seat`
 /// and `seq`.
 macro_rules! object_api {
-    ($T:ident, $H:ident, [$($b:tt)*]) => {
+    ($(#[$m:meta])* $T:ident, $H:ident, [$($b:tt)*]) => {
+        $(#[$m])*
+        pub struct $T<D, P = NoPersist>
+        where
+            D: Dispatch + Pod,
+            D::Response: Pod,
+            $($b)*
+            P: Persist,
+        {
+            obj: Object<Inst<D>, P>,
+        }
+
+        impl<D, P> fmt::Debug for $T<D, P>
+        where
+            D: Dispatch + Pod,
+            D::Response: Pod,
+            $($b)*
+            P: Persist,
+        {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($T))
+                    .field("max_threads", &self.max_threads())
+                    .field("inst", &self.obj.inst)
+                    .finish_non_exhaustive()
+            }
+        }
+
         impl<D> $T<D, NoPersist>
         where
             D: Dispatch + Pod,

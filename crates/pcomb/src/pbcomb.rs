@@ -50,79 +50,60 @@ where
 /// records, the layout of `layout.rs`).
 type Inst<D> = Instance<D, <D as Dispatch>::WriteOperation, <D as Dispatch>::Response>;
 
-/// A blocking, recoverable combining object over the sequential structure `D`, persisted
-/// through `P` (paper Algorithms 1-2).
-///
-/// Threads [`register`](Self::register) for a [`PBCombHandle`] (at most `max_threads` at a
-/// time) and call [`execute_mut`](PBCombHandle::execute_mut) /
-/// [`execute`](PBCombHandle::execute) on it. With `P = NoPersist` ([`new`](Self::new)) every
-/// persistence instruction is a no-op and this is a plain (fast) combining object.
-///
-/// `D` and its responses are [`Pod`]: they live in the two `StateRec` records, which a
-/// persistent object keeps in a region and recovers after a crash.
-///
-/// # Poisoning
-///
-/// A combiner works on a copy of the state, so a panic in `dispatch_mut` leaves the current
-/// state intact; the combiner releases the lock and marks the object *poisoned*: every later
-/// `try_*` call of a handle returns nr-core's [`Poisoned`] error, and the plain calls
-/// (`execute_mut`, `execute`, `recover`) panic (like `Mutex::lock().unwrap()`). The panicking
-/// operation is never applied.
-///
-/// # Examples
-///
-/// ```
-/// use pcomb::objects::Counter;
-/// use pcomb::PBComb;
-///
-/// let counter = PBComb::new(Counter::default(), 4)?;
-/// std::thread::scope(|s| {
-///     for _ in 0..4 {
-///         s.spawn(|| {
-///             let mut h = counter.register().expect("4 slots for 4 threads");
-///             for _ in 0..100 {
-///                 h.execute_mut(1);
-///             }
-///         });
-///     }
-/// });
-/// assert_eq!(counter.register()?.execute(()), 400);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-///
-/// A handle borrows the object, so it cannot outlive it:
-///
-/// ```compile_fail
-/// use pcomb::{objects::Counter, PBComb};
-/// let h = {
-///     let c = PBComb::new(Counter::default(), 1).unwrap();
-///     c.register().unwrap()
-/// };
-/// ```
-pub struct PBComb<D, P = NoPersist>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-    obj: Object<Inst<D>, P>,
+object_api! {
+    /// A blocking, recoverable combining object over the sequential structure `D`, persisted
+    /// through `P` (paper Algorithms 1-2).
+    ///
+    /// Threads [`register`](Self::register) for a [`PBCombHandle`] (at most `max_threads` at a
+    /// time) and call [`execute_mut`](PBCombHandle::execute_mut) /
+    /// [`execute`](PBCombHandle::execute) on it. With `P = NoPersist` ([`new`](Self::new)) every
+    /// persistence instruction is a no-op and this is a plain (fast) combining object.
+    ///
+    /// `D` and its responses are [`Pod`]: they live in the two `StateRec` records, which a
+    /// persistent object keeps in a region and recovers after a crash.
+    ///
+    /// # Poisoning
+    ///
+    /// A combiner works on a copy of the state, so a panic in `dispatch_mut` leaves the current
+    /// state intact; the combiner releases the lock and marks the object *poisoned*: every later
+    /// `try_*` call of a handle returns nr-core's [`Poisoned`] error, and the plain calls
+    /// (`execute_mut`, `execute`, `recover`) panic (like `Mutex::lock().unwrap()`). The panicking
+    /// operation is never applied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::objects::Counter;
+    /// use pcomb::PBComb;
+    ///
+    /// let counter = PBComb::new(Counter::default(), 4)?;
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..4 {
+    ///         s.spawn(|| {
+    ///             let mut h = counter.register().expect("4 slots for 4 threads");
+    ///             for _ in 0..100 {
+    ///                 h.execute_mut(1);
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// assert_eq!(counter.register()?.execute(()), 400);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// A handle borrows the object, so it cannot outlive it:
+    ///
+    /// ```compile_fail
+    /// use pcomb::{objects::Counter, PBComb};
+    /// let h = {
+    ///     let c = PBComb::new(Counter::default(), 1).unwrap();
+    ///     c.register().unwrap()
+    /// };
+    /// ```
+    PBComb,
+    PBCombHandle,
+    []
 }
-
-impl<D, P> fmt::Debug for PBComb<D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    P: Persist,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PBComb")
-            .field("max_threads", &self.max_threads())
-            .field("inst", &self.obj.inst)
-            .finish_non_exhaustive()
-    }
-}
-
-object_api!(PBComb, PBCombHandle, []);
 
 impl<D, P> PBComb<D, P>
 where

@@ -53,73 +53,52 @@ where
 /// records, the layout of `layout.rs`).
 type Inst<D> = WfInstance<D, <D as Dispatch>::WriteOperation, <D as Dispatch>::Response>;
 
-/// A wait-free, recoverable combining object over the sequential structure `D`, persisted
-/// through `P` (paper Algorithms 3-4).
-///
-/// Same use as [`PBComb`](crate::PBComb): [`register`](Self::register) for a
-/// [`PWFCombHandle`], then [`execute_mut`](PWFCombHandle::execute_mut) /
-/// [`execute`](PWFCombHandle::execute). Write operations are wait-free (at most two combining
-/// attempts, then the operation is known to be applied); reads are lock-free (validated
-/// snapshots of the record `S` points to). Operations, like the state and responses, are
-/// [`Pod`]: combiners of every thread read them concurrently.
-///
-/// Why `D::WriteOperation: Pod` here and not in [`PBComb`](crate::PBComb): in PBComb only the
-/// lock holder reads a thread's announced operation, through a cell the owner does not touch
-/// while the request is active, so any `Clone` operation works. Here every thread may be
-/// simulating at once and reads `Request[q]` while its owner may already be rewriting it for
-/// its next operation (the published C code reads it racily and relies on the failing SC); we
-/// keep operations in atomic words read under a version (a seqlock), which needs them to be
-/// plain bytes that any bit pattern read concurrently cannot make unsound.
-///
-/// A panic in `dispatch_mut` unwinds the thread that ran it, which then had not installed
-/// anything; every other thread that applies the same request panics the same way.
-///
-/// # Examples
-///
-/// ```
-/// use pcomb::objects::Counter;
-/// use pcomb::PWFComb;
-///
-/// let counter = PWFComb::new(Counter::default(), 3)?;
-/// std::thread::scope(|s| {
-///     for _ in 0..3 {
-///         s.spawn(|| {
-///             let mut h = counter.register().expect("3 slots for 3 threads");
-///             for _ in 0..100 {
-///                 h.execute_mut(2);
-///             }
-///         });
-///     }
-/// });
-/// assert_eq!(counter.register()?.execute(()), 600);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct PWFComb<D, P = NoPersist>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    obj: Object<Inst<D>, P>,
+object_api! {
+    /// A wait-free, recoverable combining object over the sequential structure `D`, persisted
+    /// through `P` (paper Algorithms 3-4).
+    ///
+    /// Same use as [`PBComb`](crate::PBComb): [`register`](Self::register) for a
+    /// [`PWFCombHandle`], then [`execute_mut`](PWFCombHandle::execute_mut) /
+    /// [`execute`](PWFCombHandle::execute). Write operations are wait-free (at most two combining
+    /// attempts, then the operation is known to be applied); reads are lock-free (validated
+    /// snapshots of the record `S` points to). Operations, like the state and responses, are
+    /// [`Pod`]: combiners of every thread read them concurrently.
+    ///
+    /// Why `D::WriteOperation: Pod` here and not in [`PBComb`](crate::PBComb): in PBComb only the
+    /// lock holder reads a thread's announced operation, through a cell the owner does not touch
+    /// while the request is active, so any `Clone` operation works. Here every thread may be
+    /// simulating at once and reads `Request[q]` while its owner may already be rewriting it for
+    /// its next operation (the published C code reads it racily and relies on the failing SC); we
+    /// keep operations in atomic words read under a version (a seqlock), which needs them to be
+    /// plain bytes that any bit pattern read concurrently cannot make unsound.
+    ///
+    /// A panic in `dispatch_mut` unwinds the thread that ran it, which then had not installed
+    /// anything; every other thread that applies the same request panics the same way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::objects::Counter;
+    /// use pcomb::PWFComb;
+    ///
+    /// let counter = PWFComb::new(Counter::default(), 3)?;
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..3 {
+    ///         s.spawn(|| {
+    ///             let mut h = counter.register().expect("3 slots for 3 threads");
+    ///             for _ in 0..100 {
+    ///                 h.execute_mut(2);
+    ///             }
+    ///         });
+    ///     }
+    /// });
+    /// assert_eq!(counter.register()?.execute(()), 600);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    PWFComb,
+    PWFCombHandle,
+    [D::WriteOperation: Pod,]
 }
-
-impl<D, P> fmt::Debug for PWFComb<D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PWFComb")
-            .field("max_threads", &self.max_threads())
-            .field("inst", &self.obj.inst)
-            .finish_non_exhaustive()
-    }
-}
-
-object_api!(PWFComb, PWFCombHandle, [D::WriteOperation: Pod,]);
 
 impl<D, P> PWFComb<D, P>
 where

@@ -184,6 +184,24 @@ where
 }
 
 /// Reopens, audits, recovers every thread, drains, audits, and checks the whole history.
+/// The image of a finished run (the crash it had, or a crash now), settled, reopened and
+/// checked: whether it had crashed mid-run, and how many returns the old check would have
+/// called pending.
+fn check_crash<S: Subject<P = Simulated>>(
+    sim: &Simulated,
+    mut outcomes: Vec<Outcome<S>>,
+    recorder: Recorder<Op<S>, Ret<S>>,
+    i: u64,
+) -> Result<(bool, u64), String> {
+    let (image, crashed) = match sim.crash_image() {
+        Some(image) => (image, true),
+        None => (sim.crash(), false),
+    };
+    let rescued = settle(&mut outcomes, sim);
+    let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
+    recover::<S>(recovered, outcomes, recorder).map(|()| (crashed, rescued))
+}
+
 fn recover<S: Subject<P = Simulated>>(
     region: Region<Simulated>,
     mut outcomes: Vec<Outcome<S>>,
@@ -280,23 +298,17 @@ where
         let cfg = SimConfig::new(seed ^ i).crash_at(k);
         let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
-        let (mut outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
-        let image = match sim.crash_image() {
-            Some(image) => {
-                mid_run += 1;
-                image
-            }
-            None => sim.crash(),
-        };
-        rescued += settle(&mut outcomes, &sim);
-        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
-        if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
+        let (outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
+        let checked = check_crash::<S>(&sim, outcomes, recorder, i);
+        let (crashed, r) = checked.unwrap_or_else(|e| {
             panic!(
                 "{}: crash point {i} (event {k} of ~{events}, seed {seed}, {:?}): {e}",
                 S::NAME,
                 options_for(i)
-            );
-        }
+            )
+        });
+        mid_run += u64::from(crashed);
+        rescued += r;
     }
     assert!(
         mid_run > 0 || points < 10,
@@ -336,24 +348,17 @@ where
         let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
         let k = r % 16;
-        let (mut outcomes, sim) =
+        let (outcomes, sim) =
             run_with_evictor::<S>(region, &script, options_for(i), &recorder, Some(k));
         evictions += sim.evictions();
-        let image = match sim.crash_image() {
-            Some(image) => {
-                mid_run += 1;
-                image
-            }
-            None => sim.crash(),
-        };
-        settle(&mut outcomes, &sim);
-        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
-        if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
+        let checked = check_crash::<S>(&sim, outcomes, recorder, i);
+        let (crashed, _) = checked.unwrap_or_else(|e| {
             panic!(
                 "{}: evictor crash {i} (after {k} evictions, seed {seed}): {e}",
                 S::NAME
-            );
-        }
+            )
+        });
+        mid_run += u64::from(crashed);
     }
     assert!(evictions > 0, "{}: the evictor evicted nothing", S::NAME);
     eprintln!(
@@ -465,23 +470,16 @@ where
             .crash_at_store(k);
         let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
-        let (mut outcomes, sim) =
+        let (outcomes, sim) =
             run_with_evictor::<S>(region, &script, options_for(i), &recorder, None);
-        let image = match sim.crash_image() {
-            Some(image) => {
-                mid_run += 1;
-                image
-            }
-            None => sim.crash(),
-        };
-        settle(&mut outcomes, &sim);
-        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
-        if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
+        let checked = check_crash::<S>(&sim, outcomes, recorder, i);
+        let (crashed, _) = checked.unwrap_or_else(|e| {
             panic!(
                 "{}: store-point crash {i} (at point {k} of {total}, seed {seed}): {e}",
                 S::NAME
-            );
-        }
+            )
+        });
+        mid_run += u64::from(crashed);
     }
     eprintln!(
         "{}: {points} store-point crash points ({mid_run} mid-run), 0 violations",

@@ -313,7 +313,8 @@ structure_api!(
     PWFQueue,
     PWFQueueHandle,
     "queue",
-    "`capacity` nodes per thread (a chunk each, see the type's docs)"
+    "`capacity` nodes per thread (a chunk each, see the type's docs)",
+    store shared.store
 );
 
 impl<P: Persist> PWFQueue<P> {
@@ -348,20 +349,9 @@ impl<P: Persist> PWFQueue<P> {
         self.shared.store
     }
 
-    fn build(
-        place: Place<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        Self::nodes(capacity, max_threads)?;
-        let total = Self::total_words(capacity, max_threads);
-        place.build(
-            total,
-            |store| Self::create_in(store, capacity, max_threads, options),
-            |q| &q.shared.store,
-        )
+    /// The sizes `build` accepts besides the thread count.
+    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
+        Self::nodes(capacity, max_threads).map(|_| ())
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {

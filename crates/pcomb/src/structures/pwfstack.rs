@@ -257,7 +257,8 @@ structure_api!(
     PWFStack,
     PWFStackHandle,
     "stack",
-    "`capacity` nodes per thread (a chunk each, see the type's docs)"
+    "`capacity` nodes per thread (a chunk each, see the type's docs)",
+    store core.store
 );
 
 impl<P: Persist> PWFStack<P> {
@@ -290,20 +291,9 @@ impl<P: Persist> PWFStack<P> {
         self.core.store
     }
 
-    fn build(
-        place: Place<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        Self::nodes(capacity, max_threads)?;
-        let total = Self::total_words(capacity, max_threads);
-        place.build(
-            total,
-            |store| Self::create_in(store, capacity, max_threads, options),
-            |stack| &stack.core.store,
-        )
+    /// The sizes `build` accepts besides the thread count.
+    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
+        Self::nodes(capacity, max_threads).map(|_| ())
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {

@@ -300,7 +300,13 @@ impl<P: Persist> fmt::Debug for PBQueue<P> {
     }
 }
 
-structure_api!(PBQueue, PBQueueHandle, "queue", "up to `capacity` values");
+structure_api!(
+    PBQueue,
+    PBQueueHandle,
+    "queue",
+    "up to `capacity` values",
+    store shared.store
+);
 
 impl<P: Persist> PBQueue<P> {
     /// The dequeuers' batch (the queue's handles go through it).
@@ -328,19 +334,10 @@ impl<P: Persist> PBQueue<P> {
         self.shared.store
     }
 
-    fn build(
-        place: Place<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        let total = Self::total_words(capacity, max_threads);
-        place.build(
-            total,
-            |store| Self::create_in(store, capacity, max_threads, options),
-            |q| &q.shared.store,
-        )
+    /// The sizes `build` accepts besides the thread count.
+    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
+        let _ = (capacity, max_threads);
+        Ok(())
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {

@@ -284,7 +284,27 @@ pub(crate) struct Parts<'a> {
 /// max_threads)`, `build(place, capacity, max_threads, options)`, `handle(seat)` and
 /// `parts()`.
 macro_rules! structure_api {
-    ($T:ident, $H:ident, $what:literal, $holds:literal) => {
+    ($T:ident, $H:ident, $what:literal, $holds:literal, store $($store:ident).+) => {
+        impl<P: Persist> $T<P> {
+            /// Creates the structure in `place`: checks the sizes, then `create_in` on a block
+            /// of `total_words` (persisted, and recorded as the root, by `Place::build`).
+            fn build(
+                place: Place<P>,
+                capacity: u32,
+                max_threads: usize,
+                options: Options,
+            ) -> Result<Self, BuildError> {
+                check_threads(max_threads)?;
+                Self::check_capacity(capacity, max_threads)?;
+                let total = Self::total_words(capacity, max_threads);
+                place.build(
+                    total,
+                    |store| Self::create_in(store, capacity, max_threads, options),
+                    |s| &s.$($store).+,
+                )
+            }
+        }
+
         impl $T<NoPersist> {
             #[doc = concat!("A volatile ", $what, " (no persistence cost) holding ", $holds, ", for up to")]
             /// `max_threads` registered threads, with the default [`Options`] (elimination and

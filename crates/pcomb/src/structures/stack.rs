@@ -247,7 +247,13 @@ impl<P: Persist> fmt::Debug for PBStack<P> {
     }
 }
 
-structure_api!(PBStack, PBStackHandle, "stack", "up to `capacity` values");
+structure_api!(
+    PBStack,
+    PBStackHandle,
+    "stack",
+    "up to `capacity` values",
+    store core.store
+);
 
 impl<P: Persist> PBStack<P> {
     /// Words of a stack: header line, instance, pool.
@@ -268,19 +274,10 @@ impl<P: Persist> PBStack<P> {
         self.core.store
     }
 
-    fn build(
-        place: Place<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        check_threads(max_threads)?;
-        let total = Self::total_words(capacity, max_threads);
-        place.build(
-            total,
-            |store| Self::create_in(store, capacity, max_threads, options),
-            |stack| &stack.core.store,
-        )
+    /// The sizes `build` accepts besides the thread count.
+    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
+        let _ = (capacity, max_threads);
+        Ok(())
     }
 
     fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
