@@ -327,8 +327,9 @@ impl Set {
         // Relaxed throughout: validated by the seqlock (`read_validate`).
         let used = self.mirror_used.load(Ordering::Relaxed) as u32;
         let mut hits = 0u32;
-        // Branch-free, as `SetData::find`: every way compared, the hits masked by `used`.
-        for (i, k) in self.mirror_keys.iter().enumerate().take(self.ways as usize) {
+        // Branch-free, as `SetData::find`: every way compared (ways past `self.ways` are never
+        // written and never in `used`), the hits masked by `used`.
+        for (i, k) in self.mirror_keys.iter().enumerate() {
             hits |= u32::from(k.load(Ordering::Relaxed) == key) << i;
         }
         hits &= used;
@@ -336,7 +337,9 @@ impl Set {
         if hits == 0 {
             return (None, room);
         }
-        let way = hits.trailing_zeros() as usize;
+        // `% WAYS`: a no-op (`hits` has no bit at or above `WAYS`) that lets the compiler drop
+        // the bounds checks below.
+        let way = hits.trailing_zeros() as usize % WAYS;
         let meta = Meta {
             version: self.mirror_metas[2 * way].load(Ordering::Relaxed),
             loc: unpack(self.mirror_metas[2 * way + 1].load(Ordering::Relaxed)),
