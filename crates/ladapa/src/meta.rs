@@ -88,6 +88,8 @@ pub(crate) struct SetData {
     ways: u32,
     /// The last version handed out in this set.
     last_version: u64,
+    /// Bit `i`: way `i`'s key or metadata changed since the mirror was last published.
+    dirty: u32,
 }
 
 /// One first-level set: its lock, its CLOCK reference bits (set by readers, hence atomic) and
@@ -152,8 +154,12 @@ impl std::ops::DerefMut for SetWrite<'_> {
 impl Drop for SetWrite<'_> {
     fn drop(&mut self) {
         let set = self.set;
-        let data = &*self.data;
-        for way in 0..data.ways as usize {
+        let data = &mut *self.data;
+        // Only the ways whose key or metadata changed (`remove` changes only `used`).
+        let mut dirty = std::mem::take(&mut data.dirty);
+        while dirty != 0 {
+            let way = dirty.trailing_zeros() as usize;
+            dirty &= dirty - 1;
             // Relaxed: ordered before the even `seq` below by its Release.
             set.mirror_keys[way].store(data.keys[way], Ordering::Relaxed);
             let meta = data.metas[way];
@@ -209,6 +215,7 @@ impl SetData {
     /// Overwrites the metadata in way `way`.
     pub(crate) fn set_meta(&mut self, way: usize, meta: Meta) {
         self.metas[way] = meta;
+        self.dirty |= 1 << way;
     }
 
     /// The next version of this set (unique within it, increasing).
@@ -229,6 +236,7 @@ impl SetData {
         debug_assert!(self.used & (1 << way) == 0);
         self.keys[way] = key;
         self.metas[way] = meta;
+        self.dirty |= 1 << way;
         self.used |= 1 << way;
     }
 
@@ -266,6 +274,7 @@ impl Set {
                 hand: 0,
                 ways: ways as u32,
                 last_version: 0,
+                dirty: 0,
             }),
             referenced: AtomicUsize::new(0),
             ways: ways as u32,
