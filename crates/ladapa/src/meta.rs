@@ -88,6 +88,8 @@ pub(crate) struct SetData {
     ways: u32,
     /// The last version handed out in this set.
     last_version: u64,
+    /// Bit `i`: way `i`'s key or metadata changed since the mirror was last published.
+    dirty: u32,
 }
 
 /// One first-level set: its lock, its CLOCK reference bits (set by readers, hence atomic) and
@@ -152,8 +154,12 @@ impl std::ops::DerefMut for SetWrite<'_> {
 impl Drop for SetWrite<'_> {
     fn drop(&mut self) {
         let set = self.set;
-        let data = &*self.data;
-        for way in 0..data.ways as usize {
+        let data = &mut *self.data;
+        // Only the ways whose key or metadata changed (`remove` changes only `used`).
+        let mut dirty = std::mem::take(&mut data.dirty);
+        while dirty != 0 {
+            let way = dirty.trailing_zeros() as usize;
+            dirty &= dirty - 1;
             // Relaxed: ordered before the even `seq` below by its Release.
             set.mirror_keys[way].store(data.keys[way], Ordering::Relaxed);
             let meta = data.metas[way];
@@ -209,6 +215,7 @@ impl SetData {
     /// Overwrites the metadata in way `way`.
     pub(crate) fn set_meta(&mut self, way: usize, meta: Meta) {
         self.metas[way] = meta;
+        self.dirty |= 1 << way;
     }
 
     /// The next version of this set (unique within it, increasing).
@@ -229,6 +236,7 @@ impl SetData {
         debug_assert!(self.used & (1 << way) == 0);
         self.keys[way] = key;
         self.metas[way] = meta;
+        self.dirty |= 1 << way;
         self.used |= 1 << way;
     }
 
@@ -266,6 +274,7 @@ impl Set {
                 hand: 0,
                 ways: ways as u32,
                 last_version: 0,
+                dirty: 0,
             }),
             referenced: AtomicUsize::new(0),
             ways: ways as u32,
@@ -327,8 +336,9 @@ impl Set {
         // Relaxed throughout: validated by the seqlock (`read_validate`).
         let used = self.mirror_used.load(Ordering::Relaxed) as u32;
         let mut hits = 0u32;
-        // Branch-free, as `SetData::find`: every way compared, the hits masked by `used`.
-        for (i, k) in self.mirror_keys.iter().enumerate().take(self.ways as usize) {
+        // Branch-free, as `SetData::find`: every way compared (ways past `self.ways` are never
+        // written and never in `used`), the hits masked by `used`.
+        for (i, k) in self.mirror_keys.iter().enumerate() {
             hits |= u32::from(k.load(Ordering::Relaxed) == key) << i;
         }
         hits &= used;
@@ -336,7 +346,9 @@ impl Set {
         if hits == 0 {
             return (None, room);
         }
-        let way = hits.trailing_zeros() as usize;
+        // `% WAYS`: a no-op (`hits` has no bit at or above `WAYS`) that lets the compiler drop
+        // the bounds checks below.
+        let way = hits.trailing_zeros() as usize % WAYS;
         let meta = Meta {
             version: self.mirror_metas[2 * way].load(Ordering::Relaxed),
             loc: unpack(self.mirror_metas[2 * way + 1].load(Ordering::Relaxed)),
