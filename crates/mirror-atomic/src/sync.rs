@@ -1,7 +1,8 @@
 //! The one place that names `std::sync`, `std::thread`, `portable_atomic` or `loom`.
 //!
 //! Normally: the standard library, plus [`AtomicPair`], a 16-byte word over `portable-atomic`'s
-//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64). Under `--cfg loom`: loom's replacements, and
+//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with an inline `movdqa` where that is
+//! atomic (AVX and `cmpxchg16b` detected once; see `wide_loads_are_atomic`). Under `--cfg loom`: loom's replacements, and
 //! an `AtomicPair` that is a loom `Mutex<u128>` behind the same functions.
 //!
 //! Why the Mutex stand-in is faithful: the Mirror protocol (paper Figure 4) uses the 16-byte
@@ -39,9 +40,10 @@ mod imp {
     /// `portable-atomic` is used instead of `core::arch::x86_64::cmpxchg16b`: that intrinsic is
     /// unstable (`stdarch_x86_has_cmpxchg16b`) and x86-only, and a hand-written `lock
     /// cmpxchg16b` would need its own CPUID detection and fallback. `portable-atomic` detects
-    /// the instruction at run time (or at compile time with `-C target-feature=+cmpxchg16b`),
-    /// uses `vmovdqa` for 16-byte loads where AVX makes them atomic, and keeps a correct
-    /// fallback on other targets.
+    /// the instruction at run time (or at compile time with `-C target-feature=+cmpxchg16b`)
+    /// and keeps a correct fallback on other targets. Loads are this module's own inline
+    /// `movdqa` where it is atomic (the same instruction `portable-atomic` picks, without its
+    /// per-load indirect call), `portable-atomic`'s load otherwise.
     #[derive(Debug, Default)]
     #[repr(transparent)]
     pub(crate) struct AtomicPair(portable_atomic::AtomicU128);
