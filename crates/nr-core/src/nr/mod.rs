@@ -120,6 +120,12 @@ const NO_WRITE_OPTIONS: u8 = 4;
 /// not poisoned.
 const INLINED_WRITE: u8 = SINGLE | NO_WRITE_OPTIONS;
 
+/// How many times a writer on a single-replica object retries the combiner lock (with a spin
+/// hint between tries) before it posts its operation for the current combiner
+/// (`execute_mut_combining`). One under loom, so the models still cover the retry without
+/// multiplying their schedules.
+const LOCK_RETRIES: usize = if cfg!(loom) { 1 } else { 64 };
+
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeReplicated")
@@ -389,6 +395,26 @@ where
             };
             combiner.release();
             return Ok(response);
+        }
+        // One replica, plain options: before posting (which hands the operation to another
+        // core through its slot and waits for the answer), try the lock again for a short,
+        // bounded while, as an unfair lock's spinning does: the holder's critical section is
+        // one operation or one short batch, and a thread that takes the lock keeps the
+        // replica's lines in its own cache. Measured (quiet 2-core AMD VM, runner `hashmap`,
+        // 3 interleaved rounds): 100% writes NR 13.9 -> 21.6 Mops/s at 2 threads and 13.5 ->
+        // 20.6 at 4 (oversubscribed), every other row unchanged. Bounded, so a preempted
+        // holder costs at most `LOCK_RETRIES` pauses before the posting path (which parks).
+        // Correctness is that of the fast path above: the same acquisition, the same combine.
+        if self.single() && self.min_batch <= 1 && !self.dedicated {
+            for _ in 0..LOCK_RETRIES {
+                crate::sync::spin_loop();
+                if replica.try_lock_combiner(true) {
+                    let combiner = CombinerGuard::new_released_on_success(self, replica);
+                    let response = self.combine_single(replica, op);
+                    combiner.release();
+                    return Ok(response);
+                }
+            }
         }
         self.execute_mut_posted(r, slot, op)
     }
