@@ -48,6 +48,10 @@ pub const MAX_NODES: usize = 1024;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MetadataMode {
+    /// With a single replication domain every mode behaves as `Sync`: there is one L2 table
+    /// and nothing to propagate, and updating it under the lock the write already holds is
+    /// cheaper than a queue hand-off to the propagator thread.
+    ///
     /// The writer installs the new metadata in every node's L2 itself, under the key's lock,
     /// and hands the value straight to the other nodes' replicators (paper Fig. 6 step 5).
     Sync,
@@ -60,6 +64,11 @@ pub enum MetadataMode {
     /// otherwise.
     Adaptive,
 }
+
+// With a single replication domain (one node, or every node on one memory node under the
+// default `ReplicationScope::MemoryNode`) there is one L2 table and no other domain to
+// propagate to, so every mode writes synchronously (`NodeHandle::put`): the modes differ only
+// with several domains.
 
 impl fmt::Display for MetadataMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -399,7 +408,17 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+    /// // Metadata propagates between replication domains: two virtual nodes, each its own
+    /// // domain (`ReplicationScope::Node`), so that there is something to propagate (with one
+    /// // domain every write updates the one second-level table itself).
+    /// let two = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+    /// let store = ladapa::Store::builder()
+    ///     .topology(two)
+    ///     .replication_scope(ladapa::ReplicationScope::Node)
+    ///     .metadata_mode(ladapa::MetadataMode::Async)
+    ///     .value_size(8)
+    ///     .manual_pump()
+    ///     .build()?;
     /// store.put(1, &[7; 8])?;
     /// assert_eq!(store.stats().propagator_queued, 1);
     /// store.pump();

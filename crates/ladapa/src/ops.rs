@@ -239,12 +239,18 @@ impl<'a> NodeHandle<'a> {
                 old
             }
         };
-        let sync = match shared.mode {
-            MetadataMode::Sync => true,
-            MetadataMode::Async => false,
-            // Relaxed: a mode hint; both modes are correct for every write.
-            MetadataMode::Adaptive => shared.sync_now.load(Ordering::Relaxed),
-        };
+        // One replication domain (every node on one memory node, the default scope): the one
+        // L2 table is all there is to update, and updating it here, under the set lock this
+        // write already holds, is cheaper than handing it to the propagator (a queue push, a
+        // wake-up, and a thread competing with the writers for the CPUs). So every mode
+        // writes synchronously then; the modes differ only with several domains.
+        let sync = shared.l2.len() == 1
+            || match shared.mode {
+                MetadataMode::Sync => true,
+                MetadataMode::Async => false,
+                // Relaxed: a mode hint; both modes are correct for every write.
+                MetadataMode::Adaptive => shared.sync_now.load(Ordering::Relaxed),
+            };
         let mut ring = false;
         let queued = !sync && {
             ring = shared.propagator_pending.publish();

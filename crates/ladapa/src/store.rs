@@ -673,7 +673,17 @@ impl Store {
     /// # Examples
     ///
     /// ```
-    /// let store = ladapa::Store::builder().value_size(8).manual_pump().build()?;
+    /// // Metadata propagates between replication domains: two virtual nodes, each its own
+    /// // domain (`ReplicationScope::Node`), so that there is something to propagate (with one
+    /// // domain every write updates the one second-level table itself).
+    /// let two = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
+    /// let store = ladapa::Store::builder()
+    ///     .topology(two)
+    ///     .replication_scope(ladapa::ReplicationScope::Node)
+    ///     .metadata_mode(ladapa::MetadataMode::Async)
+    ///     .value_size(8)
+    ///     .manual_pump()
+    ///     .build()?;
     /// store.put(1, &[0; 8])?;
     /// assert_eq!(store.pump_propagator(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

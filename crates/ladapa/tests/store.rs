@@ -505,3 +505,41 @@ fn pools_report_their_binding_and_memory() {
     assert_eq!(memory.values, 16, "one authoritative block and one replica");
     assert!(memory.mapped >= memory.values);
 }
+
+/// With one replication domain (the default scope with every virtual node on this machine's one
+/// memory node) there is nothing to propagate: every mode writes synchronously, nothing is
+/// queued for the propagator, and a read on another node sees the write at once.
+#[test]
+fn one_domain_writes_synchronously_in_every_mode() {
+    for mode in [
+        MetadataMode::Async,
+        MetadataMode::Adaptive,
+        MetadataMode::Sync,
+    ] {
+        let store = Store::builder()
+            .topology(virtual_nodes(4))
+            .value_size(8)
+            .capacity(64)
+            .l1_entries(16)
+            .metadata_mode(mode)
+            .manual_pump()
+            .build()
+            .unwrap();
+        for k in 0..32 {
+            store
+                .node(k as usize % 4)
+                .unwrap()
+                .put(k, &value(k))
+                .unwrap();
+        }
+        let stats = store.stats();
+        assert_eq!(
+            stats.propagator_queued, 0,
+            "{mode}: notes queued with one domain"
+        );
+        assert_eq!((stats.sync_writes, stats.async_writes), (32, 0), "{mode}");
+        for k in 0..32 {
+            assert_eq!(read(&store, (k as usize + 1) % 4, k), Some(k), "{mode}");
+        }
+    }
+}
