@@ -104,6 +104,16 @@ mod imp {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn wide_loads_are_atomic() -> bool {
+        // Without compile-time `cmpxchg16b`, `portable-atomic` (1.x, `src/imp/mod.rs`) uses
+        // its lock-based `AtomicU128` whatever CPUID says when built with
+        // `--cfg portable_atomic_no_outline_atomics`, for SGX, or under Miri: its writes are
+        // then not single 16-byte atomic accesses, and a `movdqa` beside them would race.
+        if cfg!(all(
+            any(portable_atomic_no_outline_atomics, target_env = "sgx", miri),
+            not(target_feature = "cmpxchg16b")
+        )) {
+            return false;
+        }
         if cfg!(all(target_feature = "avx", target_feature = "cmpxchg16b")) {
             return true; // known at compile time (e.g. `-C target-cpu=native`): no check
         }

@@ -165,8 +165,8 @@ impl<I: Protocol, P: Persist> Object<I, P> {
         let obj = Self::with_memory(mem, threads);
         if !obj.inst.valid(obj.mem.words()) {
             return Err(mismatch(
-                "the current record is not well formed: its index or a Deactivate/Index flag is \
-                 out of range (corrupt)",
+                "the current record is not well formed: its index or a per-thread Index flag \
+                 is out of range (corrupt)",
             ));
         }
         Ok(obj)

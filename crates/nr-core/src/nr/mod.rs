@@ -280,6 +280,28 @@ where
         self.state.fetch_or(POISONED, Ordering::Release);
     }
 
+    /// Whether the object was poisoned, asked right after taking a combiner lock: a writer
+    /// checks for poisoning before it locks, and a holder whose operation panicked poisons and
+    /// then unlocks in between, so the check is repeated under the lock (else the writer would
+    /// apply its operation to the replica that panic left half-updated). Relaxed: the lock's
+    /// Acquire CAS read the Release unlock of that holder, which follows its `poison` store, so
+    /// the store is visible.
+    #[inline(always)]
+    fn poisoned_under_lock(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & POISONED != 0
+    }
+
+    /// Gives back a combiner lock just taken on a poisoned object, without touching the
+    /// replica; the caller returns the `Poisoned` this gives.
+    #[cold]
+    #[inline(never)]
+    fn unlock_poisoned(&self, replica: &Replica<D>) -> Poisoned {
+        // SAFETY: the caller took `replica`'s combiner lock just before and has not given it
+        // back; nothing else releases it.
+        unsafe { replica.unlock_combiner() };
+        Poisoned
+    }
+
     #[inline]
     fn check(&self) -> Result<(), Poisoned> {
         if self.is_poisoned() {
@@ -321,6 +343,9 @@ where
         // object poisoned" (then the word is not exactly `INLINED_WRITE`, and the general path
         // returns the error). Acquire: pairs with the Release in `poison`, as `is_poisoned`.
         if self.state.load(Ordering::Acquire) == INLINED_WRITE && replica.try_lock_combiner(true) {
+            if self.poisoned_under_lock() {
+                return Err(self.unlock_poisoned(replica));
+            }
             let combiner = CombinerGuard::new_released_on_success(self, replica);
             let response = self.combine_single(replica, op);
             // `release`, spelled out: a call taking the guard by value made the compiler copy
@@ -383,6 +408,9 @@ where
         if !(self.dedicated && replica.dedicated_attached())
             && replica.try_lock_combiner(self.single())
         {
+            if self.poisoned_under_lock() {
+                return Err(self.unlock_poisoned(replica));
+            }
             let combiner = CombinerGuard::new_released_on_success(self, replica);
             if self.min_batch > 1 {
                 self.wait_for_batch(r, 1)?;
@@ -409,6 +437,9 @@ where
             for _ in 0..LOCK_RETRIES {
                 crate::sync::spin_loop();
                 if replica.try_lock_combiner(true) {
+                    if self.poisoned_under_lock() {
+                        return Err(self.unlock_poisoned(replica));
+                    }
                     let combiner = CombinerGuard::new_released_on_success(self, replica);
                     let response = self.combine_single(replica, op);
                     combiner.release();
@@ -899,3 +930,59 @@ impl Drop for ReadGuard<'_> {
 // `std::sync::Mutex`, so the object may be used across `catch_unwind`.
 impl<D: Dispatch> std::panic::RefUnwindSafe for NodeReplicated<D> {}
 impl<D: Dispatch> std::panic::UnwindSafe for NodeReplicated<D> {}
+
+#[cfg(all(test, not(loom)))]
+mod poisoned_under_lock_tests {
+    use super::*;
+
+    /// Adds its writes; the write `NEVER` must never be applied.
+    #[derive(Default)]
+    struct Count(u64);
+
+    const NEVER: u64 = 7;
+
+    impl Dispatch for Count {
+        type ReadOperation<'a> = ();
+        type WriteOperation = u64;
+        type Response = u64;
+
+        fn dispatch(&self, _: ()) -> u64 {
+            self.0
+        }
+
+        fn dispatch_mut(&mut self, add: u64) -> u64 {
+            assert_ne!(add, NEVER, "a write was applied to a poisoned object");
+            self.0 += add;
+            self.0
+        }
+    }
+
+    /// A writer that passed its poison check before another holder poisoned the object and
+    /// unlocked (the window that the bounded lock retry widens) must not apply its operation
+    /// once it takes the lock. Emulated by poisoning first and then entering the combining
+    /// path, which does not check again before it locks. Fails without `poisoned_under_lock`
+    /// (the write is applied: the `assert_ne!` above fires).
+    #[test]
+    fn a_writer_that_locks_after_a_poisoning_does_not_apply() {
+        for replicas in [1, 2] {
+            let nr = NodeReplicated::<Count>::builder()
+                .replicas(replicas)
+                .build(|_| Count::default())
+                .expect("build");
+            let _h = nr.register(0).expect("register");
+            // The first registration on replica 0 holds slot 0.
+            assert_eq!(nr.execute_mut_combining(0, 0, 5), Ok(5));
+            nr.poison();
+            assert_eq!(
+                nr.execute_mut_combining(0, 0, NEVER),
+                Err(Poisoned),
+                "{replicas} replica(s)"
+            );
+            // The lock was given back.
+            let replica = &nr.replicas[0];
+            assert!(replica.try_lock_combiner(true), "lock left taken");
+            // SAFETY: taken just above.
+            unsafe { replica.unlock_combiner() };
+        }
+    }
+}
