@@ -424,8 +424,8 @@ where
             combiner.release();
             return Ok(response);
         }
-        // One replica, plain options: before posting (which hands the operation to another
-        // core through its slot and waits for the answer), try the lock again for a short,
+        // One replica, no MIN_BATCH, no dedicated combiner (fake updates too, once their read
+        // failed): before posting (the op goes to another core via its slot), retry for a short,
         // bounded while, as an unfair lock's spinning does: the holder's critical section is
         // one operation or one short batch, and a thread that takes the lock keeps the
         // replica's lines in its own cache. Measured (quiet 2-core AMD VM, runner `hashmap`,
