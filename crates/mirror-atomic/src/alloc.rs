@@ -16,8 +16,11 @@ use pmem::Persist;
 pub(crate) const CHUNK: u64 = 64 * 1024;
 /// Bytes of the chunk header (`{CHUNK_TAG, block size}`, padded to a cache line).
 pub(crate) const CHUNK_HEADER: u64 = 64;
-/// Tag of a chunk header ("MIRRORCK").
-pub(crate) const CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
+/// Tag of a chunk header ("MIRROR02": format 2, list nodes `{next, key}`).
+pub(crate) const CHUNK_TAG: u64 = 0x4d49_5252_4f52_3032;
+/// Tag of a format-1 chunk header ("MIRRORCK": list nodes `{key, next}`), recognized only to
+/// name the problem ([`HeapError::OldFormat`](crate::HeapError::OldFormat)).
+pub(crate) const OLD_CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
 const CLASSES: usize = 12; // 16 B ..= 32 KiB
 const SHARDS: usize = 8;
 

@@ -103,6 +103,17 @@ pub enum HeapError {
     },
     /// Allocating the structure's root object failed. Remedy: a larger region.
     Alloc(AllocError),
+    /// The region was written by an earlier format of this crate (format 1, whose list and
+    /// hash-set nodes were `{key, next}`; format 2 puts `next` first). Remedy: rebuild the
+    /// structure from its source data; format 1 was never released.
+    OldFormat,
+    /// The CPU lacks an instruction the heap needs: on x86_64, `cmpxchg16b` (the lock-free
+    /// 16-byte CAS of every Mirror pair; missing only on x86_64 CPUs from before about 2006).
+    /// Remedy: another machine.
+    Unsupported {
+        /// The missing instruction.
+        instruction: &'static str,
+    },
 }
 
 impl fmt::Display for HeapError {
@@ -126,6 +137,16 @@ impl fmt::Display for HeapError {
             Self::MissingRoot { slot } => write!(f, "root slot {slot} is empty or out of range"),
             Self::Malformed { what } => write!(f, "recovered structure is malformed: {what}"),
             Self::Alloc(e) => write!(f, "allocating the root: {e}"),
+            Self::OldFormat => write!(
+                f,
+                "region written by format 1 of mirror-atomic (this version reads format 2)"
+            ),
+            Self::Unsupported { instruction } => {
+                write!(
+                    f,
+                    "this CPU lacks the `{instruction}` instruction the heap needs"
+                )
+            }
         }
     }
 }

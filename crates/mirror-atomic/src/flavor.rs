@@ -211,8 +211,8 @@ impl Flavor for Mirror {
         PAtomic::new(value)
     }
     #[inline(always)]
-    fn load<T: Pod, P: Persist>(a: &PAtomic<T>, _: &Space<P>) -> T {
-        a.load()
+    fn load<T: Pod, P: Persist>(a: &PAtomic<T>, space: &Space<P>) -> T {
+        a.load_in(space)
     }
     #[inline(always)]
     fn compare_exchange<T: Pod, P: Persist>(

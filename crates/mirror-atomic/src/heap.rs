@@ -8,7 +8,7 @@
 //! live in DRAM and are rebuilt by recovery (paper §4.3: "metadata are managed only on the
 //! volatile replica").
 
-use crate::alloc::{class_of, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG};
+use crate::alloc::{class_of, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG, OLD_CHUNK_TAG};
 use crate::error::{AllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::persist::Durability;
@@ -116,7 +116,10 @@ unsafe impl<P: Persist> Send for Space<P> {}
 unsafe impl<P: Persist> Sync for Space<P> {}
 
 impl<P: Persist> Space<P> {
-    fn new(region: Region<P>, mirrored: bool) -> Result<Self, AllocError> {
+    fn new(region: Region<P>, mirrored: bool) -> Result<Self, HeapError> {
+        // Every flavor: `PAtomic::load_in` relies on this having succeeded for any `Space`.
+        crate::sync::require_native_pairs()
+            .map_err(|instruction| HeapError::Unsupported { instruction })?;
         let len = region.len() as usize;
         let (primary, arena) = if mirrored {
             let arena = Arena::new(len)?;
@@ -145,6 +148,12 @@ impl<P: Persist> Space<P> {
     /// Whether objects have a volatile replica (the Mirror flavor).
     pub fn is_mirrored(&self) -> bool {
         self.arena.is_some()
+    }
+
+    /// Start of the primary memory.
+    #[inline(always)]
+    pub(crate) fn primary_base(&self) -> *const u8 {
+        self.primary.as_ptr()
     }
 
     /// Address of `offset` in the primary memory.
@@ -565,6 +574,7 @@ fn trace_region<P: Persist>(
             (CHUNK_TAG, b) if b.is_power_of_two() && (16..=MAX_OBJECT as u64).contains(&b) => {
                 chunks.push(b)
             }
+            (OLD_CHUNK_TAG, _) => return Err(HeapError::OldFormat),
             _ => return Err(HeapError::BadChunk { chunk: c }),
         }
         c += CHUNK;

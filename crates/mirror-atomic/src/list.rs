@@ -21,8 +21,8 @@ use pmem::{NoPersist, Persist, Region};
 /// A list node: an immutable key and the marked `next` pointer.
 #[repr(C)]
 pub struct Node<F: Flavor> {
-    key: PConst<u64>,
     next: F::Atomic<PPtr<Node<F>>>,
+    key: PConst<u64>,
 }
 
 // SAFETY: a `PConst<u64>` and a flavor atomic of a `PPtr`: any bits valid, no drop, no pointers.

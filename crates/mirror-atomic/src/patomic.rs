@@ -143,6 +143,16 @@ impl<T: Pod> PAtomic<T> {
         from_bits(load_pair(&self.pair))
     }
 
+    /// [`load`](Self::load) on the traversal path: no per-load CPU check (a `Space` exists, so
+    /// the check passed when it was built), addressed from the start of `space`'s primary
+    /// memory so the compiler can fold the offset into the load.
+    #[inline(always)]
+    pub(crate) fn load_in<P: Persist>(&self, space: &Space<P>) -> T {
+        // SAFETY: `space` exists, and every `Space` was built by `Space::new`, which returns
+        // only after `require_native_pairs` succeeded.
+        from_bits(unsafe { self.pair.load_low_in(space.primary_base()) })
+    }
+
     /// Replaces `current` by `new` if the value is `current` (Figure 4): `Ok(current)` on
     /// success, `Err(observed)` otherwise. On success the new value is durable before any
     /// thread can load it.

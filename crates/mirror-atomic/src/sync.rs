@@ -1,8 +1,9 @@
 //! The one place that names `std::sync`, `std::thread`, `portable_atomic` or `loom`.
 //!
 //! Normally: the standard library, plus [`AtomicPair`], a 16-byte word over `portable-atomic`'s
-//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with an inline `movdqa` where that is
-//! atomic (AVX and `cmpxchg16b` detected once; see `wide_loads_are_atomic`). Under `--cfg loom`: loom's replacements, and
+//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes) and
+//! `mov` (the 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see
+//! `imp::x86` for why those loads are atomic loads of the pair). Under `--cfg loom`: loom's replacements, and
 //! an `AtomicPair` that is a loom `Mutex<u128>` behind the same functions.
 //!
 //! Why the Mutex stand-in is faithful: the Mirror protocol (paper Figure 4) uses the 16-byte
@@ -42,8 +43,8 @@ mod imp {
     /// cmpxchg16b` would need its own CPUID detection and fallback. `portable-atomic` detects
     /// the instruction at run time (or at compile time with `-C target-feature=+cmpxchg16b`)
     /// and keeps a correct fallback on other targets. Loads are this module's own inline
-    /// `movdqa` where it is atomic (the same instruction `portable-atomic` picks, without its
-    /// per-load indirect call), `portable-atomic`'s load otherwise.
+    /// assembly where the writes are known to be `lock cmpxchg16b` (see [`x86`]),
+    /// `portable-atomic`'s load otherwise.
     #[derive(Debug, Default)]
     #[repr(transparent)]
     pub(crate) struct AtomicPair(portable_atomic::AtomicU128);
@@ -57,13 +58,12 @@ mod imp {
         /// Atomic 16-byte load.
         #[inline(always)]
         pub(crate) fn load(&self) -> u128 {
-            #[cfg(target_arch = "x86_64")]
-            if wide_loads_are_atomic() {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if x86::NATIVE_BUILD && x86::wide_loads_are_atomic() {
                 // SAFETY:
                 // - `self.0.as_ptr()` is a valid, 16-aligned `u128` (an `AtomicU128`);
                 // - `wide_loads_are_atomic()`: AVX makes `movdqa` one atomic 16-byte access,
-                //   and `cmpxchg16b` exists, so every write to this word is `portable-atomic`'s
-                //   lock-free `lock cmpxchg16b` (never its lock-based fallback), i.e. atomic.
+                //   and every write to this word is a `lock cmpxchg16b` (`x86` module docs).
                 return unsafe { x86::load_u128(self.0.as_ptr()) };
             }
             // SeqCst: the paper's std::atomic default; pairs with every `compare_exchange` on
@@ -72,16 +72,38 @@ mod imp {
         }
 
         /// The low 8 bytes (the value half of a Mirror pair) of an atomic 16-byte load: the
-        /// Figure 5 load. Still one 16-byte access (never an 8-byte access to part of the
-        /// word, which the Rust memory model leaves undefined when it races with the 16-byte
-        /// CAS); the high half is simply not moved to a general register.
+        /// Figure 5 load. Checks the CPU on each call (a cached byte); the traversal path
+        /// uses [`load_low_in`](Self::load_low_in), which needs no check.
         #[inline(always)]
         pub(crate) fn load_low(&self) -> u64 {
-            #[cfg(target_arch = "x86_64")]
-            if wide_loads_are_atomic() {
-                // SAFETY: as in `load`.
-                return unsafe { x86::load_u128_low(self.0.as_ptr()) };
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if x86::NATIVE_BUILD && x86::cas_is_native() {
+                // SAFETY: a valid, aligned pair; `cas_is_native()` (see `x86::load_low_at`).
+                return unsafe { x86::load_low_at(self.0.as_ptr().cast::<u8>(), 0) };
             }
+            // SeqCst: see `load`.
+            self.0.load(Ordering::SeqCst) as u64
+        }
+
+        /// [`load_low`](Self::load_low) with no CPU check, for a caller that holds proof that
+        /// [`require_native_pairs`] succeeded (a `Space` of a mirrored heap). The address is
+        /// given to the instruction as `base + (self - base)`, so when the caller computed
+        /// `self` from `base` the compiler folds the offset into the addressing mode (as it
+        /// does for the volatile flavor's plain load).
+        ///
+        /// # Safety
+        ///
+        /// [`require_native_pairs`] returned `Ok` in this process.
+        #[inline(always)]
+        pub(crate) unsafe fn load_low_in(&self, base: *const u8) -> u64 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if x86::NATIVE_BUILD {
+                let off = (self.0.as_ptr() as usize).wrapping_sub(base as usize);
+                // SAFETY: `base + off` is this pair's (valid, aligned) address, and
+                // `require_native_pairs` succeeded (caller), so `cas_is_native()` holds.
+                return unsafe { x86::load_low_at(base, off) };
+            }
+            let _ = base;
             // SeqCst: see `load`.
             self.0.load(Ordering::SeqCst) as u64
         }
@@ -95,55 +117,102 @@ mod imp {
         }
     }
 
-    /// Whether a 16-byte aligned `movdqa` load is atomic here and may be mixed with
-    /// `portable-atomic`'s 16-byte CAS: AVX (Intel SDM vol. 3A §9.1.1 and AMD APM vol. 2
-    /// §7.3.2 guarantee 16-byte atomicity of aligned SSE/AVX loads on processors with AVX) and
-    /// `cmpxchg16b` (so `portable-atomic` writes with it, not with its lock-based fallback).
-    /// Detected once; `portable-atomic` makes the same test, but behind a function pointer
-    /// that costs a call per load (the traversal's critical path).
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn wide_loads_are_atomic() -> bool {
-        // Without compile-time `cmpxchg16b`, `portable-atomic` (1.x, `src/imp/mod.rs`) uses
-        // its lock-based `AtomicU128` whatever CPUID says when built with
-        // `--cfg portable_atomic_no_outline_atomics`, for SGX, or under Miri: its writes are
-        // then not single 16-byte atomic accesses, and a `movdqa` beside them would race.
-        if cfg!(all(
-            any(portable_atomic_no_outline_atomics, target_env = "sgx", miri),
-            not(target_feature = "cmpxchg16b")
-        )) {
-            return false;
+    /// Checks, once per process, that every 16-byte CAS will be a `lock cmpxchg16b` wherever
+    /// this build reads pairs with inline loads (x86_64): `Err` with the missing instruction
+    /// otherwise (x86_64 CPUs before about 2006). Elsewhere (other targets, builds where
+    /// `portable-atomic` uses its lock-based pair) loads go through `portable-atomic` and this
+    /// always succeeds.
+    pub(crate) fn require_native_pairs() -> Result<(), &'static str> {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if x86::NATIVE_BUILD && !x86::cas_is_native() {
+            return Err("cmpxchg16b");
         }
-        if cfg!(all(target_feature = "avx", target_feature = "cmpxchg16b")) {
-            return true; // known at compile time (e.g. `-C target-cpu=native`): no check
-        }
-        // Relaxed: a cache of a fact about the CPU; every thread computes the same value.
-        match x86::WIDE_LOAD.load(Ordering::Relaxed) {
-            x86::YES => true,
-            x86::NO => false,
-            _ => x86::detect(),
-        }
+        Ok(())
     }
 
-    #[cfg(target_arch = "x86_64")]
+    /// The inline pair loads and the facts they rest on.
+    ///
+    /// Every write to a pair is `portable-atomic`'s `compare_exchange`, which is one `lock
+    /// cmpxchg16b` when the CPU has the instruction, except in builds where `portable-atomic`
+    /// ignores the CPU and uses its lock-based `AtomicU128` ([`NATIVE_BUILD`] is then false
+    /// and no inline load is used). Given that:
+    ///
+    /// - **16-byte load** (`movdqa`, only with AVX): Intel SDM vol. 3A §9.1.1 and AMD APM
+    ///   vol. 2 §7.3.2 guarantee that aligned 16-byte SSE/AVX loads are single atomic accesses
+    ///   on processors with AVX, so it is the atomic 16-byte load `portable-atomic` itself
+    ///   issues on such CPUs (there behind a function pointer: a call per load).
+    /// - **8-byte load of the value half** (`mov`, the Figure 5 load on the traversal path):
+    ///   an aligned 8-byte load is a single atomic access on every x86_64 CPU (SDM §9.1.1),
+    ///   and a locked instruction is atomic with respect to every other memory access (SDM
+    ///   §9.1.2.2: "locked operations are atomic with respect to all other memory operations"),
+    ///   so the load returns the low half of the pair as it was before or after each `lock
+    ///   cmpxchg16b`, never a mix. x86-TSO orders it exactly as the 16-byte load (both are
+    ///   plain loads from write-back memory). It therefore returns precisely what "a 16-byte
+    ///   atomic load, keep the low half" returns, and that operation is what the block
+    ///   stands for in the language's memory model. (Written as a Rust 8-byte atomic load it
+    ///   would be a mixed-size race, which the memory model leaves undefined; the asm block
+    ///   is not that operation but the 16-byte one, whose result it computes.) It matters:
+    ///   the vector load plus the move to a general register lengthened each hop of a list
+    ///   traversal by about half (list lookups at 0.54x the volatile flavor, 0.97x with this
+    ///   load; quiet AMD EPYC VM).
+    ///
+    /// Both blocks are neither `pure` nor `readonly`, so the compiler orders every other
+    /// memory access around them as around an unknown call; SeqCst needs nothing more on x86
+    /// for a load (the locked CAS is the fence).
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     mod x86 {
         use super::Ordering;
 
-        /// `wide_loads_are_atomic`'s cache: [`UNKNOWN`], [`YES`] or [`NO`].
-        pub(super) static WIDE_LOAD: std::sync::atomic::AtomicU8 =
-            std::sync::atomic::AtomicU8::new(UNKNOWN);
-        pub(super) const UNKNOWN: u8 = 0;
-        pub(super) const YES: u8 = 1;
-        pub(super) const NO: u8 = 2;
+        /// Whether `portable-atomic` uses `lock cmpxchg16b` for `AtomicU128` whenever the CPU
+        /// has it. Without compile-time `cmpxchg16b` it uses its lock-based `AtomicU128`
+        /// whatever CPUID says when built with `--cfg portable_atomic_no_outline_atomics` or
+        /// for SGX (`portable-atomic` 1.x, `src/imp/mod.rs`).
+        pub(super) const NATIVE_BUILD: bool = cfg!(any(
+            target_feature = "cmpxchg16b",
+            not(any(portable_atomic_no_outline_atomics, target_env = "sgx"))
+        ));
+
+        /// Cache of the CPU checks: bit [`KNOWN`] once computed, then [`CAS`] and [`WIDE`].
+        static CPU: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+        const KNOWN: u8 = 1;
+        const CAS: u8 = 2;
+        const WIDE: u8 = 4;
+
+        #[inline(always)]
+        fn cpu() -> u8 {
+            // Relaxed: a cache of a fact about the CPU; every thread computes the same value.
+            let c = CPU.load(Ordering::Relaxed);
+            if c & KNOWN != 0 {
+                c
+            } else {
+                detect()
+            }
+        }
 
         #[cold]
         #[inline(never)]
-        pub(super) fn detect() -> bool {
-            let yes = std::arch::is_x86_feature_detected!("avx")
-                && std::arch::is_x86_feature_detected!("cmpxchg16b");
-            // Relaxed: see `wide_loads_are_atomic`.
-            WIDE_LOAD.store(if yes { YES } else { NO }, Ordering::Relaxed);
-            yes
+        fn detect() -> u8 {
+            let cas = std::arch::is_x86_feature_detected!("cmpxchg16b");
+            let avx = std::arch::is_x86_feature_detected!("avx");
+            let c = KNOWN | if cas { CAS } else { 0 } | if cas && avx { WIDE } else { 0 };
+            // Relaxed: see `cpu`.
+            CPU.store(c, Ordering::Relaxed);
+            c
+        }
+
+        /// The CPU has `cmpxchg16b` (so, in a [`NATIVE_BUILD`], every pair write uses it).
+        #[inline(always)]
+        pub(super) fn cas_is_native() -> bool {
+            cfg!(target_feature = "cmpxchg16b") || cpu() & CAS != 0
+        }
+
+        /// [`cas_is_native`] and AVX (16-byte vector loads are atomic).
+        #[inline(always)]
+        pub(super) fn wide_loads_are_atomic() -> bool {
+            if cfg!(all(target_feature = "avx", target_feature = "cmpxchg16b")) {
+                return true; // known at compile time (e.g. `-C target-cpu=native`): no check
+            }
+            cpu() & WIDE != 0
         }
 
         /// One atomic 16-byte load (`movdqa`), both halves.
@@ -151,18 +220,14 @@ mod imp {
         /// # Safety
         ///
         /// - `src` is valid for reads of 16 bytes and 16-aligned;
-        /// - `wide_loads_are_atomic()` returned true, and every concurrent write to `src` is a
-        ///   16-byte atomic access.
+        /// - [`NATIVE_BUILD`] and [`wide_loads_are_atomic`] hold.
         #[inline(always)]
         pub(super) unsafe fn load_u128(src: *const u128) -> u128 {
             let (lo, hi): (u64, u64);
             // SAFETY:
             // - `src` is readable and 16-aligned (caller), as `movdqa` requires;
-            // - the access is atomic (caller: AVX) and races only with 16-byte atomic writes
-            //   (caller), so it is an atomic load of the whole word in the memory model;
-            // - SeqCst: on x86 a SeqCst load is a plain load (the locked CAS is the fence);
-            //   the asm block is not `readonly`/`pure`, so the compiler orders every other
-            //   memory access around it as around an unknown call (as `portable-atomic`'s).
+            // - the access is one atomic 16-byte load racing only with `lock cmpxchg16b`
+            //   (caller; module docs), i.e. the pair's atomic load in the memory model.
             unsafe {
                 core::arch::asm!(
                     "movdqa {x}, xmmword ptr [{src}]",
@@ -179,22 +244,25 @@ mod imp {
             (u128::from(hi) << 64) | u128::from(lo)
         }
 
-        /// The low half of one atomic 16-byte load (`movdqa`).
+        /// The low half of a pair at `base + off`, by one aligned 8-byte `mov`.
         ///
         /// # Safety
         ///
-        /// As [`load_u128`].
+        /// - `base + off` is a pair: valid for reads of 16 bytes and 16-aligned;
+        /// - [`NATIVE_BUILD`] and [`cas_is_native`] hold.
         #[inline(always)]
-        pub(super) unsafe fn load_u128_low(src: *const u128) -> u64 {
+        pub(super) unsafe fn load_low_at(base: *const u8, off: usize) -> u64 {
             let lo: u64;
-            // SAFETY: as in `load_u128`: one atomic 16-byte load; only the low half leaves
-            // the vector register.
+            // SAFETY:
+            // - `base + off` is readable and 8-aligned (caller);
+            // - every write to the pair is one `lock cmpxchg16b` (caller), so this load
+            //   returns the low half of one of the pair's values in its modification order,
+            //   exactly as the atomic 16-byte load it stands for (module docs).
             unsafe {
                 core::arch::asm!(
-                    "movdqa {x}, xmmword ptr [{src}]",
-                    "movq {lo}, {x}",
-                    src = in(reg) src,
-                    x = out(xmm_reg) _,
+                    "mov {lo}, qword ptr [{b} + {o}]",
+                    b = in(reg) base,
+                    o = in(reg) off,
                     lo = out(reg) lo,
                     options(nostack, preserves_flags),
                 );
@@ -260,6 +328,13 @@ mod imp {
             self.load() as u64
         }
 
+        /// # Safety
+        ///
+        /// None under loom (kept `unsafe` to match the normal build).
+        pub(crate) unsafe fn load_low_in(&self, _base: *const u8) -> u64 {
+            self.load() as u64
+        }
+
         pub(crate) fn compare_exchange(&self, current: u128, new: u128) -> Result<u128, u128> {
             let mut w = self
                 .0
@@ -295,6 +370,12 @@ mod imp {
             self.0.fetch_add(v, o)
         }
     }
+}
+
+/// Under loom every pair operation is the model's own: nothing to require.
+#[cfg(loom)]
+pub(crate) fn require_native_pairs() -> Result<(), &'static str> {
+    Ok(())
 }
 
 pub(crate) use imp::*;
@@ -352,5 +433,41 @@ mod tests {
         assert!(p.compare_exchange(p.load(), next).is_ok());
         assert_eq!(p.load(), next);
         assert_eq!(p.load_low(), hi);
+        super::require_native_pairs().expect("this CPU has cmpxchg16b");
+        let base = (&p as *const AtomicPair).cast::<u8>().wrapping_sub(4096);
+        // SAFETY: `require_native_pairs` succeeded above.
+        assert_eq!(unsafe { p.load_low_in(base) }, hi);
+    }
+
+    /// The 8-byte value-half loads, racing with 16-byte CASes that step `{k, k}` to
+    /// `{k + 1, k + 1}`, see the values in modification order (never smaller than an earlier
+    /// read) and only written ones (never past the writer); the 16-byte load never sees the
+    /// halves disagree. A load of the wrong half or a torn pair fails it.
+    #[test]
+    fn value_half_loads_follow_the_pair_cas_order() {
+        const STEPS: u64 = 200_000;
+        let pair = AtomicPair::new(0);
+        let both = |k: u64| (u128::from(k) << 64) | u128::from(k);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for k in 0..STEPS {
+                    assert!(pair.compare_exchange(both(k), both(k + 1)).is_ok());
+                }
+            });
+            super::require_native_pairs().expect("this CPU has cmpxchg16b");
+            let (mut last, mut seen) = (0, 0u64);
+            while last < STEPS {
+                // SAFETY: `require_native_pairs` succeeded above.
+                let v = unsafe { pair.load_low_in(core::ptr::null()) };
+                let w = pair.load_low();
+                let full = pair.load();
+                assert!(v >= last && w >= v && w <= STEPS, "{last} {v} {w}");
+                assert_eq!(full as u64, (full >> 64) as u64, "torn pair {full:#x}");
+                assert!(full as u64 >= w);
+                seen += u64::from(v != last);
+                last = full as u64;
+            }
+            assert!(seen > 0, "the reader never saw the writer move");
+        });
     }
 }

@@ -117,6 +117,19 @@ fn corrupt_chunk_header_is_a_typed_error() {
     assert!(matches!(e, HeapError::BadChunk { chunk: USER }), "{e}");
 }
 
+/// A region of format 1 (chunk tag "MIRRORCK", list nodes `{key, next}`) is named as such,
+/// not reported as corrupt or misread with the format-2 node layout.
+#[test]
+fn a_format_1_region_is_a_typed_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("l.pmem");
+    make_list(&path, &[1, 2]);
+    patch(&path, USER, &0x4d49_5252_4f52_434b_u64.to_le_bytes());
+    let e = recover(&path).expect_err("old format");
+    assert!(matches!(e, HeapError::OldFormat), "{e}");
+    assert!(e.to_string().contains("format 1"), "{e}");
+}
+
 #[test]
 fn corrupt_pointer_is_a_typed_error() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -139,9 +152,9 @@ fn a_cycle_is_a_typed_error_not_a_hang() {
     let path = dir.path().join("l.pmem");
     make_list(&path, &[1, 2]);
     // Node blocks (32 bytes) start the second chunk: node 1 at C, node 2 at C + 32. Each node
-    // is {key, pad, next pair {value, seq}}; make node 2's next point back to node 1.
+    // is {next pair {value, seq}, key, pad}; make node 2's next point back to node 1.
     let c = USER + 65536 + 64;
-    patch(&path, c + 32 + 16, &c.to_le_bytes());
+    patch(&path, c + 32, &c.to_le_bytes());
     let e = recover(&path).expect_err("corrupt");
     assert!(matches!(e, HeapError::Malformed { .. }), "{e}");
 }

@@ -86,7 +86,7 @@ fn interesting_word(rng: &mut Rng, len: u64) -> u64 {
             USER + chunk * CHUNK + 64 + rng.below(16) * block + rng.below(2)
         }
         1 => rng.below(len + 64),
-        2 => [0, 1, u64::MAX, u64::MAX - 1, 1 << 63, 0x4d49_5252_4f52_434b][rng.below(6) as usize],
+        2 => [0, 1, u64::MAX, u64::MAX - 1, 1 << 63, 0x4d49_5252_4f52_3032][rng.below(6) as usize],
         3 => 1 << rng.below(64),
         4 => rng.below(64),
         _ => rng.next(),
