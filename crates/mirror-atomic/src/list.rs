@@ -102,12 +102,10 @@ fn find<'g, F: Flavor, P: Persist>(
             let next = F::load(&node.next, space);
             if next.is_marked() {
                 // `curr` is logically deleted: unlink it.
-                if F::compare_exchange(prev, curr, next.unmarked(), space).is_err() {
+                // SAFETY: `curr` was read from `prev` under `guard` (above).
+                if !unsafe { unlink(heap, prev, curr, next, guard) } {
                     continue 'retry;
                 }
-                // SAFETY: our CAS unlinked `curr`; only the thread whose CAS unlinks it retires
-                // it.
-                unsafe { heap.retire(curr, guard) };
                 curr = next.unmarked();
                 continue;
             }
@@ -123,6 +121,31 @@ fn find<'g, F: Flavor, P: Persist>(
             curr = next;
         }
     }
+}
+
+/// `find`'s unlinking of a marked node `curr` (whose `next` is `next`) from `prev`: whether
+/// the CAS succeeded (and `curr` was retired). Out of line and cold, so the traversal loop
+/// carries none of the CAS's address computations (a marked node is met rarely).
+///
+/// # Safety
+///
+/// `curr` was read from `prev` under `guard`.
+#[cold]
+#[inline(never)]
+unsafe fn unlink<F: Flavor, P: Persist>(
+    heap: &Heap<F, P>,
+    prev: &Head<F>,
+    curr: PPtr<Node<F>>,
+    next: PPtr<Node<F>>,
+    guard: &Guard,
+) -> bool {
+    if F::compare_exchange(prev, curr, next.unmarked(), heap.space()).is_err() {
+        return false;
+    }
+    // SAFETY: our CAS unlinked `curr` (read under `guard`, caller); only the thread whose CAS
+    // unlinks it retires it.
+    unsafe { heap.retire(curr, guard) };
+    true
 }
 
 /// Inserts `key` below `head`: `Ok(true)` if it was absent.
