@@ -176,8 +176,8 @@ impl Flavor for Izraelevitz {
     #[inline(always)]
     fn load<T: Pod, P: Persist>(a: &VAtomic<T>, space: &Space<P>) -> T {
         let v = a.load();
-        space.persist().flush_word(&a.word);
-        space.persist().fence();
+        space.persist().flush_word(&a.word); // izr-load-flush
+        space.persist().fence(); // izr-load-fence
         v
     }
     #[inline(always)]
@@ -188,8 +188,8 @@ impl Flavor for Izraelevitz {
         space: &Space<P>,
     ) -> Result<T, T> {
         let r = a.cas(current, new);
-        space.persist().flush_word(&a.word);
-        space.persist().fence();
+        space.persist().flush_word(&a.word); // izr-cas-flush
+        space.persist().fence(); // izr-cas-fence
         r
     }
     fn peek<T: Pod>(a: &VAtomic<T>) -> T {
@@ -198,7 +198,7 @@ impl Flavor for Izraelevitz {
     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
         // SAFETY: the caller guarantees the object is this heap's; `flush_primary` needs it.
         unsafe { space.flush_primary(offset, len) };
-        space.fence();
+        space.fence(); // izr-publish-fence
     }
 }
 
@@ -233,6 +233,6 @@ impl Flavor for Mirror {
         // SAFETY: as above.
         unsafe { space.flush_twin(offset, len) };
         // The copy is ordered before the CAS that publishes the object (its own pwb).
-        space.fence();
+        space.fence(); // mirror-publish-fence
     }
 }

@@ -252,7 +252,7 @@ impl<P: Persist> Space<P> {
         words[0].store(CHUNK_TAG, Ordering::Relaxed);
         self.persist().flush_word(&words[0]);
         self.persist().flush_word(&words[1]);
-        self.persist().sync();
+        self.persist().sync(); // chunk-header-sync
     }
 
     /// Reads the header `{tag, block}` of the chunk at `chunk` in the region.
@@ -475,7 +475,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// `p` is an object of this heap that no new reader can reach (unlinked by a CAS of this
     /// thread that completed), retired exactly once.
     pub unsafe fn retire<N: Object>(&self, p: PPtr<N>, guard: &Guard) {
-        self.space.sync();
+        self.space.sync(); // retire-psync
         let alloc = Arc::clone(&self.alloc);
         let off = p.offset();
         let class = class_of(core::mem::size_of::<N>());
