@@ -30,7 +30,7 @@
 
 use crate::error::{AllocError, HeapError};
 use crate::flavor::{Flavor, VAtomic};
-use crate::heap::{Heap, Object, Trace, Tracer};
+use crate::heap::{Heap, Object, Space, Trace, Tracer};
 use crate::patomic::PConst;
 use crate::sync::{thread_random, AtomicWord, Ordering};
 use crate::word::PPtr;
@@ -365,8 +365,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                     let node = unsafe { self.heap.get(curr) };
                     let succ = F::load(&node.next[level], space);
                     if succ.is_marked() {
-                        if F::compare_exchange(&pred[level], curr, succ.unmarked(), space).is_err()
-                        {
+                        if !unlink_at::<F, P>(space, &pred[level], curr, succ) {
                             continue 'retry;
                         }
                         curr = succ.unmarked();
@@ -420,8 +419,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                     let node = unsafe { self.heap.get(curr) };
                     let succ = F::load(&node.next[level], space);
                     if succ.is_marked() {
-                        if F::compare_exchange(&pred[level], curr, succ.unmarked(), space).is_err()
-                        {
+                        if !unlink_at::<F, P>(space, &pred[level], curr, succ) {
                             continue 'retry;
                         }
                         curr = succ.unmarked();
@@ -695,6 +693,20 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
 /// the concurrent tests do not reach (they need both threads between two of their steps). Each
 /// runs the real steps of both operations in the order of the interleaving, in one thread, and
 /// checks that the removed node is on no level when it is retired.
+/// Unlinks the marked node `curr` (whose next pointer at this level is `succ`) from `pred`,
+/// one level's link: whether the CAS succeeded. Out of line and cold, so the search loops carry
+/// none of the CAS's address computations (a marked node is met rarely).
+#[cold]
+#[inline(never)]
+fn unlink_at<F: Flavor, P: Persist>(
+    space: &Space<P>,
+    pred: &Link<F>,
+    curr: PPtr<SkipNode<F>>,
+    succ: PPtr<SkipNode<F>>,
+) -> bool {
+    F::compare_exchange(pred, curr, succ.unmarked(), space).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
