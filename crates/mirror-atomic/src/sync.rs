@@ -3,8 +3,8 @@
 //! Normally: the standard library, plus [`AtomicPair`], a 16-byte word over `portable-atomic`'s
 //! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes) and
 //! `mov` (the 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see
-//! `imp::x86` for why those loads are atomic loads of the pair). Under `--cfg loom`: loom's replacements, and
-//! an `AtomicPair` that is a loom `Mutex<u128>` behind the same functions.
+//! `imp::x86` for why those loads are atomic loads of the pair). Under `--cfg loom`: loom's
+//! replacements, and an `AtomicPair` that is a loom `Mutex<u128>` behind the same functions.
 //!
 //! Why the Mutex stand-in is faithful: the Mirror protocol (paper Figure 4) uses the 16-byte
 //! word only through two operations, an atomic 16-byte load and a 16-byte compare-and-swap, both
@@ -153,8 +153,8 @@ mod imp {
     ///   would be a mixed-size race, which the memory model leaves undefined; the asm block
     ///   is not that operation but the 16-byte one, whose result it computes.) It matters:
     ///   the vector load plus the move to a general register lengthened each hop of a list
-    ///   traversal by about half (list lookups at 0.54x the volatile flavor, 0.97x with this
-    ///   load; quiet AMD EPYC VM).
+    ///   traversal by about half (list lookups at 0.54x the volatile flavor; about 1.0x with
+    ///   this load, unchecked on the traversal path; AMD EPYC VM, crate README).
     ///
     /// Both blocks are neither `pure` nor `readonly`, so the compiler orders every other
     /// memory access around them as around an unknown call; SeqCst needs nothing more on x86
