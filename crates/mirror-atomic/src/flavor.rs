@@ -188,6 +188,9 @@ impl Flavor for Izraelevitz {
         space: &Space<P>,
     ) -> Result<T, T> {
         let r = a.cas(current, new);
+        // A store point (nothing on real backends): the simulated domain may evict the word
+        // or crash right here, between the CAS and its write-back.
+        space.persist().stored(&a.word);
         space.persist().flush_word(&a.word); // izr-cas-flush
         space.persist().fence(); // izr-cas-fence
         r
@@ -234,5 +237,79 @@ impl Flavor for Mirror {
         unsafe { space.flush_twin(offset, len) };
         // The copy is ordered before the CAS that publishes the object (its own pwb).
         space.fence(); // mirror-publish-fence
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::heap::{Heap, Object};
+    use pmem::sim::{SimConfig, Simulated};
+    use pmem::Region;
+
+    /// A flavor word alone on its cache line.
+    #[repr(C, align(64))]
+    struct Line {
+        w: VAtomic<u64>,
+    }
+    // SAFETY: one 8-byte atomic word and padding: any bits valid, no drop, no pointers.
+    unsafe impl Object for Line {}
+
+    /// The Izraelevitz rule for loads (write back and fence what was read before acting on
+    /// it): thread A's CAS on `a` is not yet written back when thread B reads it and then makes
+    /// a dependent CAS on `b`. Whatever B's CAS made durable, A's value must be durable too.
+    /// Checked at two crashes: (1) after B's CAS completed (caught without the load's write-back:
+    /// nothing else writes `a` back), (2) at B's CAS itself, right after its store of `b` was
+    /// evicted to the media, before B's own write-back and fence (caught without the load's
+    /// fence: the load's write-back is then still pending, and a crash may drop it). The crash
+    /// tests cannot catch either removal: they need another thread to read a CAS in the few
+    /// instructions before that thread writes it back.
+    #[test]
+    fn an_izraelevitz_load_makes_what_it_read_durable_before_acting_on_it() {
+        for crash_at_dependent_store in [false, true] {
+            let mut cfg = SimConfig::new(1).evictions(0.0);
+            cfg.crash_pending_probability = 0.0;
+            cfg.crash_dirty_probability = 0.0;
+            if crash_at_dependent_store {
+                cfg = cfg.store_points(1.0).crash_at_store(0);
+            }
+            let heap = Heap::<Izraelevitz, Simulated>::new(
+                Region::simulated(9, 1 << 20, cfg).expect("region"),
+            )
+            .expect("heap");
+            let pa = heap
+                .alloc(Line {
+                    w: Izraelevitz::atomic(0u64),
+                })
+                .expect("a");
+            let pb = heap
+                .alloc(Line {
+                    w: Izraelevitz::atomic(0u64),
+                })
+                .expect("b");
+            // SAFETY: allocated above, never freed.
+            let (a, b) = unsafe { (&heap.get(pa).w, &heap.get(pb).w) };
+            let space = heap.space();
+            // Thread A: its CAS, and nothing after it (not written back; no store point, so
+            // the simulator never evicts it).
+            std::thread::scope(|s| {
+                s.spawn(|| assert_eq!(a.cas(0, 1), Ok(0)));
+            });
+            // Thread B: reads A's value, then acts on it (store point 0).
+            assert_eq!(Izraelevitz::load(a, space), 1);
+            let _ = Izraelevitz::compare_exchange(b, 0, 1, space);
+            let image = space.persist().crash_image().unwrap_or_else(|| {
+                assert!(!crash_at_dependent_store, "no crash at the store point");
+                space.persist().crash()
+            });
+            let word = |p: u64| image.word(p).expect("in the image");
+            assert_eq!(word(pb.offset()), 1, "B's CAS reached the media");
+            assert_eq!(
+                word(pa.offset()),
+                1,
+                "B's CAS is durable but the value it read is not (crash at B's store: \
+                 {crash_at_dependent_store})"
+            );
+        }
     }
 }
