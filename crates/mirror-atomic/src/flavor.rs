@@ -265,6 +265,7 @@ mod tests {
     /// tests cannot catch either removal: they need another thread to read a CAS in the few
     /// instructions before that thread writes it back.
     #[test]
+    #[allow(clippy::disallowed_methods)] // the test's second thread (this test never runs under loom)
     fn an_izraelevitz_load_makes_what_it_read_durable_before_acting_on_it() {
         for crash_at_dependent_store in [false, true] {
             let mut cfg = SimConfig::new(1).evictions(0.0);
