@@ -373,7 +373,9 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// # Errors
     ///
     /// [`HeapError::NotEmpty`] if the region already holds allocations;
-    /// [`HeapError::Alloc`] if the volatile arena cannot be allocated.
+    /// [`HeapError::Alloc`] if the volatile arena cannot be allocated;
+    /// [`HeapError::Unsupported`] on an x86_64 CPU without `cmpxchg16b` (every flavor: the
+    /// heap's `Space` is what lets Mirror loads skip a per-load CPU check).
     pub fn new(region: Region<P>) -> Result<Self, HeapError> {
         if region.high_water_mark() != region.user_offset() {
             return Err(HeapError::NotEmpty);
@@ -510,7 +512,9 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// # Errors
     ///
     /// [`HeapError::BadChunkArea`], [`HeapError::BadChunk`], [`HeapError::BadPointer`] for a
-    /// corrupt region; whatever `roots` returns (typically [`HeapError::MissingRoot`]).
+    /// corrupt region; [`HeapError::OldFormat`] for a region of format 1;
+    /// [`HeapError::Unsupported`] as for [`new`](Self::new); whatever `roots` returns
+    /// (typically [`HeapError::MissingRoot`]).
     pub fn recover(
         region: Region<P>,
         roots: impl FnOnce(&mut Tracer<'_>) -> Result<(), HeapError>,
