@@ -775,4 +775,117 @@ mod tests {
     fn recovery_finishes_interrupted_removes_izraelevitz() {
         recovery_finishes_interrupted_removes::<Izraelevitz>();
     }
+
+    /// A tree of keys 10..=50 (step 10) on a simulated region, damaged by `damage`, then
+    /// crashed and recovered: the recovery error, if any.
+    fn recover_damaged<F: Flavor>(
+        damage: impl FnOnce(&Bst<F, Simulated>),
+    ) -> Result<Vec<u64>, HeapError> {
+        let region = Region::simulated(0xB57, 256 + 4 * 65536, SimConfig::new(5)).expect("region");
+        let tree = Bst::<F, Simulated>::new(Heap::new(region).expect("heap")).expect("tree");
+        for k in [30, 10, 50, 20, 40] {
+            assert!(tree.insert(k).expect("room"));
+        }
+        damage(&tree);
+        let image = tree.heap.region().persist().crash();
+        drop(tree);
+        let region =
+            Region::from_image(&image, 0xB57, SimConfig::new(6).evictions(0.0)).expect("image");
+        Bst::<F, Simulated>::recover(region).map(|t| t.snapshot().0)
+    }
+
+    /// Overwrites the edge a search for `key` follows out of the parent of `key`'s leaf
+    /// (`up` = 1: out of the grandparent).
+    fn set_edge<F: Flavor>(tree: &Bst<F, Simulated>, key: u64, up: bool, to: NodePtr<F>) {
+        let space = tree.heap.space();
+        let guard = tree.heap.pin();
+        let rec = tree.seek(key, &guard);
+        let node = if up {
+            // SAFETY: single-threaded test; `S` is never removed.
+            let s = unsafe { tree.heap.get(tree.sentinel) };
+            let top = F::load(&s.left, space).address();
+            // SAFETY: as above (the test trees are two levels deep under `top` for these keys).
+            let mut n = unsafe { tree.heap.get(top) };
+            loop {
+                let next = F::load(n.child(key), space).address();
+                if core::ptr::eq(n, rec.parent) || next == rec.parent_ptr {
+                    break n;
+                }
+                // SAFETY: as above.
+                n = unsafe { tree.heap.get(next) };
+            }
+        } else {
+            rec.parent
+        };
+        let edge = node.child(key);
+        let cur = F::load(edge, space);
+        F::compare_exchange(edge, cur, to, space).expect("single-threaded");
+    }
+
+    fn malformed(r: Result<Vec<u64>, HeapError>) -> &'static str {
+        match r {
+            Err(HeapError::Malformed { what }) => what,
+            other => panic!("expected Malformed, got {other:?}"),
+        }
+    }
+
+    fn damaged_trees_are_rejected<F: Flavor>() {
+        assert_eq!(
+            recover_damaged::<F>(|_| {}).expect("undamaged"),
+            vec![10, 20, 30, 40, 50]
+        );
+        let parent_of = |t: &Bst<F, Simulated>, key| t.seek(key, &t.heap.pin()).parent_ptr;
+        let leaf_of = |t: &Bst<F, Simulated>, key| t.seek(key, &t.heap.pin()).leaf;
+        // A cycle: the edge to 10's leaf points back to `R`.
+        let what = malformed(recover_damaged::<F>(|t| set_edge(t, 10, false, t.root)));
+        assert_eq!(what, "BST node reached twice");
+        // A self-loop: the edge to 10's leaf points to its own parent.
+        let what = malformed(recover_damaged::<F>(|t| {
+            set_edge(t, 10, false, parent_of(t, 10))
+        }));
+        assert_eq!(what, "BST node reached twice");
+        // A flag on an edge to an internal node (10's parent).
+        let what = malformed(recover_damaged::<F>(|t| {
+            set_edge(t, 10, true, parent_of(t, 10).with_mark())
+        }));
+        assert_eq!(what, "BST flag on an edge to an internal node");
+        // A tag whose sibling edge is not flagged.
+        let what = malformed(recover_damaged::<F>(|t| {
+            set_edge(t, 10, false, leaf_of(t, 10).with_tag())
+        }));
+        assert_eq!(what, "BST tagged edge whose sibling edge is not flagged");
+        // A leaf outside its key range (a leaf 45 where 10 belongs).
+        let what = malformed(recover_damaged::<F>(|t| {
+            let leaf = t.heap.alloc(BstNode::<F>::leaf(45)).expect("room");
+            set_edge(t, 10, false, leaf)
+        }));
+        assert_eq!(what, "BST leaf outside its key range");
+        // An internal node with one child.
+        let what = malformed(recover_damaged::<F>(|t| {
+            set_edge(t, 10, false, PPtr::null())
+        }));
+        assert_eq!(what, "BST internal node with one child");
+        // A flagged sentinel leaf (INF0 is the rightmost leaf of the user tree).
+        let what = malformed(recover_damaged::<F>(|t| {
+            set_edge(t, INF0, false, leaf_of(t, INF0).with_mark())
+        }));
+        assert_eq!(what, "BST sentinel leaf flagged");
+        // `R`'s edge to `S` flagged.
+        let what = malformed(recover_damaged::<F>(|t| {
+            let space = t.heap.space();
+            let r = t.root_node();
+            F::compare_exchange(&r.left, t.sentinel, t.sentinel.with_tag(), space).expect("tag");
+        }));
+        assert_eq!(what, "BST root edge flagged or tagged");
+    }
+
+    #[test]
+    fn damaged_trees_are_rejected_mirror() {
+        damaged_trees_are_rejected::<Mirror>();
+    }
+
+    #[test]
+    fn damaged_trees_are_rejected_izraelevitz() {
+        damaged_trees_are_rejected::<Izraelevitz>();
+    }
 }
