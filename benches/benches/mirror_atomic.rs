@@ -1,5 +1,5 @@
 //! Criterion benches for the `mirror-atomic` row of `BENCHMARKS.md` (Mirror PLDI'21 Figure 6,
-//! scaled): one group per panel (list, hash set, skip list at 80/10/10), the thread count as the
+//! scaled): one group per panel (list, hash set, skip list, BST at 80/10/10), the thread count as the
 //! parameter, throughput in operations, the three flavors (volatile, Mirror, Izraelevitz) of
 //! the same structure code as the compared functions. Each iteration runs N threads for
 //! `OPS_PER_THREAD` operations each (`iter_custom`, timed from a barrier). Persistent flavors use a
@@ -14,7 +14,7 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
-use mirror_atomic::{HashSet, Heap, List, Persist, SkipList};
+use mirror_atomic::{Bst, HashSet, Heap, List, Persist, SkipList};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,16 @@ impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
 }
 
 impl<F: Flavor, P: Persist> Set for SkipList<F, P> {
+    fn op(&self, r: u64, range: u64) {
+        match step(r, range) {
+            (k, 0..=79) => drop(self.contains(k)),
+            (k, 80..=89) => drop(self.insert(k).expect("room")),
+            (k, _) => drop(self.remove(k)),
+        }
+    }
+}
+
+impl<F: Flavor, P: Persist> Set for Bst<F, P> {
     fn op(&self, r: u64, range: u64) {
         match step(r, range) {
             (k, 0..=79) => drop(self.contains(k)),
@@ -141,6 +151,15 @@ fn build(structure: &str, flavor: &str, dir: &std::path::Path) -> Box<dyn Set> {
             SkipList::new(Heap::<Izraelevitz, _>::create(&p, 1, SIZE).expect("heap"))
                 .expect("skip"),
         ),
+        ("bst", "volatile") => {
+            Box::new(Bst::new(Heap::<Volatile, _>::anonymous(SIZE).expect("heap")).expect("bst"))
+        }
+        ("bst", "mirror") => {
+            Box::new(Bst::new(Heap::<Mirror, _>::create(&p, 1, SIZE).expect("heap")).expect("bst"))
+        }
+        ("bst", "izraelevitz") => Box::new(
+            Bst::new(Heap::<Izraelevitz, _>::create(&p, 1, SIZE).expect("heap")).expect("bst"),
+        ),
         other => panic!("unknown {other:?}"),
     }
 }
@@ -148,9 +167,14 @@ fn build(structure: &str, flavor: &str, dir: &std::path::Path) -> Box<dyn Set> {
 fn mirror_fig6(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("mirror-criterion-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    // The skip list's key range is larger than the list's (the paper's Figure 6 uses larger
-    // sets for the logarithmic structures).
-    for (structure, range) in [("list", 256u64), ("hash", 16_384), ("skip", 16_384)] {
+    // The skip list's and the BST's key range is larger than the list's (the paper's Figure 6
+    // uses larger sets for the logarithmic structures).
+    for (structure, range) in [
+        ("list", 256u64),
+        ("hash", 16_384),
+        ("skip", 16_384),
+        ("bst", 16_384),
+    ] {
         let mut group = c.benchmark_group(format!("mirror_fig6/{structure}_80_10_10"));
         for threads in [1usize, 2, 4] {
             group.throughput(Throughput::Elements(threads as u64 * OPS_PER_THREAD));

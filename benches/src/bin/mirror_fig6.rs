@@ -1,11 +1,11 @@
-//! Mirror (PLDI'21) Figure 6, scaled to this machine: the same Harris-Michael list, hash set and
-//! skip list code in three atomic flavors (volatile, Mirror, Izraelevitz), side by side and
+//! Mirror (PLDI'21) Figure 6, scaled to this machine: the same Harris-Michael list, hash set,
+//! skip list and Natarajan-Mittal BST code in three atomic flavors (volatile, Mirror, Izraelevitz), side by side and
 //! interleaved in one run, with write-backs and fences per operation.
 //!
 //! ```sh
-//! cargo run --release -p benches --bin mirror_fig6 -- [--structures list,hash,skip]
+//! cargo run --release -p benches --bin mirror_fig6 -- [--structures list,hash,skip,bst]
 //!     [--threads 1,2,4] [--mix 80,a,b,c] [--list-range 256] [--hash-range 65536]
-//!     [--skip-range 65536] [--prefill 50] [--duration-ms 1000] [--reps 3]
+//!     [--skip-range 65536] [--bst-range 65536] [--prefill 50] [--duration-ms 1000] [--reps 3]
 //!     [--recovery 1000,10000,100000,1000000] [--ops N] [--flavors volatile,mirror,izraelevitz]
 //!     [--smoke]
 //! ```
@@ -25,7 +25,7 @@
 
 use clap::Parser;
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
-use mirror_atomic::{HashSet, Heap, List, Node, Persist, Region, SkipList, SkipNode};
+use mirror_atomic::{Bst, BstNode, HashSet, Heap, List, Node, Persist, Region, SkipList, SkipNode};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -39,8 +39,8 @@ const BUCKETS: usize = 2048;
     about = "Mirror Figure 6 (scaled): volatile vs Mirror vs Izraelevitz flavors of the same structures"
 )]
 struct Args {
-    /// Structures: list, hash, skip.
-    #[arg(long, value_delimiter = ',', default_value = "list,hash,skip")]
+    /// Structures: list, hash, skip, bst.
+    #[arg(long, value_delimiter = ',', default_value = "list,hash,skip,bst")]
     structures: Vec<String>,
     /// Thread counts (exactly this many run; more than the cores is oversubscribed).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
@@ -58,6 +58,9 @@ struct Args {
     /// Key range of the skip list.
     #[arg(long, default_value_t = 65536)]
     skip_range: u64,
+    /// Key range of the BST.
+    #[arg(long, default_value_t = 65536)]
+    bst_range: u64,
     /// Percent of the key range inserted before measuring.
     #[arg(long, default_value_t = 50)]
     prefill: u64,
@@ -67,7 +70,7 @@ struct Args {
     /// Repetitions (median reported).
     #[arg(long, default_value_t = 3)]
     reps: usize,
-    /// Also measure recovery time of a Mirror hash set and skip list of these sizes.
+    /// Also measure recovery time of a Mirror hash set, skip list and BST of these sizes.
     #[arg(long, value_delimiter = ',')]
     recovery: Vec<u64>,
     /// Tiny sizes and durations (CI smoke).
@@ -141,6 +144,18 @@ impl<F: Flavor, P: Persist> Set for SkipList<F, P> {
     }
 }
 
+impl<F: Flavor, P: Persist> Set for Bst<F, P> {
+    fn insert(&self, k: u64) -> bool {
+        Bst::insert(self, k).expect("region large enough, key below the sentinels")
+    }
+    fn remove(&self, k: u64) -> bool {
+        Bst::remove(self, k)
+    }
+    fn contains(&self, k: u64) -> bool {
+        Bst::contains(self, k)
+    }
+}
+
 /// A mix name or lookup percentage as the lookup percentage and a label.
 fn parse_mix(m: &str) -> (u32, String) {
     match m.to_ascii_lowercase().as_str() {
@@ -199,6 +214,11 @@ fn build(structure: &str, flavor: &str, dir: &Path, n: usize) -> Box<dyn Set> {
         ("skip", "mirror") => Box::new(SkipList::new(file::<Mirror>(&path, size)).expect("skip")),
         ("skip", "izraelevitz") => {
             Box::new(SkipList::new(file::<Izraelevitz>(&path, size)).expect("skip"))
+        }
+        ("bst", "volatile") => Box::new(Bst::new(anon(size)).expect("bst")),
+        ("bst", "mirror") => Box::new(Bst::new(file::<Mirror>(&path, size)).expect("bst")),
+        ("bst", "izraelevitz") => {
+            Box::new(Bst::new(file::<Izraelevitz>(&path, size)).expect("bst"))
         }
         other => panic!("unknown structure/flavor {other:?}"),
     };
@@ -304,7 +324,7 @@ fn thread_cpu_s() -> Option<f64> {
 fn recovery(dir: &Path, sizes: &[u64]) {
     println!(
         "\nrecovery from a file after a clean drop (Mirror flavor; open + trace + copy to DRAM + \
-         rebuild free space; the skip list also repairs and re-traces):"
+         rebuild free space; the skip list and the BST also repair and re-trace):"
     );
     println!(
         "{:<24} {:>10} {:>10} {:>12} {:>12} {:>16}",
@@ -375,6 +395,18 @@ fn recovery(dir: &Path, sizes: &[u64]) {
             |r| SkipList::<Mirror, _>::recover(r).expect("recover"),
             |s, k| s.contains(k),
         );
+        one(
+            dir,
+            "bst",
+            n,
+            2 * core::mem::size_of::<BstNode<Mirror>>().next_power_of_two() as u64,
+            |h| Bst::new(h).expect("bst"),
+            |s, k| {
+                s.insert(k).expect("room");
+            },
+            |r| Bst::<Mirror, _>::recover(r).expect("recover"),
+            |s, k| s.contains(k),
+        );
     }
 }
 
@@ -386,6 +418,7 @@ fn main() {
         a.reps = 1;
         a.hash_range = 4096;
         a.skip_range = 4096;
+        a.bst_range = 4096;
         if a.recovery.is_empty() {
             a.recovery = vec![1000];
         }
@@ -430,8 +463,19 @@ fn main() {
         core::mem::size_of::<SkipNode<Izraelevitz>>().next_power_of_two(),
     );
     println!(
-        "workload: prefill {}% of the range; list range {}, hash range {}, skip range {}",
-        a.prefill, a.list_range, a.hash_range, a.skip_range
+        "bytes per BST node (block; a leaf and an internal node per key): volatile {} ({}), \
+         mirror {} ({}), izraelevitz {} ({})",
+        core::mem::size_of::<BstNode<Volatile>>(),
+        core::mem::size_of::<BstNode<Volatile>>().next_power_of_two(),
+        core::mem::size_of::<BstNode<Mirror>>(),
+        core::mem::size_of::<BstNode<Mirror>>().next_power_of_two(),
+        core::mem::size_of::<BstNode<Izraelevitz>>(),
+        core::mem::size_of::<BstNode<Izraelevitz>>().next_power_of_two(),
+    );
+    println!(
+        "workload: prefill {}% of the range; list range {}, hash range {}, skip range {}, \
+         bst range {}",
+        a.prefill, a.list_range, a.hash_range, a.skip_range, a.bst_range
     );
     let flavors: Vec<&str> = a.flavors.iter().map(String::as_str).collect();
     for f in &flavors {
@@ -460,7 +504,8 @@ fn main() {
             "list" => a.list_range,
             "hash" => a.hash_range,
             "skip" => a.skip_range,
-            other => panic!("--structures: unknown {other:?} (list, hash, skip)"),
+            "bst" => a.bst_range,
+            other => panic!("--structures: unknown {other:?} (list, hash, skip, bst)"),
         };
         for (reads, mix) in a.mix.iter().map(|m| parse_mix(m)) {
             for &t in &a.threads {

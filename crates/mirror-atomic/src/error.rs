@@ -172,3 +172,57 @@ impl From<AllocError> for HeapError {
         Self::Alloc(e)
     }
 }
+
+/// An insert into a [`Bst`](crate::Bst) failed.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Volatile, Bst, BstError, BST_MAX_KEY};
+/// let tree = Bst::<Volatile, _>::anonymous(1 << 20)?;
+/// assert!(tree.insert(BST_MAX_KEY)?);
+/// let err = tree.insert(u64::MAX).unwrap_err();
+/// assert_eq!(err, BstError::ReservedKey { key: u64::MAX });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BstError {
+    /// The key is one of the three sentinel keys above [`BST_MAX_KEY`](crate::BST_MAX_KEY)
+    /// (Natarajan-Mittal's `inf0 < inf1 < inf2`), which the tree reserves; the key is handed
+    /// back. Remedy: map keys into `0..=BST_MAX_KEY`.
+    ReservedKey {
+        /// The rejected key.
+        key: u64,
+    },
+    /// Allocating the new nodes failed. Remedy: see the inner [`AllocError`].
+    Alloc(AllocError),
+}
+
+impl fmt::Display for BstError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ReservedKey { key } => write!(
+                f,
+                "key {key:#x} is a reserved BST sentinel (keys are at most {:#x})",
+                crate::BST_MAX_KEY
+            ),
+            Self::Alloc(e) => write!(f, "BST insert: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BstError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Alloc(e) => Some(e),
+            Self::ReservedKey { .. } => None,
+        }
+    }
+}
+
+impl From<AllocError> for BstError {
+    fn from(e: AllocError) -> Self {
+        Self::Alloc(e)
+    }
+}

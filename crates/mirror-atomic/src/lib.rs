@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod alloc;
+mod bst;
 mod error;
 pub mod flavor;
 mod hash;
@@ -14,7 +15,8 @@ mod skiplist;
 mod sync;
 mod word;
 
-pub use error::{AllocError, HeapError};
+pub use bst::{Bst, BstNode, BST_MAX_KEY, BST_ROOT_SLOT};
+pub use error::{AllocError, BstError, HeapError};
 pub use hash::{Buckets, HashSet, HASH_ROOT_SLOT};
 pub use heap::{Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
 pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};

@@ -55,8 +55,15 @@ pub(crate) fn from_bits<T: Pod>(bits: u64) -> T {
 }
 
 /// A pointer into a [`Heap`](crate::Heap): the object's offset from the start of the region,
-/// so a region can be mapped at any address after a restart. Bit 0 is a *mark* bit free for
-/// the structure's use (objects are 16-byte aligned); offset 0 is null.
+/// so a region can be mapped at any address after a restart. Objects are 16-byte aligned, so
+/// the two low bits are free for the structure's use; offset 0 is null.
+///
+/// | bit | name | set by | used by |
+/// |---|---|---|---|
+/// | 0 | *mark* | [`with_mark`](Self::with_mark) | list, skip list (logical deletion); BST *flag* |
+/// | 1 | *tag* | [`with_tag`](Self::with_tag) | BST (edge frozen, its parent is being removed) |
+///
+/// [`offset`](Self::offset) masks both bits; [`unmarked`](Self::unmarked) clears bit 0 only.
 ///
 /// # Examples
 ///
@@ -100,13 +107,13 @@ impl<T: ?Sized> PPtr<T> {
         }
     }
 
-    /// The offset, without the mark bit.
+    /// The offset, without the mark and tag bits.
     #[inline(always)]
     pub const fn offset(self) -> u64 {
-        self.raw & !1
+        self.raw & !3
     }
 
-    /// Whether the offset (mark bit ignored) is 0.
+    /// Whether the offset (mark and tag bits ignored) is 0.
     #[inline(always)]
     pub const fn is_null(self) -> bool {
         self.offset() == 0
@@ -129,6 +136,38 @@ impl<T: ?Sized> PPtr<T> {
     pub const fn unmarked(self) -> Self {
         Self::from_raw(self.raw & !1)
     }
+
+    /// Whether the tag bit (bit 1) is set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::PPtr;
+    /// let p = PPtr::<u64>::from_offset(4096);
+    /// let t = p.with_tag();
+    /// assert!(t.is_tagged() && !t.is_marked() && !p.is_tagged());
+    /// assert_eq!(t.offset(), 4096); // `offset` masks both bits
+    /// let both = t.with_mark();
+    /// assert!(both.is_tagged() && both.is_marked());
+    /// assert_eq!(both.unmarked(), t); // `unmarked` keeps the tag
+    /// assert_eq!(both.address(), p); // `address` clears both
+    /// ```
+    #[inline(always)]
+    pub const fn is_tagged(self) -> bool {
+        self.raw & 2 == 2
+    }
+
+    /// The same pointer with the tag bit set.
+    #[inline(always)]
+    pub const fn with_tag(self) -> Self {
+        Self::from_raw(self.raw | 2)
+    }
+
+    /// The same pointer with both the mark and the tag bit clear.
+    #[inline(always)]
+    pub const fn address(self) -> Self {
+        Self::from_raw(self.raw & !3)
+    }
 }
 
 impl<T: ?Sized> Clone for PPtr<T> {
@@ -147,9 +186,10 @@ impl<T: ?Sized> fmt::Debug for PPtr<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "PPtr({:#x}{})",
+            "PPtr({:#x}{}{})",
             self.offset(),
-            if self.is_marked() { "+mark" } else { "" }
+            if self.is_marked() { "+mark" } else { "" },
+            if self.is_tagged() { "+tag" } else { "" }
         )
     }
 }

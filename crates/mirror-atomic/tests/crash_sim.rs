@@ -8,7 +8,7 @@ mod common;
 
 use common::{crash_point, mt_crash_point, ops, Rng, Set, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
-use mirror_atomic::{HashSet, List, SkipList};
+use mirror_atomic::{Bst, HashSet, List, SkipList};
 use pmem::sim::Simulated;
 use std::time::Instant;
 
@@ -65,6 +65,16 @@ fn mirror_skiplist_survives_random_crashes() {
 #[test]
 fn izraelevitz_skiplist_survives_random_crashes() {
     run::<SkipList<Izraelevitz, Simulated>>("izraelevitz skiplist");
+}
+
+#[test]
+fn mirror_bst_survives_random_crashes() {
+    run::<Bst<Mirror, Simulated>>("mirror bst");
+}
+
+#[test]
+fn izraelevitz_bst_survives_random_crashes() {
+    run::<Bst<Izraelevitz, Simulated>>("izraelevitz bst");
 }
 
 #[test]
@@ -128,4 +138,14 @@ fn mirror_skiplist_survives_two_thread_crashes() {
 #[test]
 fn izraelevitz_skiplist_survives_two_thread_crashes() {
     run_mt::<SkipList<Izraelevitz, Simulated>>("izraelevitz skiplist (2 threads)");
+}
+
+#[test]
+fn mirror_bst_survives_two_thread_crashes() {
+    run_mt::<Bst<Mirror, Simulated>>("mirror bst (2 threads)");
+}
+
+#[test]
+fn izraelevitz_bst_survives_two_thread_crashes() {
+    run_mt::<Bst<Izraelevitz, Simulated>>("izraelevitz bst (2 threads)");
 }

@@ -11,7 +11,7 @@ mod common;
 
 use common::{apply, to_kv, Rng, Set, SetOp, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror, Volatile};
-use mirror_atomic::{HashSet, Heap, List, NoPersist, SkipList};
+use mirror_atomic::{Bst, HashSet, Heap, List, NoPersist, SkipList};
 use std::sync::Mutex;
 
 /// A reusable spinning barrier (a blocking one wakes threads microseconds apart, longer than
@@ -146,4 +146,7 @@ fn every_structure_and_flavor_is_linearizable() {
     run::<SkipList<Volatile, NoPersist>>("skiplist/volatile");
     run::<SkipList<Mirror, NoPersist>>("skiplist/mirror");
     run::<SkipList<Izraelevitz, NoPersist>>("skiplist/izraelevitz");
+    run::<Bst<Volatile, NoPersist>>("bst/volatile");
+    run::<Bst<Mirror, NoPersist>>("bst/mirror");
+    run::<Bst<Izraelevitz, NoPersist>>("bst/izraelevitz");
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::{apply, model_keys, to_kv, Set, SetOp, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror, Volatile};
-use mirror_atomic::{HashSet, Heap, List, NoPersist, SkipList};
+use mirror_atomic::{Bst, HashSet, Heap, List, NoPersist, SkipList};
 use proptest::prelude::*;
 use testkit::lin::Model;
 use testkit::models::KvMap;
@@ -53,6 +53,13 @@ proptest! {
         check::<SkipList<Volatile, NoPersist>>(&ops)?;
         check::<SkipList<Mirror, NoPersist>>(&ops)?;
         check::<SkipList<Izraelevitz, NoPersist>>(&ops)?;
+    }
+
+    #[test]
+    fn bst_matches_model(ops in proptest::collection::vec(op(), 0..300)) {
+        check::<Bst<Volatile, NoPersist>>(&ops)?;
+        check::<Bst<Mirror, NoPersist>>(&ops)?;
+        check::<Bst<Izraelevitz, NoPersist>>(&ops)?;
     }
 }
 

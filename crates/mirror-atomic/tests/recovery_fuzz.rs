@@ -2,19 +2,19 @@
 //! to use: a deterministic randomized test (the offline stand-in for the `recover_region`
 //! cargo-fuzz target in `fuzz/`, which runs the same `exercise` body).
 //!
-//! Seeds: images of every structure (list, hash set, skip list) in both persistent flavors,
+//! Seeds: images of every structure (list, hash set, skip list, BST) in both persistent flavors,
 //! clean and at random crash points. Each case mutates a seed (random bytes, bit flips, words
 //! set to plausible offsets with or without the mark bit, words copied from elsewhere in the
 //! image so pointers form cycles, chunk headers with other sizes, truncation) and recovers it as
 //! every structure in every flavor. A recovery that succeeds must give a well-formed structure
 //! that then runs operations without panicking. `MIRROR_FUZZ_CASES` sets the number of mutated
-//! images (default 2,000; each is recovered 6 ways).
+//! images (default 2,000; each is recovered 8 ways).
 
 mod common;
 
 use common::{Rng, Set, SetOp, BUCKETS, LAYOUT, SIM_SIZE};
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
-use mirror_atomic::{HashSet, Heap, List, SkipList};
+use mirror_atomic::{Bst, HashSet, Heap, List, SkipList};
 use pmem::sim::{Image, SimConfig, Simulated};
 use pmem::Region;
 
@@ -163,6 +163,8 @@ fn recovery_from_arbitrary_bytes_never_panics() {
             s, n, None,
         ));
         seeds.push(seed_image::<SkipList<Izraelevitz, Simulated>>(s, n, None));
+        seeds.push(seed_image::<Bst<Mirror, Simulated>>(s, n, None));
+        seeds.push(seed_image::<Bst<Izraelevitz, Simulated>>(s, n, None));
         // Mid-run crash images: half-built towers, half-removed nodes, torn chunk headers.
         let at = 200 + 150 * s;
         seeds.push(seed_image::<SkipList<Mirror, Simulated>>(
@@ -176,6 +178,12 @@ fn recovery_from_arbitrary_bytes_never_panics() {
             Some(at),
         ));
         seeds.push(seed_image::<List<Mirror, Simulated>>(s + 10, n, Some(at)));
+        seeds.push(seed_image::<Bst<Mirror, Simulated>>(s + 10, n, Some(at)));
+        seeds.push(seed_image::<Bst<Izraelevitz, Simulated>>(
+            s + 10,
+            n,
+            Some(at),
+        ));
     }
     let mut rng = Rng(0xF0220);
     let (mut accepted, mut tried) = (0u64, 0u64);
@@ -192,6 +200,8 @@ fn recovery_from_arbitrary_bytes_never_panics() {
             exercise::<HashSet<Izraelevitz, Simulated, BUCKETS>>(&image, &mut rng),
             exercise::<SkipList<Mirror, Simulated>>(&image, &mut rng),
             exercise::<SkipList<Izraelevitz, Simulated>>(&image, &mut rng),
+            exercise::<Bst<Mirror, Simulated>>(&image, &mut rng),
+            exercise::<Bst<Izraelevitz, Simulated>>(&image, &mut rng),
         ];
         tried += results.len() as u64;
         accepted += results.iter().filter(|&&r| r).count() as u64;
@@ -215,4 +225,8 @@ fn unmutated_seed_images_recover() {
     assert!(exercise::<SkipList<Izraelevitz, Simulated>>(
         &image, &mut rng
     ));
+    let image = seed_image::<Bst<Mirror, Simulated>>(3, 60, None);
+    assert!(exercise::<Bst<Mirror, Simulated>>(&image, &mut rng));
+    let image = seed_image::<Bst<Izraelevitz, Simulated>>(3, 60, Some(500));
+    assert!(exercise::<Bst<Izraelevitz, Simulated>>(&image, &mut rng));
 }

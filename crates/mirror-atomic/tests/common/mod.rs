@@ -3,7 +3,9 @@
 #![allow(dead_code)] // each test file uses a part
 
 use mirror_atomic::flavor::Flavor;
-use mirror_atomic::{AllocError, HashSet, Heap, HeapError, List, Persist, Region, SkipList};
+use mirror_atomic::{
+    AllocError, Bst, BstError, HashSet, Heap, HeapError, List, Persist, Region, SkipList,
+};
 use pmem::sim::{SimConfig, Simulated};
 use testkit::lin::Model;
 use testkit::models::{KvMap, KvOp, KvRet};
@@ -31,6 +33,10 @@ pub(crate) trait Set: Sized + Send + Sync {
     /// list repairs and re-traces; the lists keep removed-but-linked nodes until traversed).
     fn exact_blocks() -> bool {
         false
+    }
+    /// Blocks allocated for `keys` keys when [`exact_blocks`](Set::exact_blocks) holds.
+    fn blocks_for(keys: usize) -> usize {
+        keys + 1
     }
 }
 
@@ -121,6 +127,45 @@ impl<F: Flavor, P: Persist> Set for SkipList<F, P> {
     }
     fn exact_blocks() -> bool {
         true
+    }
+}
+
+impl<F: Flavor, P: Persist> Set for Bst<F, P> {
+    type P = P;
+    type F = F;
+    fn insert(&self, k: u64) -> Result<bool, AllocError> {
+        Bst::insert(self, k).map_err(|e| match e {
+            BstError::Alloc(e) => e,
+            other => panic!("test keys are never reserved: {other}"),
+        })
+    }
+    fn remove(&self, k: u64) -> bool {
+        Bst::remove(self, k)
+    }
+    fn contains(&self, k: u64) -> bool {
+        Bst::contains(self, k)
+    }
+    fn snapshot(&self) -> (Vec<u64>, bool) {
+        Bst::snapshot(self)
+    }
+    fn recover(region: Region<P>) -> Result<Self, HeapError> {
+        Bst::recover(region)
+    }
+    fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
+        Bst::new(heap)
+    }
+    fn live_blocks(&self) -> usize {
+        self.heap().live_blocks()
+    }
+    fn region(&self) -> &Region<P> {
+        self.heap().region()
+    }
+    fn exact_blocks() -> bool {
+        true
+    }
+    /// Five sentinels (`R`, `S`, three leaves), then a leaf and an internal node per key.
+    fn blocks_for(keys: usize) -> usize {
+        2 * keys + 5
     }
 }
 
@@ -242,9 +287,9 @@ pub(crate) fn crash_point<S: Set<P = Simulated>>(
             "crash at {crash_at:?}: recovered structure malformed: {keys:?}"
         ));
     }
-    if S::exact_blocks() && rec.live_blocks() != keys.len() + 1 {
+    if S::exact_blocks() && rec.live_blocks() != S::blocks_for(keys.len()) {
         return Err(format!(
-            "crash at {crash_at:?}: {} blocks allocated after recovery for {} keys + root",
+            "crash at {crash_at:?}: {} blocks allocated after recovery for {} keys",
             rec.live_blocks(),
             keys.len()
         ));
@@ -367,9 +412,9 @@ pub(crate) fn mt_crash_point<S: Set<P = Simulated>>(
             "crash at {crash_at:?}: recovered structure malformed: {keys:?}"
         ));
     }
-    if S::exact_blocks() && rec.live_blocks() != keys.len() + 1 {
+    if S::exact_blocks() && rec.live_blocks() != S::blocks_for(keys.len()) {
         return Err(format!(
-            "crash at {crash_at:?}: {} blocks allocated after recovery for {} keys + root",
+            "crash at {crash_at:?}: {} blocks allocated after recovery for {} keys",
             rec.live_blocks(),
             keys.len()
         ));
