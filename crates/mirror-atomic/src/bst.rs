@@ -1,6 +1,6 @@
 //! The Natarajan-Mittal lock-free external binary search tree (Natarajan and Mittal, "Fast
 //! Concurrent Lock-free Binary Search Trees", PPoPP'14; the BST of the Mirror paper's
-//! evaluation, its reference [34]), written once over an atomic [`Flavor`].
+//! evaluation, its reference 34), written once over an atomic [`Flavor`].
 //!
 //! **Shape.** Keys live in the leaves; an internal node has exactly two children and routes a
 //! search left when `key < node.key`, right otherwise. Three sentinel keys
@@ -73,7 +73,7 @@ type NodePtr<F> = PPtr<BstNode<F>>;
 
 /// A tree node: an internal node (two children) or a leaf (both children null). The key is
 /// immutable; each child edge is a flavor atomic of a [`PPtr`] whose mark bit is the *flag*
-/// and whose tag bit is the *tag* (see the [module docs](self)).
+/// and whose tag bit is the *tag* (see [`PPtr`]).
 #[repr(C)]
 pub struct BstNode<F: Flavor> {
     left: Link<F>,
@@ -156,7 +156,7 @@ struct SeekRecord<'g, F: Flavor> {
 }
 
 /// A lock-free set of `u64` keys (`0..=`[`BST_MAX_KEY`]): the Natarajan-Mittal external BST in
-/// flavor `F` (see the [module docs](self)).
+/// flavor `F` (the crate docs, "BST (Natarajan-Mittal)", describe the algorithm).
 ///
 /// # Examples
 ///
