@@ -442,7 +442,9 @@ mod tests {
     /// The 8-byte value-half loads, racing with 16-byte CASes that step `{k, k}` to
     /// `{k + 1, k + 1}`, see the values in modification order (never smaller than an earlier
     /// read) and only written ones (never past the writer); the 16-byte load never sees the
-    /// halves disagree. A load of the wrong half or a torn pair fails it.
+    /// halves disagree. A torn pair or loads out of order fail it (how much the two threads
+    /// overlap depends on the scheduler, so it is not asserted: under load the writer can run
+    /// all its steps between two reads).
     #[test]
     fn value_half_loads_follow_the_pair_cas_order() {
         const STEPS: u64 = 200_000;
@@ -455,7 +457,7 @@ mod tests {
                 }
             });
             super::require_native_pairs().expect("this CPU has cmpxchg16b");
-            let (mut last, mut seen) = (0, 0u64);
+            let mut last = 0;
             while last < STEPS {
                 // SAFETY: `require_native_pairs` succeeded above.
                 let v = unsafe { pair.load_low_in(core::ptr::null()) };
@@ -464,10 +466,8 @@ mod tests {
                 assert!(v >= last && w >= v && w <= STEPS, "{last} {v} {w}");
                 assert_eq!(full as u64, (full >> 64) as u64, "torn pair {full:#x}");
                 assert!(full as u64 >= w);
-                seen += u64::from(v != last);
                 last = full as u64;
             }
-            assert!(seen > 0, "the reader never saw the writer move");
         });
     }
 }
