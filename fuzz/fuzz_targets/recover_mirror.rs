@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
-use mirror_atomic::{HashSet, List, SkipList};
+use mirror_atomic::{Bst, HashSet, List, SkipList};
 use pmem::sim::{Image, SimConfig};
 use pmem::Region;
 
@@ -45,4 +45,6 @@ fuzz_target!(|data: &[u8]| {
     exercise!(&image, ops, HashSet<Izraelevitz, pmem::sim::Simulated, 8>);
     exercise!(&image, ops, SkipList<Mirror, pmem::sim::Simulated>);
     exercise!(&image, ops, SkipList<Izraelevitz, pmem::sim::Simulated>);
+    exercise!(&image, ops, Bst<Mirror, pmem::sim::Simulated>);
+    exercise!(&image, ops, Bst<Izraelevitz, pmem::sim::Simulated>);
 });
