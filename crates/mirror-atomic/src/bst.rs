@@ -259,6 +259,11 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         let malformed = |what| HeapError::Malformed { what };
         tree.sentinel = tree.check_sentinels().map_err(malformed)?;
         let walk = tree.walk().map_err(malformed)?;
+        // A clean image (no flag; `walk` allows a tag only next to a flag) needs no repair, and
+        // the first trace already freed exactly what the tree does not reach.
+        if walk.flagged.is_empty() {
+            return Ok(tree);
+        }
         tree.finish_removes(&walk.flagged)?;
         let walk = tree.walk().map_err(malformed)?;
         if !walk.flagged.is_empty() || walk.tagged != 0 {
