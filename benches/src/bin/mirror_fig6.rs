@@ -324,7 +324,8 @@ fn thread_cpu_s() -> Option<f64> {
 fn recovery(dir: &Path, sizes: &[u64]) {
     println!(
         "\nrecovery from a file after a clean drop (Mirror flavor; open + trace + copy to DRAM + \
-         rebuild free space; the skip list and the BST also repair and re-trace):"
+         rebuild free space; the skip list also repairs and re-traces, the BST when a remove was \
+         interrupted):"
     );
     println!(
         "{:<24} {:>10} {:>10} {:>12} {:>12} {:>16}",

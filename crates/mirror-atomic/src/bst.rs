@@ -1,6 +1,7 @@
 //! The Natarajan-Mittal lock-free external binary search tree (Natarajan and Mittal, "Fast
 //! Concurrent Lock-free Binary Search Trees", PPoPP'14; the BST of the Mirror paper's
-//! evaluation, its reference 34), written once over an atomic [`Flavor`].
+//! evaluation, its reference \[34\] and Figure 6 (g)-(i)), written once over an atomic
+//! [`Flavor`].
 //!
 //! **Shape.** Keys live in the leaves; an internal node has exactly two children and routes a
 //! search left when `key < node.key`, right otherwise. Three sentinel keys
@@ -12,9 +13,10 @@
 //!
 //! **Edges carry two bits** (see [`PPtr`]): the *flag* (the mark bit) on an edge to a leaf
 //! says the leaf is being removed; the *tag* (bit 1) on an edge says the edge is frozen because
-//! its source node is being removed. A flagged or tagged edge never changes again.
+//! its source node is being removed. A flagged or tagged edge never points elsewhere again (a
+//! flagged edge may still be tagged, when both children of its node are being removed).
 //!
-//! **Operations** (the paper's Algorithms 1-4, in our words):
+//! **Operations** (the paper's `seek`, `insert`, `delete` and `cleanup`, in our words):
 //! - `seek(key)` walks from `S` to the leaf where `key` belongs and records the leaf, its
 //!   parent, and the last edge on the path that was not tagged (`ancestor -> successor`):
 //!   every edge from `successor` down to `parent` is tagged.
@@ -257,6 +259,11 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         let malformed = |what| HeapError::Malformed { what };
         tree.sentinel = tree.check_sentinels().map_err(malformed)?;
         let walk = tree.walk().map_err(malformed)?;
+        // A clean image (no flag; `walk` allows a tag only next to a flag) needs no repair, and
+        // the first trace already freed exactly what the tree does not reach.
+        if walk.flagged.is_empty() {
+            return Ok(tree);
+        }
         tree.finish_removes(&walk.flagged)?;
         let walk = tree.walk().map_err(malformed)?;
         if !walk.flagged.is_empty() || walk.tagged != 0 {
@@ -405,7 +412,7 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         unsafe { self.heap.get(self.root) }
     }
 
-    /// The paper's `seek` (Algorithm 2): the leaf where `key` belongs, its parent, and the last
+    /// The paper's `seek`: the leaf where `key` belongs, its parent, and the last
     /// untagged edge `ancestor -> successor` on the path.
     #[inline]
     fn seek<'g>(&'g self, key: u64, _guard: &'g Guard) -> SeekRecord<'g, F> {
@@ -447,7 +454,7 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         }
     }
 
-    /// The paper's `cleanup` (Algorithm 4) for the remove of the flagged leaf below
+    /// The paper's `cleanup` for the remove of the flagged leaf below
     /// `rec.parent` (on `key`'s side or, when a search for `key` only passed there, the other
     /// side): tags the parent's edge to the sibling, then swings `ancestor -> successor` to the
     /// sibling, keeping the sibling's flag. Whether that CAS succeeded; if so, and `guard` is
@@ -514,7 +521,7 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         unsafe { self.heap.retire(rec.parent_ptr, guard) };
     }
 
-    /// Inserts `key`: `Ok(true)` if it was absent (the paper's Algorithm 3, `insert`).
+    /// Inserts `key`: `Ok(true)` if it was absent (the paper's `insert`).
     ///
     /// # Errors
     ///
@@ -579,48 +586,65 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         Ok(linked)
     }
 
-    /// Removes `key`: `true` if it was present (the paper's Algorithm 3, `delete`). A key
+    /// Removes `key`: `true` if it was present (the paper's `delete`). A key
     /// above [`BST_MAX_KEY`] is never present: `false`.
     pub fn remove(&self, key: u64) -> bool {
         if key > BST_MAX_KEY {
             return false;
         }
         let guard = self.heap.pin();
+        match self.inject(key, &guard) {
+            Some(rec) => {
+                self.finish_remove(key, &rec, &guard);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The remove up to its linearization point: flags the edge to `key`'s leaf. The seek
+    /// record of the flagged edge, or `None` if `key` is absent (a flagged leaf of `key` is
+    /// helped out of the tree first, then looked for again).
+    fn inject<'g>(&'g self, key: u64, guard: &'g Guard) -> Option<SeekRecord<'g, F>> {
         let space = self.heap.space();
-        // Injection: flag the edge to `key`'s leaf.
-        let ours = loop {
-            let rec = self.seek(key, &guard);
+        loop {
+            let rec = self.seek(key, guard);
             // SAFETY: read under `guard` (see `seek`).
             if unsafe { self.heap.get(rec.leaf) }.key.get() != key {
-                return false;
+                return None;
             }
-            let edge = rec.parent.child(key);
-            if rec.leaf_edge == rec.leaf {
-                // Linearization point of a successful remove.
-                match F::compare_exchange(edge, rec.leaf, rec.leaf.with_mark(), space) {
-                    Ok(_) => {
-                        if self.cleanup(key, &rec, Some(&guard)) {
-                            return true;
-                        }
-                        break rec.leaf;
-                    }
-                    Err(now) => {
-                        if now.address() == rec.leaf && (now.is_marked() || now.is_tagged()) {
-                            self.cleanup(key, &rec, Some(&guard));
-                        }
-                    }
-                }
-            } else {
+            if rec.leaf_edge != rec.leaf {
                 // Flagged (another remove of `key` is linearized first: help it, then look
                 // again) or tagged (help the remove of the sibling).
-                self.cleanup(key, &rec, Some(&guard));
+                self.cleanup(key, &rec, Some(guard));
+                continue;
             }
-        };
-        // Cleanup: until our leaf is unlinked, by us or by a helper.
+            // Linearization point of a successful remove.
+            match F::compare_exchange(rec.parent.child(key), rec.leaf, rec.leaf.with_mark(), space)
+            {
+                Ok(_) => return Some(rec),
+                Err(now) => {
+                    if now.address() == rec.leaf && (now.is_marked() || now.is_tagged()) {
+                        self.cleanup(key, &rec, Some(guard));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The remove after its flag (`rec`: the record of the flagged edge): cleans up until our
+    /// leaf is unlinked, by us or by a helper. A helper's cleanup may have moved the flagged
+    /// leaf up (the remove of its sibling carries the flag to the grandparent's edge), so each
+    /// retry seeks again.
+    fn finish_remove(&self, key: u64, rec: &SeekRecord<'_, F>, guard: &Guard) {
+        if self.cleanup(key, rec, Some(guard)) {
+            return;
+        }
+        let ours = rec.leaf;
         loop {
-            let rec = self.seek(key, &guard);
-            if rec.leaf != ours || self.cleanup(key, &rec, Some(&guard)) {
-                return true;
+            let rec = self.seek(key, guard);
+            if rec.leaf != ours || self.cleanup(key, &rec, Some(guard)) {
+                return;
             }
         }
     }
@@ -940,5 +964,39 @@ mod tests {
     #[test]
     fn a_swing_retires_the_whole_chain_mirror() {
         a_swing_retires_the_whole_chain::<Mirror>();
+    }
+
+    /// Tree `10, 20, 30`: `I20 {10, I30 {20, 30}}`. Remove A of 20 flags its edge and stops
+    /// before its cleanup; remove B of 30 runs whole: its cleanup tags A's flagged edge and
+    /// swings `I20 -> I30` to A's leaf, carrying the flag up. A resumes: its cleanup from the
+    /// stale record fails (the ancestor edge moved), so it must seek again and clean up at the
+    /// new place, or leave a flagged leaf (and two nodes) in the tree after both returned.
+    fn remove_retries_after_a_helper_moved_its_leaf<F: Flavor>() {
+        let tree = Bst::<F, _>::anonymous(1 << 20).expect("tree");
+        for k in [10, 20, 30] {
+            assert!(tree.insert(k).expect("room"));
+        }
+        let guard = tree.heap.pin();
+        let rec = tree.inject(20, &guard).expect("20 is present");
+        assert!(tree.remove(30)); // B, whole
+        assert_eq!(flagged(&tree), vec![20], "B carried A's flag up");
+        tree.finish_remove(20, &rec, &guard); // A resumes
+        drop(guard);
+        assert_eq!(
+            flagged(&tree),
+            Vec::<u64>::new(),
+            "A's leaf left in the tree"
+        );
+        assert_eq!(tree.snapshot(), (vec![10], true));
+    }
+
+    #[test]
+    fn remove_retries_after_a_helper_moved_its_leaf_volatile() {
+        remove_retries_after_a_helper_moved_its_leaf::<Volatile>();
+    }
+
+    #[test]
+    fn remove_retries_after_a_helper_moved_its_leaf_mirror() {
+        remove_retries_after_a_helper_moved_its_leaf::<Mirror>();
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use common::{count_events, crash_point, ops, Rng, BUCKETS};
 use mirror_atomic::flavor::{Flavor, Mirror};
-use mirror_atomic::{HashSet, List, PAtomic, Persist, Pod, SkipList, Space};
+use mirror_atomic::{Bst, HashSet, List, PAtomic, Persist, Pod, SkipList, Space};
 use pmem::sim::Simulated;
 
 /// Mirror, except that `publish` copies a new object to its twin without `pwb` + `pfence`.
@@ -88,6 +88,22 @@ fn checker_catches_unflushed_new_nodes_skiplist() {
         failed > 0,
         "the broken skip list survived 400 crash points: the checker is blind"
     );
+}
+
+#[test]
+fn checker_catches_unflushed_new_nodes_bst() {
+    let (failed, example) = failures::<Bst<UnflushedNodes, Simulated>>(400);
+    eprintln!("broken BST: {failed} of 400 mid-run crash points caught; e.g. {example:?}");
+    assert!(
+        failed > 0,
+        "the broken BST survived 400 crash points: the checker is blind"
+    );
+}
+
+#[test]
+fn correct_mirror_bst_passes_the_same_points() {
+    let (failed, example) = failures::<Bst<Mirror, Simulated>>(200);
+    assert_eq!(failed, 0, "{example:?}");
 }
 
 #[test]
