@@ -40,134 +40,66 @@ pub(crate) trait Set: Sized + Send + Sync {
     }
 }
 
-impl<F: Flavor, P: Persist> Set for List<F, P> {
-    type P = P;
-    type F = F;
-    fn insert(&self, k: u64) -> Result<bool, AllocError> {
-        List::insert(self, k)
-    }
-    fn remove(&self, k: u64) -> bool {
-        List::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        List::contains(self, k)
-    }
-    fn snapshot(&self) -> (Vec<u64>, bool) {
-        List::snapshot(self)
-    }
-    fn recover(region: Region<P>) -> Result<Self, HeapError> {
-        List::recover(region)
-    }
-    fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
-        List::new(heap)
-    }
-    fn live_blocks(&self) -> usize {
-        self.heap().live_blocks()
-    }
-    fn region(&self) -> &Region<P> {
-        self.heap().region()
-    }
+/// The `Set` methods every structure forwards to its own inherent method of the same name,
+/// plus `insert` (an expression of `s` = self and `k`) and any extra items (in braces).
+macro_rules! forward_set {
+    ($ty:ident $(<$c:ident>)?, |$s:ident, $k:ident| $insert:expr $(, { $($extra:tt)* })?) => {
+        impl<F: Flavor, P: Persist> Set for $ty<F, P $(, $c)?> {
+            type P = P;
+            type F = F;
+            fn insert(&self, k: u64) -> Result<bool, AllocError> {
+                let ($s, $k) = (self, k);
+                $insert
+            }
+            fn remove(&self, k: u64) -> bool {
+                $ty::remove(self, k)
+            }
+            fn contains(&self, k: u64) -> bool {
+                $ty::contains(self, k)
+            }
+            fn snapshot(&self) -> (Vec<u64>, bool) {
+                $ty::snapshot(self)
+            }
+            fn recover(region: Region<P>) -> Result<Self, HeapError> {
+                $ty::recover(region)
+            }
+            fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
+                $ty::new(heap)
+            }
+            fn live_blocks(&self) -> usize {
+                self.heap().live_blocks()
+            }
+            fn region(&self) -> &Region<P> {
+                self.heap().region()
+            }
+            $($($extra)*)?
+        }
+    };
 }
 
-impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
-    type P = P;
-    type F = F;
-    fn insert(&self, k: u64) -> Result<bool, AllocError> {
-        HashSet::insert(self, k)
-    }
-    fn remove(&self, k: u64) -> bool {
-        HashSet::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        HashSet::contains(self, k)
-    }
-    fn snapshot(&self) -> (Vec<u64>, bool) {
-        HashSet::snapshot(self)
-    }
-    fn recover(region: Region<P>) -> Result<Self, HeapError> {
-        HashSet::recover(region)
-    }
-    fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
-        HashSet::new(heap)
-    }
-    fn live_blocks(&self) -> usize {
-        self.heap().live_blocks()
-    }
-    fn region(&self) -> &Region<P> {
-        self.heap().region()
-    }
-}
-
-impl<F: Flavor, P: Persist> Set for SkipList<F, P> {
-    type P = P;
-    type F = F;
-    fn insert(&self, k: u64) -> Result<bool, AllocError> {
-        SkipList::insert(self, k)
-    }
-    fn remove(&self, k: u64) -> bool {
-        SkipList::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        SkipList::contains(self, k)
-    }
-    fn snapshot(&self) -> (Vec<u64>, bool) {
-        SkipList::snapshot(self)
-    }
-    fn recover(region: Region<P>) -> Result<Self, HeapError> {
-        SkipList::recover(region)
-    }
-    fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
-        SkipList::new(heap)
-    }
-    fn live_blocks(&self) -> usize {
-        self.heap().live_blocks()
-    }
-    fn region(&self) -> &Region<P> {
-        self.heap().region()
-    }
+forward_set!(List, |s, k| List::insert(s, k));
+forward_set!(HashSet<BUCKETS>, |s, k| HashSet::insert(s, k));
+forward_set!(SkipList, |s, k| SkipList::insert(s, k), {
     fn exact_blocks() -> bool {
         true
     }
-}
-
-impl<F: Flavor, P: Persist> Set for Bst<F, P> {
-    type P = P;
-    type F = F;
-    fn insert(&self, k: u64) -> Result<bool, AllocError> {
-        Bst::insert(self, k).map_err(|e| match e {
-            BstError::Alloc(e) => e,
-            other => panic!("test keys are never reserved: {other}"),
-        })
+});
+forward_set!(
+    Bst,
+    |s, k| Bst::insert(s, k).map_err(|e| match e {
+        BstError::Alloc(e) => e,
+        other => panic!("test keys are never reserved: {other}"),
+    }),
+    {
+        fn exact_blocks() -> bool {
+            true
+        }
+        /// Five sentinels (`R`, `S`, three leaves), then a leaf and an internal node per key.
+        fn blocks_for(keys: usize) -> usize {
+            2 * keys + 5
+        }
     }
-    fn remove(&self, k: u64) -> bool {
-        Bst::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        Bst::contains(self, k)
-    }
-    fn snapshot(&self) -> (Vec<u64>, bool) {
-        Bst::snapshot(self)
-    }
-    fn recover(region: Region<P>) -> Result<Self, HeapError> {
-        Bst::recover(region)
-    }
-    fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
-        Bst::new(heap)
-    }
-    fn live_blocks(&self) -> usize {
-        self.heap().live_blocks()
-    }
-    fn region(&self) -> &Region<P> {
-        self.heap().region()
-    }
-    fn exact_blocks() -> bool {
-        true
-    }
-    /// Five sentinels (`R`, `S`, three leaves), then a leaf and an internal node per key.
-    fn blocks_for(keys: usize) -> usize {
-        2 * keys + 5
-    }
-}
+);
 
 /// A set operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
