@@ -109,52 +109,24 @@ trait Set: Send + Sync {
     fn remove(&self, k: u64) -> bool;
     fn contains(&self, k: u64) -> bool;
 }
-impl<F: Flavor, P: Persist> Set for List<F, P> {
-    fn insert(&self, k: u64) -> bool {
-        List::insert(self, k).expect("region large enough")
-    }
-    fn remove(&self, k: u64) -> bool {
-        List::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        List::contains(self, k)
-    }
+/// `Set` for a structure: its own `insert` (which fails only when the region is full, or for
+/// the BST's reserved keys, neither of which the workloads reach), `remove` and `contains`.
+macro_rules! forward_set {
+    ($($ty:ident $(<$c:ident>)?),*) => {$(
+        impl<F: Flavor, P: Persist> Set for $ty<F, P $(, $c)?> {
+            fn insert(&self, k: u64) -> bool {
+                $ty::insert(self, k).expect("region large enough, key below any sentinel")
+            }
+            fn remove(&self, k: u64) -> bool {
+                $ty::remove(self, k)
+            }
+            fn contains(&self, k: u64) -> bool {
+                $ty::contains(self, k)
+            }
+        }
+    )*};
 }
-impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
-    fn insert(&self, k: u64) -> bool {
-        HashSet::insert(self, k).expect("region large enough")
-    }
-    fn remove(&self, k: u64) -> bool {
-        HashSet::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        HashSet::contains(self, k)
-    }
-}
-
-impl<F: Flavor, P: Persist> Set for SkipList<F, P> {
-    fn insert(&self, k: u64) -> bool {
-        SkipList::insert(self, k).expect("region large enough")
-    }
-    fn remove(&self, k: u64) -> bool {
-        SkipList::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        SkipList::contains(self, k)
-    }
-}
-
-impl<F: Flavor, P: Persist> Set for Bst<F, P> {
-    fn insert(&self, k: u64) -> bool {
-        Bst::insert(self, k).expect("region large enough, key below the sentinels")
-    }
-    fn remove(&self, k: u64) -> bool {
-        Bst::remove(self, k)
-    }
-    fn contains(&self, k: u64) -> bool {
-        Bst::contains(self, k)
-    }
-}
+forward_set!(List, HashSet<BUCKETS>, SkipList, Bst);
 
 /// A mix name or lookup percentage as the lookup percentage and a label.
 fn parse_mix(m: &str) -> (u32, String) {
