@@ -18,7 +18,8 @@ use crate::word::PPtr;
 use crossbeam_epoch::Guard;
 use pmem::{NoPersist, Persist, Region};
 
-/// A list node: an immutable key and the marked `next` pointer.
+/// A list node: the marked `next` pointer, then an immutable key (the pair first: a hop loads
+/// `next` at the node's own address, format 2).
 #[repr(C)]
 pub struct Node<F: Flavor> {
     next: F::Atomic<PPtr<Node<F>>>,
