@@ -627,7 +627,8 @@ impl Region<Simulated> {
     /// Every header error of [`Region::open`] ([`RegionError::Truncated`],
     /// [`RegionError::BadMagic`], [`RegionError::UnsupportedVersion`],
     /// [`RegionError::BadChecksum`], [`RegionError::WrongLayout`],
-    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`]), and [`RegionError::Io`]:
+    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`],
+    /// [`RegionError::ReservedNonzero`]), and [`RegionError::Io`]:
     /// never a panic, whatever the bytes.
     ///
     /// # Examples
