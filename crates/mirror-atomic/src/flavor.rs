@@ -274,10 +274,14 @@ mod tests {
             if crash_at_dependent_store {
                 cfg = cfg.store_points(1.0).crash_at_store(0);
             }
-            let heap = Heap::<Izraelevitz, Simulated>::new(
-                Region::simulated(9, 1 << 20, cfg).expect("region"),
-            )
-            .expect("heap");
+            // SAFETY:
+            // - every write to region memory and every call of the backend is made on this
+            //   thread, except thread A's CAS (and whatever A's `cas` calls), which run between
+            //   the spawn and the join of `scope`: ordered by happens-before with everything
+            //   this thread does, so nothing A does runs concurrently with this thread;
+            // - no `&mut` into region memory is made.
+            let region = unsafe { Region::simulated(9, 1 << 20, cfg) }.expect("region");
+            let heap = Heap::<Izraelevitz, Simulated>::new(region).expect("heap");
             let pa = heap
                 .alloc(Line {
                     w: Izraelevitz::atomic(0u64),
