@@ -41,47 +41,25 @@ fn check<T>(
     drop(Region::open(&path, LAYOUT).expect("open after the reopened one is dropped"));
 }
 
+/// `check`s each persistent type: `Type: create closure;` (the type names the check and gives
+/// its `open`).
+macro_rules! check_each {
+    ($($T:ty: $create:expr;)*) => {
+        $(check(stringify!($T), $create, <$T>::open);)*
+    };
+}
+
 #[test]
 fn a_live_structure_owns_its_file() {
     let opts = Options::default();
-    check(
-        "PBStack",
-        |r| PBStack::create(r, 64, 2, opts),
-        PBStack::<Hardware>::open,
-    );
-    check(
-        "PBQueue",
-        |r| PBQueue::create(r, 64, 2, opts),
-        PBQueue::<Hardware>::open,
-    );
-    check(
-        "PWFStack",
-        |r| PWFStack::create(r, 64, 2, opts),
-        PWFStack::<Hardware>::open,
-    );
-    check(
-        "PWFQueue",
-        |r| PWFQueue::create(r, 64, 2, opts),
-        PWFQueue::<Hardware>::open,
-    );
-    check(
-        "PBHeap",
-        |r| PBHeap::<16, _>::create(r, 2),
-        PBHeap::<16, Hardware>::open,
-    );
-    check(
-        "PBComb",
-        |r| PBComb::create(r, Counter::default(), 2),
-        PBComb::<Counter, Hardware>::open,
-    );
-    check(
-        "PWFComb",
-        |r| PWFComb::create(r, Counter::default(), 2),
-        PWFComb::<Counter, Hardware>::open,
-    );
-    check(
-        "PBComb1",
-        |r| PBComb1::create(r, Counter::default(), 2),
-        PBComb1::<Counter, Hardware>::open,
-    );
+    check_each! {
+        PBStack<Hardware>: |r| PBStack::create(r, 64, 2, opts);
+        PBQueue<Hardware>: |r| PBQueue::create(r, 64, 2, opts);
+        PWFStack<Hardware>: |r| PWFStack::create(r, 64, 2, opts);
+        PWFQueue<Hardware>: |r| PWFQueue::create(r, 64, 2, opts);
+        PBHeap<16, Hardware>: |r| PBHeap::create(r, 2);
+        PBComb<Counter, Hardware>: |r| PBComb::create(r, Counter::default(), 2);
+        PWFComb<Counter, Hardware>: |r| PWFComb::create(r, Counter::default(), 2);
+        PBComb1<Counter, Hardware>: |r| PBComb1::create(r, Counter::default(), 2);
+    }
 }

@@ -34,20 +34,23 @@ fn assert_already_open<T: std::fmt::Debug>(result: Result<T, RegionError>, path:
     }
 }
 
+/// While `owner` (something holding a region of `path`) lives, opening `path` is refused;
+/// once it is dropped, `path` opens.
+fn held_until_dropped<T>(owner: T, path: &Path) {
+    assert_already_open(Region::open(path, LAYOUT), path);
+    drop(owner);
+    drop(Region::open(path, LAYOUT).expect("the file opens once its owner is dropped"));
+}
+
 #[test]
 fn a_second_open_in_this_process_is_refused_until_the_first_region_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let path = path_in(&dir);
-    let created = Region::create(&path, LAYOUT, SIZE).unwrap();
-    assert_already_open(Region::open(&path, LAYOUT), &path);
-    drop(created);
-
+    held_until_dropped(Region::create(&path, LAYOUT, SIZE).unwrap(), &path);
     let first = Region::open(&path, LAYOUT).unwrap();
-    assert_already_open(Region::open(&path, LAYOUT), &path);
     // Refused before the header is read: a wrong layout id is not what is reported.
     assert_already_open(Region::open(&path, LAYOUT + 1), &path);
-    drop(first);
-    drop(Region::open(&path, LAYOUT).unwrap());
+    held_until_dropped(first, &path);
 }
 
 #[test]
@@ -60,9 +63,7 @@ fn another_name_of_the_same_file_is_the_same_file() {
     assert_already_open(Region::open(&link, LAYOUT), &link);
     let moved = dir.path().join("renamed.pmem");
     std::fs::rename(&path, &moved).unwrap();
-    assert_already_open(Region::open(&moved, LAYOUT), &moved);
-    drop(region);
-    drop(Region::open(&link, LAYOUT).unwrap());
+    held_until_dropped(region, &moved);
 }
 
 #[test]
@@ -70,23 +71,22 @@ fn a_region_returned_by_map_persist_keeps_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = path_in(&dir);
     drop(Region::create(&path, LAYOUT, SIZE).unwrap());
-    let region = Region::open(&path, LAYOUT).unwrap().map_persist(|hw| hw);
-    assert_already_open(Region::open(&path, LAYOUT), &path);
-    drop(region);
-    drop(Region::open(&path, LAYOUT).unwrap());
+    held_until_dropped(
+        Region::open(&path, LAYOUT).unwrap().map_persist(|hw| hw),
+        &path,
+    );
 }
 
 #[test]
 fn a_refused_open_leaves_the_owner_in_place() {
-    // The failed attempt must not release what the live region owns.
+    // The failed attempts must not release what the live region owns.
     let dir = tempfile::tempdir().unwrap();
     let path = path_in(&dir);
     let region = Region::create(&path, LAYOUT, SIZE).unwrap();
     for _ in 0..3 {
         assert_already_open(Region::open(&path, LAYOUT), &path);
     }
-    drop(region);
-    drop(Region::open(&path, LAYOUT).unwrap());
+    held_until_dropped(region, &path);
 }
 
 /// Child mode of [`another_process_holding_the_file_locks_it_out`] (ignored in a normal run;
