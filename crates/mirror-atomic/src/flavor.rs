@@ -141,26 +141,32 @@ use crate::patomic::PConst;
 /// ```
 ///
 /// Nor does an implementation whose atomic owns memory, even an `unsafe` one: recovery would
-/// build a `Box` from file bytes, and `Box<T>` is not an `Object`.
+/// build a `Box` from file bytes, and a `Box` is not an `Object` (this one is `Send + Sync`, so
+/// the `Object` bound is what rejects it).
 ///
 /// ```compile_fail
-/// use mirror_atomic::flavor::Flavor;
-/// use mirror_atomic::{Persist, Pod, Space};
+/// use mirror_atomic::flavor::{Flavor, Mirror};
+/// use mirror_atomic::{PAtomic, Persist, Pod, Space};
 ///
 /// struct Boxed;
 ///
 /// // SAFETY: none; this must not compile.
 /// unsafe impl Flavor for Boxed {
-///     type Atomic<T: 'static> = Box<T>;
+///     type Atomic<T: 'static> = Box<PAtomic<T>>;
 ///     const NAME: &'static str = "boxed";
-///     const MIRRORED: bool = false;
-///     fn atomic<T: Pod>(v: T) -> Box<T> { Box::new(v) }
-///     fn load<T: Pod, P: Persist>(a: &Box<T>, _: &Space<P>) -> T { **a }
-///     fn compare_exchange<T: Pod, P: Persist>(a: &Box<T>, _: T, _: T, _: &Space<P>) -> Result<T, T> {
-///         Err(**a)
+///     const MIRRORED: bool = true;
+///     fn atomic<T: Pod>(v: T) -> Box<PAtomic<T>> { Box::new(Mirror::atomic(v)) }
+///     fn load<T: Pod, P: Persist>(a: &Box<PAtomic<T>>, s: &Space<P>) -> T { Mirror::load(a, s) }
+///     fn compare_exchange<T: Pod, P: Persist>(
+///         a: &Box<PAtomic<T>>, c: T, n: T, s: &Space<P>,
+///     ) -> Result<T, T> {
+///         Mirror::compare_exchange(a, c, n, s)
 ///     }
-///     fn peek<T: Pod>(a: &Box<T>) -> T { **a }
-///     unsafe fn publish<P: Persist>(_: &Space<P>, _: u64, _: usize) {}
+///     fn peek<T: Pod>(a: &Box<PAtomic<T>>) -> T { Mirror::peek(a) }
+///     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+///         // SAFETY: forwarded.
+///         unsafe { Mirror::publish(space, offset, len) }
+///     }
 /// }
 /// ```
 pub unsafe trait Flavor: Sized + Send + Sync + 'static {
