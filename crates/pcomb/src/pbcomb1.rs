@@ -461,7 +461,7 @@ where
     pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let len = layout.total_words();
-        let words = words::zeroed(len + LINE_WORDS - 1);
+        let words = words::reserve(len + LINE_WORDS - 1)?;
         let line = LINE_WORDS * 8;
         let start = (line - words.as_ptr() as usize % line) % line / 8;
         let backing = Backing::Heap {
