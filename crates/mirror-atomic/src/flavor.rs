@@ -34,7 +34,7 @@ use crate::patomic::PConst;
 ///
 /// # Safety
 ///
-/// The structures' unsafe code (their [`Object`](crate::Object) impls, every
+/// The structures' unsafe code (their [`Object`] impls, every
 /// [`Heap::get`](crate::Heap::get) of a pointer read from a flavor atomic, recovery) relies on
 /// the following; an implementation must guarantee all of it, for every `T: Pod`:
 ///
@@ -170,7 +170,7 @@ use crate::patomic::PConst;
 /// }
 /// ```
 pub unsafe trait Flavor: Sized + Send + Sync + 'static {
-    /// The atomic word holding a `T` (a heap [`Object`](crate::Object); see the trait's
+    /// The atomic word holding a `T` (a heap [`Object`]; see the trait's
     /// `# Safety`).
     type Atomic<T: 'static>: Object;
     /// Name printed by benches and tests.

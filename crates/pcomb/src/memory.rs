@@ -61,19 +61,7 @@ impl<P: Persist> Memory<P> {
     /// Allocates `len` zeroed words (64-byte aligned) in `region` and makes them its root.
     /// The caller initializes and persists them before [`Memory::publish`].
     pub(crate) fn allocate(region: Region<P>, len: usize) -> Result<(Self, Offset), BuildError> {
-        let too_small = BuildError::RegionTooSmall {
-            needed: len.saturating_mul(8),
-        };
-        let Some(bytes) = len.checked_mul(8).and_then(|b| u64::try_from(b).ok()) else {
-            return Err(too_small);
-        };
-        let off = region
-            .allocator(bytes)
-            .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
-            .map_err(|e| match e {
-                pmem::AllocError::Exhausted { .. } => too_small,
-                other => BuildError::Region(Box::new(other)),
-            })?;
+        let off = alloc_words(&region, len)?;
         let mem = Self::at(region, off, len)?;
         // The allocator hands out fresh (zeroed) space of a region created for this object; a
         // reused region may hold old bytes there, so zero the block explicitly, storing only
@@ -307,6 +295,32 @@ pub(crate) fn checksum(words: &[u64]) -> u64 {
         .flat_map(|w| w.to_le_bytes())
         .fold(0xcbf2_9ce4_8422_2325, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
+/// Claims `len` words, 64-byte aligned, in `region` (size arithmetic checked).
+///
+/// # Errors
+///
+/// [`BuildError::RegionTooSmall`] when the region has no room (or `len * 8` overflows);
+/// [`BuildError::Region`] when the region refuses otherwise.
+pub(crate) fn alloc_words<P: Persist>(
+    region: &Region<P>,
+    len: usize,
+) -> Result<Offset, BuildError> {
+    let too_small = || BuildError::RegionTooSmall {
+        needed: len.saturating_mul(8),
+    };
+    let bytes = len
+        .checked_mul(8)
+        .and_then(|b| u64::try_from(b).ok())
+        .ok_or_else(too_small)?;
+    region
+        .allocator(bytes)
+        .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
+        .map_err(|e| match e {
+            pmem::AllocError::Exhausted { .. } => too_small(),
+            other => BuildError::Region(Box::new(other)),
         })
 }
 

@@ -15,25 +15,23 @@ use pcomb::{BuildError, NoPersist};
 /// Builds a linked structure: `new` without a region, `create` in one.
 type Build = fn(u32, usize, Option<Region<NoPersist>>) -> Result<(), BuildError>;
 
+/// A structure's builder: `new` without a region, `create` in one.
+macro_rules! builder {
+    ($T:ident) => {
+        (stringify!($T), |c, t, region| match region {
+            None => $T::new(c, t).map(drop),
+            Some(r) => $T::create(r, c, t, Options::default()).map(drop),
+        })
+    };
+}
+
 /// The four linked structures, each with its builder.
 fn linked() -> [(&'static str, Build); 4] {
     [
-        ("PBStack", |c, t, region| match region {
-            None => PBStack::new(c, t).map(drop),
-            Some(r) => PBStack::create(r, c, t, Options::default()).map(drop),
-        }),
-        ("PBQueue", |c, t, region| match region {
-            None => PBQueue::new(c, t).map(drop),
-            Some(r) => PBQueue::create(r, c, t, Options::default()).map(drop),
-        }),
-        ("PWFStack", |c, t, region| match region {
-            None => PWFStack::new(c, t).map(drop),
-            Some(r) => PWFStack::create(r, c, t, Options::default()).map(drop),
-        }),
-        ("PWFQueue", |c, t, region| match region {
-            None => PWFQueue::new(c, t).map(drop),
-            Some(r) => PWFQueue::create(r, c, t, Options::default()).map(drop),
-        }),
+        builder!(PBStack),
+        builder!(PBQueue),
+        builder!(PWFStack),
+        builder!(PWFQueue),
     ]
 }
 

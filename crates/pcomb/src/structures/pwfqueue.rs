@@ -36,7 +36,7 @@
 use core::fmt;
 
 use super::shared::{
-    self, audit_free, open_header, queue_handle, structure_api, Parts, Place, Seat,
+    self, audit_free, open_header, queue_handle, structure_api, Built, Parts, Place, Seat,
 };
 use super::store::{FreeNodes, Link, Pool, Store};
 use super::{
@@ -314,27 +314,11 @@ structure_api!(
     PWFQueueHandle,
     "queue",
     "`capacity` nodes per thread (a chunk each, see the type's docs)",
-    store shared.store
+    store shared.store,
+    nodes: per_thread true, extra 1, instances EnqInstance, DeqInstance
 );
 
 impl<P: Persist> PWFQueue<P> {
-    /// Nodes of the pool (see [`node_count`](super::shared::node_count)).
-    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
-        shared::node_count(KIND, capacity, max_threads, max_threads, 1)
-    }
-
-    /// Words of the structure: header line, instance(s), pool; `None` for a capacity
-    /// [`nodes`](Self::nodes) refuses.
-    fn total_words(capacity: u32, max_threads: usize) -> Option<usize> {
-        let nodes = Self::nodes(capacity, max_threads).ok()?;
-        shared::words_of(&[
-            LINE_WORDS,
-            EnqInstance::words(max_threads),
-            DeqInstance::words(max_threads),
-            Pool::words(nodes),
-        ])
-    }
-
     fn parts(&self) -> Parts<'_> {
         Parts {
             slots: &self.slots,
@@ -348,13 +332,8 @@ impl<P: Persist> PWFQueue<P> {
         self.shared.store
     }
 
-    fn create_in(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        let q = Self::assemble(store, capacity, max_threads, options)?;
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let q = Self::assemble(store, capacity, max_threads, o);
         let w = q.shared.store.words();
         // The last node is the first dummy: Tail = Head = &DUMMY.
         let dummy = u64::from(q.shared.pool.nodes);
@@ -374,7 +353,7 @@ impl<P: Persist> PWFQueue<P> {
         );
         // The block `build` allocated: `total_words` words.
         let total = q.shared.store.words().len();
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         q.shared.store.init_structure(&head);
         // The dummy is the node after every thread's chunk: each chunk is free, never used.
         let chunk = capacity;
@@ -389,21 +368,16 @@ impl<P: Persist> PWFQueue<P> {
         Ok(q)
     }
 
-    fn assemble(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
         let enq_at = LINE_WORDS;
         let deq_at = enq_at + EnqInstance::words(max_threads);
         let pool_at = deq_at + DeqInstance::words(max_threads);
-        Ok(Self {
+        Self {
             shared: Shared {
                 store,
                 pool: Pool {
                     at: pool_at,
-                    nodes: Self::nodes(capacity, max_threads)?,
+                    nodes: (capacity as usize * max_threads + 1) as u32,
                 },
                 capacity,
                 locals: (0..max_threads)
@@ -414,7 +388,7 @@ impl<P: Persist> PWFQueue<P> {
             deq: DeqInstance::new(deq_at, max_threads),
             slots: Slots::new(max_threads),
             options,
-        })
+        }
     }
 
     /// Every node not `on_list` goes to the free list of the thread whose chunk holds it (the
@@ -464,7 +438,7 @@ impl<P: Persist> PWFQueue<P> {
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let q = Self::assemble(o.store, o.capacity, o.threads, o.options)?;
+        let q = Self::assemble(o.store, o.capacity, o.threads, o.options);
         let w = q.shared.store.words();
         if !q.enq.valid(w) || !q.deq.valid(w) {
             return Err(mismatch("S names no record (corrupt)"));

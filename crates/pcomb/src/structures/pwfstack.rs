@@ -27,7 +27,8 @@
 use core::fmt;
 
 use super::shared::{
-    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Parts, Place, Seat,
+    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Built, Parts, Place,
+    Seat,
 };
 use super::store::{FreeNodes, Link, Pool, Store};
 use super::{
@@ -258,26 +259,11 @@ structure_api!(
     PWFStackHandle,
     "stack",
     "`capacity` nodes per thread (a chunk each, see the type's docs)",
-    store core.store
+    store core.store,
+    nodes: per_thread true, extra 0, instances StackInstance
 );
 
 impl<P: Persist> PWFStack<P> {
-    /// Nodes of the pool (see [`node_count`](super::shared::node_count)).
-    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
-        shared::node_count(KIND, capacity, max_threads, max_threads, 0)
-    }
-
-    /// Words of the structure: header line, instance(s), pool; `None` for a capacity
-    /// [`nodes`](Self::nodes) refuses.
-    fn total_words(capacity: u32, max_threads: usize) -> Option<usize> {
-        let nodes = Self::nodes(capacity, max_threads).ok()?;
-        shared::words_of(&[
-            LINE_WORDS,
-            StackInstance::words(max_threads),
-            Pool::words(nodes),
-        ])
-    }
-
     fn parts(&self) -> Parts<'_> {
         Parts {
             slots: &self.slots,
@@ -291,38 +277,28 @@ impl<P: Persist> PWFStack<P> {
         self.core.store
     }
 
-    fn create_in(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        let stack = Self::assemble(store, capacity, max_threads, options)?;
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let stack = Self::assemble(store, capacity, max_threads, o);
         stack
             .inst
             .init(stack.core.store.words(), &StackState::default());
         // The block `build` allocated: `total_words` words.
         let total = stack.core.store.words().len();
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         stack.core.store.init_structure(&head);
         stack.give_every_thread_its_chunk();
         Ok(stack)
     }
 
-    fn assemble(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
         let inst_at = LINE_WORDS;
         let pool_at = inst_at + StackInstance::words(max_threads);
-        Ok(Self {
+        Self {
             core: Core {
                 store,
                 pool: Pool {
                     at: pool_at,
-                    nodes: Self::nodes(capacity, max_threads)?,
+                    nodes: (capacity as usize * max_threads) as u32,
                 },
                 options,
                 capacity,
@@ -332,7 +308,7 @@ impl<P: Persist> PWFStack<P> {
             },
             inst: WfInstance::new(inst_at, max_threads),
             slots: Slots::new(max_threads),
-        })
+        }
     }
 
     /// A new stack: every thread's chunk is free, never used (nothing per node is written).
@@ -388,7 +364,7 @@ impl<P: Persist> PWFStack<P> {
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let stack = Self::assemble(o.store, o.capacity, o.threads, o.options)?;
+        let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
             return Err(mismatch("S names no record (corrupt)"));
         }

@@ -23,7 +23,7 @@ use core::fmt;
 use crossbeam_utils::CachePadded;
 
 use super::shared::{
-    self, audit_free, open_header, queue_handle, structure_api, Parts, Place, Seat,
+    self, audit_free, open_header, queue_handle, structure_api, Built, Parts, Place, Seat,
 };
 use super::store::{Link, Pool, Store};
 use super::{
@@ -327,30 +327,14 @@ structure_api!(
     PBQueueHandle,
     "queue",
     "up to `capacity` values",
-    store shared.store
+    store shared.store,
+    nodes: per_thread false, extra 1, instances EnqInstance, DeqInstance
 );
 
 impl<P: Persist> PBQueue<P> {
     /// The dequeuers' batch (the queue's handles go through it).
     fn deq_batch(&self) -> Deq<'_, P> {
         Deq(&self.shared)
-    }
-
-    /// Nodes of the pool (see [`node_count`](super::shared::node_count)).
-    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
-        shared::node_count(KIND, capacity, max_threads, 1, 1)
-    }
-
-    /// Words of the structure: header line, instance(s), pool; `None` for a capacity
-    /// [`nodes`](Self::nodes) refuses.
-    fn total_words(capacity: u32, max_threads: usize) -> Option<usize> {
-        let nodes = Self::nodes(capacity, max_threads).ok()?;
-        shared::words_of(&[
-            LINE_WORDS,
-            EnqInstance::words(max_threads),
-            DeqInstance::words(max_threads),
-            Pool::words(nodes),
-        ])
     }
 
     fn parts(&self) -> Parts<'_> {
@@ -366,13 +350,8 @@ impl<P: Persist> PBQueue<P> {
         self.shared.store
     }
 
-    fn create_in(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        let q = Self::assemble(store, capacity, max_threads, options)?;
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let q = Self::assemble(store, capacity, max_threads, o)?;
         let w = q.shared.store.words();
         // Node 0 is the first dummy (Figure 9's DUMMY): Tail = Head = &DUMMY.
         q.shared.pool.set(w, q.shared.store.persist(), 0, 0, 0);
@@ -380,7 +359,7 @@ impl<P: Persist> PBQueue<P> {
         q.deq.init(w, &1);
         // The block `build` allocated: `total_words` words.
         let total = q.shared.store.words().len();
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         q.shared.store.init_structure(&head);
         // Relaxed: not shared yet.
         q.shared.old_tail.store(1, Ordering::Relaxed);
@@ -389,12 +368,7 @@ impl<P: Persist> PBQueue<P> {
         Ok(q)
     }
 
-    fn assemble(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
         let enq_at = LINE_WORDS;
         let deq_at = enq_at + EnqInstance::words(max_threads);
         let pool_at = deq_at + DeqInstance::words(max_threads);
@@ -403,9 +377,9 @@ impl<P: Persist> PBQueue<P> {
                 store,
                 pool: Pool {
                     at: pool_at,
-                    nodes: Self::nodes(capacity, max_threads)?,
+                    nodes: capacity + 1,
                 },
-                options,
+                options: o,
                 old_tail: CachePadded::new(AtomicU64::new(0)),
                 ring: Ring::empty(capacity as usize + 1)?,
                 to_persist: UnsafeCell::new(Vec::new()),

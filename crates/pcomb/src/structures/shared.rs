@@ -228,6 +228,9 @@ pub(crate) fn node_count(
         })
 }
 
+/// What building a structure returns.
+pub(crate) type Built<T> = Result<T, BuildError>;
+
 /// Words of a structure made of `parts` words, or `None` if the sum overflows.
 pub(crate) fn words_of(parts: &[usize]) -> Option<usize> {
     parts.iter().try_fold(0usize, |sum, &p| sum.checked_add(p))
@@ -316,12 +319,30 @@ pub(crate) struct Parts<'a> {
 
 /// The constructors, accessors and registration every linked structure has, written once.
 ///
-/// The structure `$T` (handle `$H`, a `$what` holding `$holds`) provides `nodes(capacity,
-/// max_threads)`, `total_words(capacity, max_threads)`, `build(place, capacity, max_threads, options)`, `handle(seat)` and
-/// `parts()`.
+/// The structure `$T` (handle `$H`, a `$what` holding `$holds`, its words in `$store`)
+/// provides `create_in(store, capacity, max_threads, options)`, `handle(seat)` and `parts()`;
+/// the macro adds `nodes` and `total_words` (from the `nodes:` shape and the instance types),
+/// `build` and the public constructors and accessors.
 macro_rules! structure_api {
-    ($T:ident, $H:ident, $what:literal, $holds:literal, store $($store:ident).+) => {
+    (
+        $T:ident, $H:ident, $what:literal, $holds:literal, store $($store:ident).+,
+        nodes: per_thread $per_thread:literal, extra $extra:literal, instances $($inst:ty),+
+    ) => {
         impl<P: Persist> $T<P> {
+            /// Nodes of the pool: `capacity` (per thread, for a wait-free structure) and the
+            /// extra ones (a queue's first dummy), checked by [`node_count`](shared::node_count).
+            fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
+                let chunks = if $per_thread { max_threads } else { 1 };
+                shared::node_count(KIND, capacity, max_threads, chunks, $extra)
+            }
+
+            /// Words of the structure: header line, instance(s), pool; `None` for a capacity
+            /// [`nodes`](Self::nodes) refuses.
+            fn total_words(capacity: u32, max_threads: usize) -> Option<usize> {
+                let nodes = Self::nodes(capacity, max_threads).ok()?;
+                shared::words_of(&[LINE_WORDS, $(<$inst>::words(max_threads),)+ Pool::words(nodes)])
+            }
+
             /// Creates the structure in `place`: checks the sizes, then `create_in` on a block
             /// of `total_words` (persisted, and recorded as the root, by `Place::build`).
             fn build(

@@ -18,7 +18,8 @@
 use core::fmt;
 
 use super::shared::{
-    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Parts, Place, Seat,
+    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Built, Parts, Place,
+    Seat,
 };
 use super::store::{FreeNodes, Link, Pool, Store};
 use super::{
@@ -252,26 +253,11 @@ structure_api!(
     PBStackHandle,
     "stack",
     "up to `capacity` values",
-    store core.store
+    store core.store,
+    nodes: per_thread false, extra 0, instances StackInstance
 );
 
 impl<P: Persist> PBStack<P> {
-    /// Nodes of the pool (see [`node_count`](super::shared::node_count)).
-    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
-        shared::node_count(KIND, capacity, max_threads, 1, 0)
-    }
-
-    /// Words of the structure: header line, instance(s), pool; `None` for a capacity
-    /// [`nodes`](Self::nodes) refuses.
-    fn total_words(capacity: u32, max_threads: usize) -> Option<usize> {
-        let nodes = Self::nodes(capacity, max_threads).ok()?;
-        shared::words_of(&[
-            LINE_WORDS,
-            StackInstance::words(max_threads),
-            Pool::words(nodes),
-        ])
-    }
-
     fn parts(&self) -> Parts<'_> {
         Parts {
             slots: &self.slots,
@@ -285,19 +271,14 @@ impl<P: Persist> PBStack<P> {
         self.core.store
     }
 
-    fn create_in(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
-        let stack = Self::assemble(store, capacity, max_threads, options)?;
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let stack = Self::assemble(store, capacity, max_threads, o);
         stack
             .inst
             .init(stack.core.store.words(), &StackState::default());
         // The block `build` allocated: `total_words` words.
         let total = stack.core.store.words().len();
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         stack.core.store.init_structure(&head);
         // SAFETY:
         // - not shared yet (we own the only reference).
@@ -306,20 +287,15 @@ impl<P: Persist> PBStack<P> {
         Ok(stack)
     }
 
-    fn assemble(
-        store: Store<P>,
-        capacity: u32,
-        max_threads: usize,
-        options: Options,
-    ) -> Result<Self, BuildError> {
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
         let inst_at = LINE_WORDS;
         let pool_at = inst_at + StackInstance::words(max_threads);
-        Ok(Self {
+        Self {
             core: Core {
                 store,
                 pool: Pool {
                     at: pool_at,
-                    nodes: Self::nodes(capacity, max_threads)?,
+                    nodes: capacity,
                 },
                 options,
                 nodes: UnsafeCell::new(Nodes::default()),
@@ -327,7 +303,7 @@ impl<P: Persist> PBStack<P> {
             inst: Instance::new(inst_at, max_threads),
             slots: Slots::new(max_threads),
             capacity,
-        })
+        }
     }
 
     /// Reopens the stack at `region`'s root after a restart or crash: the values are those of
@@ -352,7 +328,7 @@ impl<P: Persist> PBStack<P> {
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let stack = Self::assemble(o.store, o.capacity, o.threads, o.options)?;
+        let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
             return Err(mismatch("a Deactivate flag is not 0 or 1 (corrupt)"));
         }
