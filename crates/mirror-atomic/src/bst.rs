@@ -219,7 +219,7 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
     /// # Errors
     ///
     /// [`HeapError::Alloc`] if the sentinels do not fit.
-    pub fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
+    pub fn new(mut heap: Heap<F, P>) -> Result<Self, HeapError> {
         // Built bottom-up: each node is durable (`alloc`) before a node pointing to it is
         // allocated, and the root slot is set last.
         let inf0 = heap.alloc(BstNode::<F>::leaf(INF0))?;

@@ -36,12 +36,12 @@ fn seed_image<S: Set<P = Simulated>>(seed: u64, n: usize, crash_at: Option<u64>)
     let region = common::single_thread_region(cfg).expect("region");
     let set = S::create(Heap::new(region).expect("heap")).expect("structure");
     for op in common::ops(seed, n, 40) {
-        if set.region().persist().is_crashed() {
+        if set.persist().is_crashed() {
             break;
         }
         let _ = common::apply(&set, op);
     }
-    let p = set.region().persist();
+    let p = set.persist();
     p.crash_image().unwrap_or_else(|| p.crash())
 }
 

@@ -51,7 +51,7 @@ pub(crate) trait Set: Sized + Send + Sync {
     fn create(heap: Heap<Self::F, Self::P>) -> Result<Self, HeapError>;
     type F: Flavor;
     fn live_blocks(&self) -> usize;
-    fn region(&self) -> &Region<Self::P>;
+    fn persist(&self) -> &Self::P;
     /// Whether recovery leaves exactly the root and one block per key allocated (the skip
     /// list repairs and re-traces; the lists keep removed-but-linked nodes until traversed).
     fn exact_blocks() -> bool {
@@ -92,8 +92,8 @@ macro_rules! forward_set {
             fn live_blocks(&self) -> usize {
                 self.heap().live_blocks()
             }
-            fn region(&self) -> &Region<P> {
-                self.heap().region()
+            fn persist(&self) -> &P {
+                self.heap().space().persist()
             }
             $($($extra)*)?
         }
@@ -294,7 +294,7 @@ pub(crate) fn count_events<S: Set<P = Simulated>>(seed: u64, ops: &[SetOp]) -> (
 }
 
 fn set_persist<S: Set<P = Simulated>>(s: &S) -> &Simulated {
-    s.region().persist()
+    s.persist()
 }
 
 /// A multi-threaded crash point: 2 threads on disjoint keys (thread t owns keys = t mod 2) run
