@@ -139,9 +139,9 @@ mod imp {
         }
     }
 
-    /// Runs `free` once every thread pinned now has unpinned (`crossbeam-epoch`).
+    /// Runs `free` once every guard of the store's domain pinned now has been dropped.
     pub(crate) fn defer_reclaim<F: FnOnce() + Send + 'static>(
-        guard: &crossbeam_epoch::Guard,
+        guard: &epoch_domain::Guard,
         free: F,
     ) {
         guard.defer(free);
@@ -188,12 +188,11 @@ mod imp {
         Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
     };
 
-    /// `crossbeam-epoch` is not loom-aware (its deferred functions could run in a later model
-    /// execution, on objects of an earlier one): under loom a retired block is simply never
-    /// reused. The models then check the metadata protocol; reclamation's safety is the
-    /// epoch argument in `pool.rs`.
+    /// Under loom the store's domain is `epoch-domain`'s loom stand-in (every pin and unpin is
+    /// a model step), but a retired block is never reused: the models check the metadata
+    /// protocol; reclamation's safety is the epoch argument in `pool.rs`.
     pub(crate) fn defer_reclaim<F: FnOnce() + Send + 'static>(
-        _guard: &crossbeam_epoch::Guard,
+        _guard: &epoch_domain::Guard,
         free: F,
     ) {
         drop(free);
