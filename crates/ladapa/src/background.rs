@@ -28,7 +28,7 @@ use crate::config::ValueReplication;
 use crate::error::{BackgroundPanic, BackgroundThread};
 use crate::meta::{mix64, read, write, Loc, Meta};
 use crate::store::Shared;
-use crate::sync::{doze, yield_now, Ordering};
+use crate::sync::{doze, yield_now, Guard, Ordering};
 
 /// A metadata replication notification (to the propagator).
 #[derive(Clone, Copy, Debug)]
@@ -225,7 +225,7 @@ impl Shared {
     /// Installs `meta` into every domain's L2 (monotone) and retires the local replicas it
     /// made useless (a domain's replicas live in its home node's pool). Call under the key's
     /// set lock.
-    pub(crate) fn install_everywhere(&self, key: u64, meta: Meta, guard: &epoch_domain::Guard) {
+    pub(crate) fn install_everywhere(&self, key: u64, meta: Meta, guard: &Guard) {
         for (l2, &home) in self.l2.iter().zip(&self.homes) {
             if let Some(stale) = l2.install(key, meta) {
                 self.pools[home].retire(stale, guard);

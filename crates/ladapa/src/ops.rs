@@ -3,14 +3,12 @@
 //! See [`crate::store`] for the never-stale argument and [`crate::meta`] for the findability
 //! invariant these functions maintain.
 
-use epoch_domain::Guard;
-
 use crate::background::MetaNote;
 use crate::config::MetadataMode;
 use crate::error::StoreError;
 use crate::meta::{read, L2Entry, L2Table, Loc, Meta, Set};
 use crate::store::{NodeHandle, Shared, Store, ValueGuard};
-use crate::sync::{yield_now, Ordering};
+use crate::sync::{yield_now, Guard, Ordering};
 
 impl<'a> NodeHandle<'a> {
     /// The node this handle runs as.

@@ -21,9 +21,7 @@
 
 use std::ptr::NonNull;
 
-use epoch_domain::Guard;
-
-use crate::sync::{defer_reclaim, lock, Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{defer_reclaim, lock, Arc, AtomicUsize, Guard, Mutex, Ordering};
 
 /// Bytes per slab (2 MiB, one huge page's worth), rounded down to a power-of-two number of
 /// blocks (at least one), so that a block's slab and offset are a shift and a mask.
@@ -413,7 +411,7 @@ mod tests {
             // SAFETY: freshly allocated, unpublished, 64 bytes.
             unsafe { pool.write(b, &[b as u8 + 1; 64]) };
         }
-        let domain = epoch_domain::Domain::new();
+        let domain = crate::sync::Domain::new();
         let guard = domain.pin();
         for &b in &blocks {
             // SAFETY: written above, never written again, not freed.
@@ -436,7 +434,7 @@ mod tests {
     #[allow(clippy::disallowed_methods)] // the holder thread (this test never runs under loom)
     fn retired_blocks_come_back_after_the_epoch() {
         let pool = NodePool::new(0, 8, 1, false);
-        let (domain, other) = (epoch_domain::Domain::new(), epoch_domain::Domain::new());
+        let (domain, other) = (crate::sync::Domain::new(), crate::sync::Domain::new());
         let b = pool.alloc().unwrap();
         let (held, done) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
         let back = std::thread::scope(|s| {

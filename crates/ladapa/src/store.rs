@@ -17,7 +17,6 @@ use std::ops::Deref;
 
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
-use epoch_domain::{Domain, Guard};
 use nr_core::Topology;
 
 use crate::background::{fault_code, AdapterState, DataNote, MetaNote};
@@ -28,7 +27,8 @@ use crate::meta::{L1Table, L2Table};
 use crate::pool::{Binding, NodePool};
 use crate::stats::{MemoryUsage, Stats};
 use crate::sync::{
-    lock, spawn_named, Arc, AtomicBool, AtomicU64, AtomicUsize, JoinHandle, Mutex, Ordering,
+    lock, spawn_named, Arc, AtomicBool, AtomicU64, AtomicUsize, Domain, Guard, JoinHandle, Mutex,
+    Ordering,
 };
 
 /// Per-node operation and replication counters (all Relaxed statistics).
