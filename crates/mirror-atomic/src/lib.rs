@@ -9,6 +9,8 @@ mod heap;
 mod list;
 #[cfg(all(test, loom))]
 mod loom_cas;
+#[cfg(all(test, loom))]
+mod loom_list;
 mod patomic;
 mod persist;
 mod skiplist;
