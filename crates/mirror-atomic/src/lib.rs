@@ -8,6 +8,8 @@ mod hash;
 mod heap;
 mod list;
 #[cfg(all(test, loom))]
+mod loom_bst;
+#[cfg(all(test, loom))]
 mod loom_cas;
 #[cfg(all(test, loom))]
 mod loom_list;
