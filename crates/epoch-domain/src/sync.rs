@@ -27,6 +27,8 @@ mod imp {
 
     /// One thread's registration with one domain.
     struct Entry {
+        /// The domain's identity, compared on every pin (the address `owner` keeps reserved).
+        key: *const Collector,
         owner: Weak<Collector>,
         handle: LocalHandle,
     }
@@ -55,7 +57,7 @@ mod imp {
                 // A shared borrow: a deferred function run by this pin may pin again.
                 let handles = cell.try_borrow().ok()?;
                 let first = handles.first()?;
-                (first.owner.as_ptr() == key).then(|| first.handle.pin())
+                (first.key == key).then(|| first.handle.pin())
             });
             match hit {
                 Ok(Some(guard)) => guard,
@@ -73,13 +75,14 @@ mod imp {
             let key = Arc::as_ptr(&self.collector);
             let cached = HANDLES.try_with(|cell| {
                 let mut handles = cell.try_borrow_mut().ok()?;
-                match handles.iter().position(|e| e.owner.as_ptr() == key) {
+                match handles.iter().position(|e| e.key == key) {
                     Some(i) => handles.swap(0, i),
                     None => {
                         // Dropping a stale handle may run deferred functions of its (dropped)
                         // domain: they may pin, and then take the fallback below.
                         handles.retain(|e| e.owner.strong_count() > 0);
                         handles.push(Entry {
+                            key,
                             owner: Arc::downgrade(&self.collector),
                             handle: self.collector.register(),
                         });

@@ -483,7 +483,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// assert!(!guard.belongs_to(b.domain()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline(always)]
+    #[inline]
     pub fn pin(&self) -> Guard {
         self.domain.pin()
     }

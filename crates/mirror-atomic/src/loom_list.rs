@@ -44,31 +44,30 @@ fn check_final(list: &MirrorList, want: &[u64]) {
     );
 }
 
+/// From `{1}`: `remove(1)` on this thread against `insert(key)` on another; afterwards the
+/// list is `{key}`.
+fn remove_1_against_insert(key: u64) {
+    model(move || {
+        let list = list_of(&[1]);
+        let l2 = Arc::clone(&list);
+        let t = thread::spawn(move || l2.insert(key).expect("room"));
+        assert!(list.remove(1), "1 was present");
+        assert!(t.join().expect("no panic"), "{key} was absent");
+        check_final(&list, &[key]);
+    });
+}
+
 /// `remove(1)` against `insert(0)` in front of it: the insert can change the head between the
 /// remover's mark and its unlinking CAS, which then fails, and the node is unlinked by a
 /// `find` (the insert's, or the remover's second one) that meets it marked.
 #[test]
 fn loom_marked_node_is_unlinked_by_a_later_find() {
-    model(|| {
-        let list = list_of(&[1]);
-        let l2 = Arc::clone(&list);
-        let t = thread::spawn(move || l2.insert(0).expect("room"));
-        assert!(list.remove(1), "1 was present");
-        assert!(t.join().expect("no panic"), "0 was absent");
-        check_final(&list, &[0]);
-    });
+    remove_1_against_insert(0);
 }
 
 /// `remove(1)` against `insert(2)` behind it: the insert may link its node to the removed
 /// node's `next`; the mark makes that CAS fail, so the new key is never lost with the node.
 #[test]
 fn loom_insert_behind_a_removed_node_is_not_lost() {
-    model(|| {
-        let list = list_of(&[1]);
-        let l2 = Arc::clone(&list);
-        let t = thread::spawn(move || l2.insert(2).expect("room"));
-        assert!(list.remove(1), "1 was present");
-        assert!(t.join().expect("no panic"), "2 was absent");
-        check_final(&list, &[2]);
-    });
+    remove_1_against_insert(2);
 }

@@ -324,6 +324,31 @@ mod imp {
         f()
     }
 
+    /// One load step on a word or pair.
+    fn read<T: Copy>(cell: &UnsafeCell<T>) -> T {
+        // SAFETY: under the word lock, which every access to the cell takes.
+        step(|| unsafe { *cell.get() })
+    }
+
+    /// One read-modify-write step on a word or pair: `f` maps the value to the new one and
+    /// the result; the value is written back.
+    fn update<T: Copy, R>(cell: &UnsafeCell<T>, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: under the word lock, which every access to the cell takes.
+        step(|| f(unsafe { &mut *cell.get() }))
+    }
+
+    /// One compare-and-swap step: `Ok(current)` or `Err(observed)`.
+    fn cas<T: Copy + PartialEq>(cell: &UnsafeCell<T>, current: T, new: T) -> Result<T, T> {
+        update(cell, |w| {
+            if *w == current {
+                *w = new;
+                Ok(current)
+            } else {
+                Err(*w)
+            }
+        })
+    }
+
     /// Under loom: the pair's 16 bytes, as in the normal build, each operation one step under
     /// a lock that every word of the model shares (loom has no 16-byte atomic; see the module
     /// doc for why a lock-protected load or CAS is faithful).
@@ -349,8 +374,7 @@ mod imp {
         }
 
         pub(crate) fn load(&self) -> u128 {
-            // SAFETY: under the word lock (see the `Sync` impl).
-            step(|| unsafe { *self.0.get() })
+            read(&self.0)
         }
 
         pub(crate) fn load_low(&self) -> u64 {
@@ -365,16 +389,7 @@ mod imp {
         }
 
         pub(crate) fn compare_exchange(&self, current: u128, new: u128) -> Result<u128, u128> {
-            step(|| {
-                // SAFETY: under the word lock (see the `Sync` impl).
-                let w = unsafe { &mut *self.0.get() };
-                if *w == current {
-                    *w = new;
-                    Ok(current)
-                } else {
-                    Err(*w)
-                }
-            })
+            cas(&self.0, current, new)
         }
     }
 
@@ -392,29 +407,16 @@ mod imp {
             Self(UnsafeCell::new(v))
         }
         pub(crate) fn load(&self, _: Ordering) -> u64 {
-            // SAFETY: under the word lock (see the `Sync` impl).
-            step(|| unsafe { *self.0.get() })
+            read(&self.0)
         }
         pub(crate) fn store(&self, v: u64, _: Ordering) {
-            // SAFETY: under the word lock (see the `Sync` impl).
-            step(|| unsafe { *self.0.get() = v })
+            update(&self.0, |w| *w = v)
         }
         pub(crate) fn compare_exchange(&self, c: u64, n: u64, _: Ordering) -> Result<u64, u64> {
-            step(|| {
-                // SAFETY: under the word lock (see the `Sync` impl).
-                let w = unsafe { &mut *self.0.get() };
-                if *w == c {
-                    *w = n;
-                    Ok(c)
-                } else {
-                    Err(*w)
-                }
-            })
+            cas(&self.0, c, n)
         }
         pub(crate) fn fetch_add(&self, v: u64, _: Ordering) -> u64 {
-            step(|| {
-                // SAFETY: under the word lock (see the `Sync` impl).
-                let w = unsafe { &mut *self.0.get() };
+            update(&self.0, |w| {
                 let old = *w;
                 *w = old.wrapping_add(v);
                 old
