@@ -28,7 +28,7 @@ use crate::config::ValueReplication;
 use crate::error::{BackgroundPanic, BackgroundThread};
 use crate::meta::{mix64, read, write, Loc, Meta};
 use crate::store::Shared;
-use crate::sync::{doze, yield_now, Ordering};
+use crate::sync::{doze, yield_now, Guard, Ordering};
 
 /// A metadata replication notification (to the propagator).
 #[derive(Clone, Copy, Debug)]
@@ -212,7 +212,7 @@ impl Shared {
                 }
                 // Under the set's read lock, so no delete of the key can run in between and
                 // no install can resurrect a deleted key.
-                self.install_everywhere(note.key, note.meta, &crossbeam_epoch::pin());
+                self.install_everywhere(note.key, note.meta, &self.domain.pin());
             }
             self.counters[source]
                 .propagated
@@ -225,7 +225,7 @@ impl Shared {
     /// Installs `meta` into every domain's L2 (monotone) and retires the local replicas it
     /// made useless (a domain's replicas live in its home node's pool). Call under the key's
     /// set lock.
-    pub(crate) fn install_everywhere(&self, key: u64, meta: Meta, guard: &crossbeam_epoch::Guard) {
+    pub(crate) fn install_everywhere(&self, key: u64, meta: Meta, guard: &Guard) {
         for (l2, &home) in self.l2.iter().zip(&self.homes) {
             if let Some(stale) = l2.install(key, meta) {
                 self.pools[home].retire(stale, guard);
@@ -328,7 +328,7 @@ impl Shared {
         // Pin before the version check: if the source block is current at the check, it is
         // retired only after this guard unpins (the retiring writer needs the set's write
         // lock, which it gets after our read lock is released).
-        let guard = crossbeam_epoch::pin();
+        let guard = self.domain.pin();
         if self.current_version(note.key, node) != Some(note.version) {
             // Relaxed: statistics.
             counters.stale_skipped.fetch_add(1, Ordering::Relaxed);

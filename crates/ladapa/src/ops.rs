@@ -3,15 +3,12 @@
 //! See [`crate::store`] for the never-stale argument and [`crate::meta`] for the findability
 //! invariant these functions maintain.
 
-use crossbeam_epoch::Guard;
-
 use crate::background::MetaNote;
 use crate::config::MetadataMode;
 use crate::error::StoreError;
 use crate::meta::{read, L2Entry, L2Table, Loc, Meta, Set};
-use crate::pool::NodePool;
 use crate::store::{NodeHandle, Shared, Store, ValueGuard};
-use crate::sync::{yield_now, Ordering};
+use crate::sync::{yield_now, Guard, Ordering};
 
 impl<'a> NodeHandle<'a> {
     /// The node this handle runs as.
@@ -113,7 +110,7 @@ impl<'a> NodeHandle<'a> {
     /// ```
     pub fn get(&self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
         self.check_len(buf.len())?;
-        let guard = crossbeam_epoch::pin();
+        let guard = self.shared().domain.pin();
         let Some(loc) = self.locate(key, true, &guard) else {
             return Ok(false);
         };
@@ -137,7 +134,7 @@ impl<'a> NodeHandle<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get_guard(&self, key: u64) -> Option<ValueGuard<'a>> {
-        let guard = crossbeam_epoch::pin();
+        let guard = self.shared().domain.pin();
         let loc = self.locate(key, true, &guard)?;
         let store: &'a Store = self.store;
         // SAFETY:
@@ -161,7 +158,7 @@ impl<'a> NodeHandle<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn contains(&self, key: u64) -> bool {
-        let guard = crossbeam_epoch::pin();
+        let guard = self.shared().domain.pin();
         self.locate(key, false, &guard).is_some()
     }
 
@@ -185,12 +182,12 @@ impl<'a> NodeHandle<'a> {
         let node = self.node;
         let pool = &shared.pools[node];
         // Allocate before pinning: a pinned thread would hold back the epoch that frees blocks.
-        let block = alloc_block(pool, node)?;
+        let block = alloc_block(shared, node)?;
         // SAFETY:
         // - `block` is fresh from `pool` and not yet published; `value.len()` is the block
         //   size (checked above).
         unsafe { pool.write(block, value) };
-        let guard = crossbeam_epoch::pin();
+        let guard = shared.domain.pin();
         let set = shared.l1.set(key);
         let mut data = set.write();
         let version = data.next_version();
@@ -304,7 +301,7 @@ impl<'a> NodeHandle<'a> {
     pub fn delete(&self, key: u64) -> Result<bool, StoreError> {
         self.store.check_poison()?;
         let shared = self.shared();
-        let guard = crossbeam_epoch::pin();
+        let guard = shared.domain.pin();
         let set = shared.l1.set(key);
         let mut data = set.write();
         let mut current = data.find(key).map(|way| {
@@ -428,19 +425,20 @@ fn promote(shared: &Shared, set: &Set, key: u64, node: usize, guard: &Guard) {
 }
 
 /// A block from `pool`, waiting a little for retired blocks to come back if it is exhausted.
-fn alloc_block(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
-    if let Some(block) = pool.alloc() {
+fn alloc_block(shared: &Shared, node: usize) -> Result<u32, StoreError> {
+    if let Some(block) = shared.pools[node].alloc() {
         return Ok(block);
     }
-    alloc_block_slow(pool, node)
+    alloc_block_slow(shared, node)
 }
 
 #[cold]
-fn alloc_block_slow(pool: &NodePool, node: usize) -> Result<u32, StoreError> {
+fn alloc_block_slow(shared: &Shared, node: usize) -> Result<u32, StoreError> {
+    let pool = &shared.pools[node];
     // Retired blocks come back as the epoch advances: flush this thread's garbage and give
     // the other threads (readers, replicators) time to unpin; about 100 ms at most.
     for round in 0..2000 {
-        crossbeam_epoch::pin().flush();
+        shared.domain.pin().flush();
         if let Some(block) = pool.alloc() {
             return Ok(block);
         }
@@ -479,7 +477,7 @@ mod tests {
         store.node(0).unwrap().put(5, &[1; 8]).unwrap(); // in L1 and (sync) in every L2
         let set = store.shared.l1.set(5);
         // As if a read on node 1 had just missed.
-        promote(&store.shared, set, 5, 1, &crossbeam_epoch::pin());
+        promote(&store.shared, set, 5, 1, &store.shared.domain.pin());
         assert_eq!(read(&set.data).count(5), 1, "the key is in one way only");
     }
 }

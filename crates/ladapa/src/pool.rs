@@ -13,15 +13,15 @@
 //! A block is written once, by the thread that allocated it, *before* its number is published
 //! (under a metadata lock, whose release/acquire orders the bytes before any reader). From then
 //! on it is immutable until it is retired: [`NodePool::retire`] defers the return to the free
-//! list with `crossbeam-epoch` until every thread that was pinned when it was retired has
-//! unpinned. Every reader pins *before* it reads the metadata that names a block, so a block a
-//! reader may still copy from is never reused under it.
+//! list until every guard of the store's epoch domain (`epoch-domain`: a `crossbeam-epoch`
+//! collector of the store's own) that was pinned when it was retired has been dropped. Every
+//! reader pins that domain *before* it reads the metadata that names a block, so a block a
+//! reader may still copy from is never reused under it; guards of other stores or other
+//! `crossbeam-epoch` users do not delay it.
 
 use std::ptr::NonNull;
 
-use crossbeam_epoch::Guard;
-
-use crate::sync::{defer_reclaim, lock, Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{defer_reclaim, lock, Arc, AtomicUsize, Guard, Mutex, Ordering};
 
 /// Bytes per slab (2 MiB, one huge page's worth), rounded down to a power-of-two number of
 /// blocks (at least one), so that a block's slab and offset are a shift and a mask.
@@ -411,7 +411,8 @@ mod tests {
             // SAFETY: freshly allocated, unpublished, 64 bytes.
             unsafe { pool.write(b, &[b as u8 + 1; 64]) };
         }
-        let guard = crossbeam_epoch::pin();
+        let domain = crate::sync::Domain::new();
+        let guard = domain.pin();
         for &b in &blocks {
             // SAFETY: written above, never written again, not freed.
             assert_eq!(unsafe { pool.bytes(b) }, &[b as u8 + 1; 64]);
@@ -426,19 +427,32 @@ mod tests {
         ));
     }
 
+    /// A retired block comes back once its domain's epoch moves on, even while another
+    /// thread holds a guard of another domain and one of crossbeam's global collector (each
+    /// store reclaims in its own domain).
     #[test]
+    #[allow(clippy::disallowed_methods)] // the holder thread (this test never runs under loom)
     fn retired_blocks_come_back_after_the_epoch() {
         let pool = NodePool::new(0, 8, 1, false);
+        let (domain, other) = (crate::sync::Domain::new(), crate::sync::Domain::new());
         let b = pool.alloc().unwrap();
-        pool.retire(b, &crossbeam_epoch::pin());
-        let mut back = None;
-        for _ in 0..10_000 {
-            crossbeam_epoch::pin().flush();
-            back = pool.alloc();
-            if back.is_some() {
-                break;
-            }
-        }
+        let (held, done) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        let back = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _other = other.pin();
+                let _global = crossbeam_epoch::pin();
+                held.wait();
+                done.wait();
+            });
+            held.wait();
+            pool.retire(b, &domain.pin());
+            let back = (0..10_000).find_map(|_| {
+                domain.pin().flush();
+                pool.alloc()
+            });
+            done.wait();
+            back
+        });
         assert_eq!(back, Some(b));
     }
 

@@ -15,7 +15,6 @@ use std::cell::Cell;
 use std::fmt;
 use std::ops::Deref;
 
-use crossbeam_epoch::Guard;
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 use nr_core::Topology;
@@ -28,7 +27,8 @@ use crate::meta::{L1Table, L2Table};
 use crate::pool::{Binding, NodePool};
 use crate::stats::{MemoryUsage, Stats};
 use crate::sync::{
-    lock, spawn_named, Arc, AtomicBool, AtomicU64, AtomicUsize, JoinHandle, Mutex, Ordering,
+    lock, spawn_named, Arc, AtomicBool, AtomicU64, AtomicUsize, Domain, Guard, JoinHandle, Mutex,
+    Ordering,
 };
 
 /// Per-node operation and replication counters (all Relaxed statistics).
@@ -96,6 +96,10 @@ pub(crate) struct Shared {
     pub(crate) poisoned: AtomicBool,
     pub(crate) panic: Mutex<Option<BackgroundPanic>>,
     pub(crate) fault: AtomicUsize,
+    /// The store's own reclamation domain: value blocks are retired through it and every
+    /// reader pins it; guards of other stores (or of any other `crossbeam-epoch` user) never
+    /// hold back the reuse of this store's blocks.
+    pub(crate) domain: Domain,
 }
 
 /// A locality-aware key-value store: `u64` keys, values of one fixed size, metadata decoupled
@@ -342,6 +346,7 @@ impl Store {
             poisoned: AtomicBool::new(false),
             panic: Mutex::new(None),
             fault: AtomicUsize::new(0),
+            domain: Domain::new(),
             topology,
         });
         let mut store = Store {
@@ -964,7 +969,7 @@ impl Store {
         // Help the epoch advance so retired blocks go back before the pools unmap (the
         // deferred frees touch only the free lists, which they keep alive themselves).
         for _ in 0..4 {
-            crossbeam_epoch::pin().flush();
+            self.shared.domain.pin().flush();
         }
     }
 }

@@ -349,6 +349,41 @@ fn the_guard_keeps_its_version_alive() {
     assert_eq!(read(&store, 1, 1), Some(199));
 }
 
+/// Reclamation is per store: while another thread holds a value guard of another store, and a
+/// guard of crossbeam-epoch's global collector, overwriting one key 20 times more often than
+/// the pool has blocks still finds blocks (each overwrite retires one). With one process-wide
+/// collector either guard stalls the epoch and the pool runs out (`OutOfBlocks`).
+#[test]
+fn a_guard_held_elsewhere_does_not_stop_block_reuse() {
+    let store = Store::builder()
+        .topology(virtual_nodes(1))
+        .value_size(8)
+        .capacity(1) // pools of 3 * 1 + 1024 blocks
+        .manual_pump()
+        .build()
+        .unwrap();
+    let other = manual(1, MetadataMode::Sync);
+    other.put(1, &value(1)).unwrap();
+    let (held, done) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _value = other.get_guard(1).unwrap();
+            let _global = crossbeam_epoch::pin();
+            held.wait();
+            done.wait();
+        });
+        held.wait();
+        // Whatever happens, release the holder before failing (or the scope never ends).
+        let failure = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            (0..20_000u64).find_map(|i| store.put(1, &value(i)).err().map(|e| (i, e)))
+        }));
+        done.wait();
+        let failure = failure.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        assert!(failure.is_none(), "overwrite and error: {failure:?}");
+    });
+    assert_eq!(read(&store, 0, 1), Some(19_999));
+}
+
 #[test]
 fn background_threads_replicate_and_stop_with_queued_work() {
     let store = Store::builder()

@@ -54,10 +54,9 @@
 
 use crate::error::{AllocError, BstError, HeapError};
 use crate::flavor::Flavor;
-use crate::heap::{Heap, Object, Trace, Tracer};
+use crate::heap::{Guard, Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
 use crate::word::PPtr;
-use crossbeam_epoch::Guard;
 use pmem::{NoPersist, Persist, Region};
 
 /// Root slot a [`Bst`] uses (the root node `R`).
@@ -958,8 +957,8 @@ mod tests {
         assert!(tree.remove(20));
         assert_eq!(tree.snapshot(), (vec![30], true));
         assert!(!tree.remove(10), "10 was removed with the chain");
-        // Other tests of this binary may pin the global epoch for a while: pin and flush until
-        // the count settles (a leak or a double retire never settles at `want`).
+        // Retired nodes wait in this thread's bag of deferred frees: pin and flush until the
+        // count settles (a leak or a double retire never settles at `want`).
         let want = 5 + 2;
         let mut live = tree.heap.live_blocks();
         for _ in 0..100_000 {

@@ -16,7 +16,7 @@ use crate::sync::{Arc, AtomicPair, AtomicWord, Ordering};
 use crate::word::PPtr;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use crossbeam_epoch::Guard;
+pub use epoch_domain::{Domain, Guard};
 use pmem::{NoPersist, Offset, Persist, Region, ROOT_SLOTS};
 use std::alloc::Layout;
 use std::path::Path;
@@ -319,6 +319,9 @@ impl<P: Persist> core::fmt::Debug for Space<P> {
 pub struct Heap<F: Flavor, P: Persist> {
     space: Space<P>,
     alloc: Arc<Alloc>,
+    /// This heap's own reclamation domain: guards of other heaps (or of any other
+    /// `crossbeam-epoch` user) never hold back the reuse of its blocks.
+    domain: Domain,
     _f: PhantomData<F>,
 }
 
@@ -388,6 +391,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         Ok(Self {
             space,
             alloc: Arc::new(Alloc::new()),
+            domain: Domain::new(),
             _f: PhantomData,
         })
     }
@@ -455,8 +459,9 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     ///
     /// - `p` was returned by [`alloc`](Self::alloc) of this heap (or found by recovery) and is
     ///   not null;
-    /// - it has not been reclaimed: it is not retired, or it was read under a [`Guard`] pinned
-    ///   before it was unlinked and that guard is still alive while the reference is used.
+    /// - it has not been reclaimed: it is not retired, or it was read under a [`Guard`] of this
+    ///   heap ([`pin`](Self::pin)) pinned before it was unlinked, and that guard is still alive
+    ///   while the reference is used.
     #[inline(always)]
     pub unsafe fn get<N: Object>(&self, p: PPtr<N>) -> &N {
         debug_assert!(
@@ -467,25 +472,56 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         unsafe { &*self.space.primary_at(p.offset()).cast::<N>() }
     }
 
-    /// Pins the current thread for epoch-based reclamation (crossbeam-epoch).
+    /// Pins the current thread in this heap's own reclamation domain: no object of this heap
+    /// retired after this call is reused before the guard is dropped. Only a guard of this
+    /// heap protects its objects ([`get`](Self::get), [`retire`](Self::retire)); guards of
+    /// other heaps neither protect this one's objects nor delay their reuse.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Volatile, Heap};
+    /// let (a, b) = (Heap::<Volatile, _>::anonymous(1 << 20)?, Heap::<Volatile, _>::anonymous(1 << 20)?);
+    /// let guard = a.pin();
+    /// assert!(guard.belongs_to(a.domain()));
+    /// assert!(!guard.belongs_to(b.domain()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
     pub fn pin(&self) -> Guard {
-        crossbeam_epoch::pin()
+        self.domain.pin()
     }
 
-    /// Retires an unlinked object: its block is reused once every thread pinned now has
-    /// unpinned. A `psync` first makes the unlinking durable, so a block is never reused while
-    /// the durable structure could still point to it (issue item 3).
+    /// This heap's reclamation domain (what [`pin`](Self::pin) pins; to check a guard's
+    /// [`belongs_to`](Guard::belongs_to)).
+    pub fn domain(&self) -> &Domain {
+        &self.domain
+    }
+
+    /// Retires an unlinked object: its block is reused once every guard of this heap pinned
+    /// now has been dropped. A `psync` first makes the unlinking durable, so a block is never
+    /// reused while the durable structure could still point to it (issue item 3). Deferred
+    /// frees own the allocator (an `Arc`), so they stay valid if the heap is dropped first.
+    ///
+    /// # Panics
+    ///
+    /// If `guard` was not pinned by this heap's [`pin`](Self::pin) (it would not hold back
+    /// this heap's reuse, so a reader it "protects" could see the block reused).
     ///
     /// # Safety
     ///
     /// `p` is an object of this heap that no new reader can reach (unlinked by a CAS of this
     /// thread that completed), retired exactly once.
     pub unsafe fn retire<N: Object>(&self, p: PPtr<N>, guard: &Guard) {
+        assert!(
+            guard.belongs_to(&self.domain),
+            "Heap::retire with a guard of another heap (use this heap's `pin`)"
+        );
         self.space.sync(); // retire-psync
         let alloc = Arc::clone(&self.alloc);
         let off = p.offset();
         let class = class_of(core::mem::size_of::<N>());
-        guard.defer(move || alloc.free(off, class));
+        guard.defer(move || alloc.free(off, class)); // retire-defer
     }
 
     /// Records `p` in persistent root slot `slot` (`pwb` + `psync` of the slot).
@@ -564,6 +600,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         Ok(Self {
             space,
             alloc: Arc::new(alloc),
+            domain: Domain::new(),
             _f: PhantomData,
         })
     }

@@ -8,7 +8,13 @@ mod hash;
 mod heap;
 mod list;
 #[cfg(all(test, loom))]
+mod loom_bst;
+#[cfg(all(test, loom))]
 mod loom_cas;
+#[cfg(all(test, loom))]
+mod loom_heap;
+#[cfg(all(test, loom))]
+mod loom_list;
 mod patomic;
 mod persist;
 mod skiplist;
@@ -18,7 +24,7 @@ mod word;
 pub use bst::{Bst, BstNode, BST_MAX_KEY, BST_ROOT_SLOT};
 pub use error::{AllocError, BstError, HeapError};
 pub use hash::{Buckets, HashSet, HASH_ROOT_SLOT};
-pub use heap::{Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
+pub use heap::{Domain, Guard, Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
 pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};
 pub use patomic::{Arith, PAtomic, PConst};
 pub use pmem::{self, NoPersist, Persist, Pod, Region};

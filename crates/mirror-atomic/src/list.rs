@@ -12,10 +12,9 @@
 
 use crate::error::{AllocError, HeapError};
 use crate::flavor::Flavor;
-use crate::heap::{Heap, Object, Trace, Tracer};
+use crate::heap::{Guard, Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
 use crate::word::PPtr;
-use crossbeam_epoch::Guard;
 use pmem::{NoPersist, Persist, Region};
 
 /// A list node: the marked `next` pointer, then an immutable key (the pair first: a hop loads

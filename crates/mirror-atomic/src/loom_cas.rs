@@ -1,7 +1,7 @@
 //! Loom models of the Mirror compare-and-swap (paper Figure 4) with helping.
 //!
 //! Each model runs the real `cas_pair` on two pairs (volatile, persistent) through the sync
-//! shim, where the 16-byte word is a loom `Mutex<u128>` (see `sync.rs` for why that is
+//! shim, where the 16-byte word is one step under a loom mutex (see `sync.rs` for why that is
 //! faithful). A recorder stands for the persistence domain: `flush_pair` snapshots the
 //! persistent pair into the calling thread's pending set, `fence` makes that thread's pending
 //! snapshots durable. Every model checks the durability invariant of §5 (a value visible in

@@ -30,11 +30,10 @@
 
 use crate::error::{AllocError, HeapError};
 use crate::flavor::{Flavor, VAtomic};
-use crate::heap::{Heap, Object, Space, Trace, Tracer};
+use crate::heap::{Guard, Heap, Object, Space, Trace, Tracer};
 use crate::patomic::PConst;
 use crate::sync::{thread_random, AtomicWord, Ordering};
 use crate::word::PPtr;
-use crossbeam_epoch::Guard;
 use pmem::{NoPersist, Persist, Region};
 
 /// Levels of the tallest tower (with 1/4 per extra level: enough for about 4^12 = 16M keys).

@@ -4,12 +4,14 @@
 //! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes) and
 //! `mov` (the 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see
 //! `imp::x86` for why those loads are atomic loads of the pair). Under `--cfg loom`: loom's
-//! replacements, and an `AtomicPair` that is a loom `Mutex<u128>` behind the same functions.
+//! replacements, and an `AtomicPair` (and `AtomicWord`) whose bits stay in the object, each
+//! operation one step under a loom mutex that every word shares, behind the same functions.
 //!
 //! Why the Mutex stand-in is faithful: the Mirror protocol (paper Figure 4) uses the 16-byte
 //! word only through two operations, an atomic 16-byte load and a 16-byte compare-and-swap, both
 //! `SeqCst` here. Each is one indivisible step on the whole pair; a lock held for the duration of
-//! one read or one read-compare-write is exactly that, and loom explores every interleaving at
+//! one read or one read-compare-write is exactly that (one lock for all words: `SeqCst` is a
+//! single total order over all of them anyway), and loom explores every interleaving at
 //! each lock acquisition, i.e. before every pair operation. Sequential consistency is what
 //! `lock cmpxchg16b` provides on x86, so the model loses no behaviour the hardware allows.
 //! What the model does not see is torn 8-byte halves, which the hardware never produces for a
@@ -307,21 +309,72 @@ mod imp {
     #[cfg(test)]
     pub(crate) use loom::{model, thread};
 
-    /// Under loom: the pair is a `Mutex<u128>` (loom has no 16-byte atomic; see the module doc
-    /// for why this stays faithful).
+    use core::cell::UnsafeCell;
+
+    loom::lazy_static! {
+        /// The lock every word operation of a model execution takes (see [`AtomicPair`]).
+        static ref WORDS: loom::sync::Mutex<()> = loom::sync::Mutex::new(());
+    }
+
+    /// Runs `f` under [`WORDS`]: one indivisible, `SeqCst` step of the model.
+    fn step<R>(f: impl FnOnce() -> R) -> R {
+        let _words = WORDS
+            .lock()
+            .expect("invariant: no panic while the word lock is held");
+        f()
+    }
+
+    /// One load step on a word or pair.
+    fn read<T: Copy>(cell: &UnsafeCell<T>) -> T {
+        // SAFETY: under the word lock, which every access to the cell takes.
+        step(|| unsafe { *cell.get() })
+    }
+
+    /// One read-modify-write step on a word or pair: `f` maps the value to the new one and
+    /// the result; the value is written back.
+    fn update<T: Copy, R>(cell: &UnsafeCell<T>, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: under the word lock, which every access to the cell takes.
+        step(|| f(unsafe { &mut *cell.get() }))
+    }
+
+    /// One compare-and-swap step: `Ok(current)` or `Err(observed)`.
+    fn cas<T: Copy + PartialEq>(cell: &UnsafeCell<T>, current: T, new: T) -> Result<T, T> {
+        update(cell, |w| {
+            if *w == current {
+                *w = new;
+                Ok(current)
+            } else {
+                Err(*w)
+            }
+        })
+    }
+
+    /// Under loom: the pair's 16 bytes, as in the normal build, each operation one step under
+    /// a lock that every word of the model shares (loom has no 16-byte atomic; see the module
+    /// doc for why a lock-protected load or CAS is faithful).
+    ///
+    /// The bits live in the object itself, not in a loom object, because the heap treats its
+    /// memory as bytes: `Heap::alloc` moves a node into the volatile arena, Mirror's `publish`
+    /// copies it byte for byte to the region, and `Space::twin_pair` reads the copy as a pair.
+    /// With plain bits each copy is an independent replica, as on the hardware (a loom object
+    /// copied by bytes would be two handles on one object). One lock for every word makes all
+    /// word operations totally ordered: exact for the pairs (`SeqCst` in both builds), stronger
+    /// than the normal build for [`AtomicWord`]'s Acquire/Release users (the Volatile and
+    /// Izraelevitz flavors, chunk headers), which the models do not exercise.
     #[derive(Debug, Default)]
-    pub(crate) struct AtomicPair(loom::sync::Mutex<u128>);
+    #[repr(transparent)]
+    pub(crate) struct AtomicPair(UnsafeCell<u128>);
+
+    // SAFETY: the cell is only read or written inside `step`, under the model's word lock.
+    unsafe impl Sync for AtomicPair {}
 
     impl AtomicPair {
         pub(crate) fn new(v: u128) -> Self {
-            Self(loom::sync::Mutex::new(v))
+            Self(UnsafeCell::new(v))
         }
 
         pub(crate) fn load(&self) -> u128 {
-            *self
-                .0
-                .lock()
-                .expect("invariant: no panic while the pair lock is held")
+            read(&self.0)
         }
 
         pub(crate) fn load_low(&self) -> u64 {
@@ -336,38 +389,38 @@ mod imp {
         }
 
         pub(crate) fn compare_exchange(&self, current: u128, new: u128) -> Result<u128, u128> {
-            let mut w = self
-                .0
-                .lock()
-                .expect("invariant: no panic while the pair lock is held");
-            if *w == current {
-                *w = new;
-                Ok(current)
-            } else {
-                Err(*w)
-            }
+            cas(&self.0, current, new)
         }
     }
 
-    /// Under loom: loom's `AtomicU64`.
-    #[derive(Debug)]
-    pub(crate) struct AtomicWord(loom::sync::atomic::AtomicU64);
+    /// Under loom: an 8-byte word in the object itself, each operation one step under the
+    /// model's word lock (see [`AtomicPair`]).
+    #[derive(Debug, Default)]
+    #[repr(transparent)]
+    pub(crate) struct AtomicWord(UnsafeCell<u64>);
+
+    // SAFETY: the cell is only read or written inside `step`, under the model's word lock.
+    unsafe impl Sync for AtomicWord {}
 
     impl AtomicWord {
         pub(crate) fn new(v: u64) -> Self {
-            Self(loom::sync::atomic::AtomicU64::new(v))
+            Self(UnsafeCell::new(v))
         }
-        pub(crate) fn load(&self, o: Ordering) -> u64 {
-            self.0.load(o)
+        pub(crate) fn load(&self, _: Ordering) -> u64 {
+            read(&self.0)
         }
-        pub(crate) fn store(&self, v: u64, o: Ordering) {
-            self.0.store(v, o)
+        pub(crate) fn store(&self, v: u64, _: Ordering) {
+            update(&self.0, |w| *w = v)
         }
-        pub(crate) fn compare_exchange(&self, c: u64, n: u64, o: Ordering) -> Result<u64, u64> {
-            self.0.compare_exchange(c, n, o, Ordering::Acquire)
+        pub(crate) fn compare_exchange(&self, c: u64, n: u64, _: Ordering) -> Result<u64, u64> {
+            cas(&self.0, c, n)
         }
-        pub(crate) fn fetch_add(&self, v: u64, o: Ordering) -> u64 {
-            self.0.fetch_add(v, o)
+        pub(crate) fn fetch_add(&self, v: u64, _: Ordering) -> u64 {
+            update(&self.0, |w| {
+                let old = *w;
+                *w = old.wrapping_add(v);
+                old
+            })
         }
     }
 }
@@ -388,6 +441,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A small number identifying the calling thread (a hash of its `ThreadId`, cached), used to
 /// pick an allocator shard.
+#[cfg(not(loom))]
 pub(crate) fn thread_hint() -> usize {
     use std::hash::{Hash, Hasher};
     std::thread_local! {
@@ -398,6 +452,15 @@ pub(crate) fn thread_hint() -> usize {
         };
     }
     HINT.with(|h| *h)
+}
+
+/// Under loom: 0 for every thread, so a model's allocator path (which shard, hence a fresh
+/// chunk or a free block) does not depend on the id of the OS thread the test harness gave it.
+/// One shard also makes every freed block the next one any thread allocates, the most reuse a
+/// model can see.
+#[cfg(loom)]
+pub(crate) fn thread_hint() -> usize {
+    0
 }
 
 /// A per-thread pseudo-random number (xorshift64*, seeded from the thread hint): the skip
