@@ -13,7 +13,7 @@
 //! back with their object before it is published and are not flushed again on each read
 //! (which only favours this baseline).
 
-use crate::heap::Space;
+use crate::heap::{Object, Space};
 use crate::patomic::PAtomic;
 use crate::persist::Durability;
 use crate::sync::{AtomicWord, Ordering};
@@ -37,6 +37,12 @@ pub trait Flavor: Sized + Send + Sync + 'static {
     const NAME: &'static str;
     /// Whether objects live in a separate volatile arena mirrored by the region.
     const MIRRORED: bool;
+    /// Zero bytes that widen an 8-byte field to the width of an `Atomic<T>`: 8 bytes where
+    /// the atomic is a 16-byte pair ([`Mirror`]), none where it is 8 bytes. A node type
+    /// places it after an 8-byte field that would otherwise leave a padding gap before a
+    /// pair, or at the end, so that the type has no padding in any flavor (see
+    /// [`Object`](crate::Object)); `Default` gives its zero value.
+    type Pad: Object + Default;
 
     /// A new atomic (to be placed in a heap object by [`Heap::alloc`](crate::Heap::alloc)).
     fn atomic<T: Pod>(value: T) -> Self::Atomic<T>;
@@ -142,6 +148,7 @@ impl Flavor for Volatile {
     type Atomic<T> = VAtomic<T>;
     const NAME: &'static str = "volatile";
     const MIRRORED: bool = false;
+    type Pad = [u64; 0];
 
     fn atomic<T: Pod>(value: T) -> VAtomic<T> {
         VAtomic::new(value)
@@ -169,6 +176,7 @@ impl Flavor for Izraelevitz {
     type Atomic<T> = VAtomic<T>;
     const NAME: &'static str = "izraelevitz";
     const MIRRORED: bool = false;
+    type Pad = [u64; 0];
 
     fn atomic<T: Pod>(value: T) -> VAtomic<T> {
         VAtomic::new(value)
@@ -209,6 +217,7 @@ impl Flavor for Mirror {
     type Atomic<T> = PAtomic<T>;
     const NAME: &'static str = "mirror";
     const MIRRORED: bool = true;
+    type Pad = [u64; 1];
 
     fn atomic<T: Pod>(value: T) -> PAtomic<T> {
         PAtomic::new(value)
@@ -243,7 +252,7 @@ impl Flavor for Mirror {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::heap::{Heap, Object};
+    use crate::heap::Heap;
     use pmem::sim::{SimConfig, Simulated};
     use pmem::Region;
 
@@ -251,9 +260,13 @@ mod tests {
     #[repr(C, align(64))]
     struct Line {
         w: VAtomic<u64>,
+        rest: [u64; 7],
     }
-    // SAFETY: one 8-byte atomic word and padding: any bits valid, no drop, no pointers.
-    unsafe impl Object for Line {}
+    // SAFETY: one 8-byte atomic word and the rest of the line as explicit zeros: any bits
+    // valid, no drop, no pointers, no padding.
+    unsafe impl Object for Line {
+        const FIELD_BYTES: usize = 64;
+    }
 
     /// The Izraelevitz rule for loads (write back and fence what was read before acting on
     /// it): thread A's CAS on `a` is not yet written back when thread B reads it and then makes
@@ -281,11 +294,13 @@ mod tests {
             let pa = heap
                 .alloc(Line {
                     w: Izraelevitz::atomic(0u64),
+                    rest: [0; 7],
                 })
                 .expect("a");
             let pb = heap
                 .alloc(Line {
                     w: Izraelevitz::atomic(0u64),
+                    rest: [0; 7],
                 })
                 .expect("b");
             // SAFETY: allocated above, never freed.

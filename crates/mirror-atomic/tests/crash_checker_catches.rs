@@ -16,6 +16,7 @@ impl Flavor for UnflushedNodes {
     type Atomic<T> = PAtomic<T>;
     const NAME: &'static str = "mirror-unflushed-nodes";
     const MIRRORED: bool = true;
+    type Pad = <Mirror as Flavor>::Pad;
     fn atomic<T: Pod>(v: T) -> PAtomic<T> {
         Mirror::atomic(v)
     }
