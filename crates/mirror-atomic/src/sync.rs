@@ -1,10 +1,12 @@
 //! The one place that names `std::sync`, `std::thread`, `portable_atomic` or `loom`.
 //!
 //! Normally: the standard library, plus [`AtomicPair`], a 16-byte word over `portable-atomic`'s
-//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes) and
-//! `mov` (the 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see
-//! `imp::x86` for why those loads are atomic loads of the pair). Under `--cfg loom`: loom's
-//! replacements, and an `AtomicPair` that is a loom `Mutex<u128>` behind the same functions.
+//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes; its
+//! low half is the value half by default) or, with the `value-half-load` feature, `mov` (the
+//! 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see `imp::x86`
+//! for why those loads are atomic loads of the pair, and what the 8-byte one assumes). Under
+//! `--cfg loom`: loom's replacements, and an `AtomicPair` that is a loom `Mutex<u128>` behind
+//! the same functions (the feature changes nothing there).
 //!
 //! Why the Mutex stand-in is faithful: the Mirror protocol (paper Figure 4) uses the 16-byte
 //! word only through two operations, an atomic 16-byte load and a 16-byte compare-and-swap, both
@@ -59,11 +61,26 @@ mod imp {
         #[inline(always)]
         pub(crate) fn load(&self) -> u128 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if x86::wide_loads_are_atomic() {
+            if x86::wide_loads_known_atomic() {
                 // SAFETY:
                 // - `self.0.as_ptr()` is a valid, 16-aligned `u128` (an `AtomicU128`);
-                // - `wide_loads_are_atomic()`: every write to this word is a `lock cmpxchg16b`
-                //   and AVX makes `movdqa` one atomic 16-byte access (`x86` module docs).
+                // - `wide_loads_known_atomic()`: every write to this word is a `lock
+                //   cmpxchg16b` and AVX makes `movdqa` one atomic 16-byte access (`x86`
+                //   module docs).
+                return unsafe { x86::load_u128(self.0.as_ptr()) };
+            }
+            self.load_checked()
+        }
+
+        /// [`load`](Self::load) when the CPU is not yet known to allow the inline load: checks
+        /// it (detecting it the first time), else `portable-atomic`'s load. Out of line on
+        /// x86_64, so that the fallback's call does not weigh on the callers' loops.
+        #[cfg_attr(all(target_arch = "x86_64", not(miri)), cold, inline(never))]
+        #[cfg_attr(not(all(target_arch = "x86_64", not(miri))), inline(always))]
+        fn load_checked(&self) -> u128 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if x86::wide_loads_are_atomic() {
+                // SAFETY: as in `load`, with the condition checked here.
                 return unsafe { x86::load_u128(self.0.as_ptr()) };
             }
             // SeqCst: the paper's std::atomic default; pairs with every `compare_exchange` on
@@ -88,8 +105,8 @@ mod imp {
 
         /// [`load_low`](Self::load_low) for a caller that holds proof that
         /// [`require_native_pairs`] succeeded (a `Space` of a mirrored heap): with the
-        /// `value-half-load` feature no CPU check at all; without it the check of AVX only
-        /// (none when AVX is enabled at compile time). The address is given to the
+        /// `value-half-load` feature no CPU check at all; without it one test of the cached
+        /// AVX bit (none when AVX and `cmpxchg16b` are enabled at compile time). The address is given to the
         /// instruction as `base + (self - base)`, so when the caller computed `self` from
         /// `base` the compiler folds the offset into the addressing mode (as it does for the
         /// volatile flavor's plain load).
@@ -100,16 +117,16 @@ mod imp {
         #[inline(always)]
         pub(crate) unsafe fn load_low_in(&self, base: *const u8) -> u64 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if x86::VALUE_HALF_LOAD || x86::wide_loads_are_atomic() {
+            if x86::VALUE_HALF_LOAD || x86::wide_loads_known_atomic() {
                 let off = (self.0.as_ptr() as usize).wrapping_sub(base as usize);
                 // SAFETY: `base + off` is this pair's (valid, 16-aligned) address;
                 // `require_native_pairs` succeeded (caller), so `pairs_are_lock_free()`
-                // holds, and without the feature `wide_loads_are_atomic()` was checked: the
+                // holds, and without the feature `wide_loads_known_atomic()` was checked: the
                 // condition of `x86::load_low_at`.
                 return unsafe { x86::load_low_at(base, off) };
             }
             let _ = base;
-            self.load() as u64
+            self.load_checked() as u64
         }
 
         /// Atomic 16-byte compare-and-swap (Figure 4's DWCAS): `Ok(old)` or `Err(observed)`.
@@ -187,6 +204,7 @@ mod imp {
         const LOCK_FREE: u8 = 2;
         const WIDE: u8 = 4;
 
+        /// The cache, detecting the CPU the first time.
         #[inline(always)]
         fn cpu() -> u8 {
             // Relaxed: a cache of a fact about the CPU; every thread computes the same value.
@@ -221,21 +239,32 @@ mod imp {
         /// [`pairs_are_lock_free`] and AVX (16-byte vector loads are atomic).
         #[inline(always)]
         pub(super) fn wide_loads_are_atomic() -> bool {
-            if cfg!(target_feature = "avx") && portable_atomic::AtomicU128::is_always_lock_free()
-            {
-                return true; // known at compile time (e.g. `-C target-cpu=native`): no check
-            }
-            cpu() & WIDE != 0
+            wide_at_compile_time() || cpu() & WIDE != 0
+        }
+
+        /// [`wide_loads_are_atomic`] as far as known without detecting the CPU: one test of
+        /// the cached byte (false until the first detection; the callers then take the path
+        /// that detects). Nothing at all when known at compile time.
+        #[inline(always)]
+        pub(super) fn wide_loads_known_atomic() -> bool {
+            // Relaxed: see `cpu`.
+            wide_at_compile_time() || CPU.load(Ordering::Relaxed) & WIDE != 0
+        }
+
+        /// AVX and `cmpxchg16b` enabled at compile time (e.g. `-C target-cpu=native`).
+        #[inline(always)]
+        fn wide_at_compile_time() -> bool {
+            cfg!(target_feature = "avx") && portable_atomic::AtomicU128::is_always_lock_free()
         }
 
         /// The condition of [`load_low_at`]: [`pairs_are_lock_free`] with the
-        /// `value-half-load` feature, [`wide_loads_are_atomic`] without it.
+        /// `value-half-load` feature, [`wide_loads_known_atomic`] without it.
         #[inline(always)]
         pub(super) fn low_loads_are_atomic() -> bool {
             if VALUE_HALF_LOAD {
                 pairs_are_lock_free()
             } else {
-                wide_loads_are_atomic()
+                wide_loads_known_atomic()
             }
         }
 
@@ -244,7 +273,7 @@ mod imp {
         /// # Safety
         ///
         /// - `src` is valid for reads of 16 bytes and 16-aligned;
-        /// - [`wide_loads_are_atomic`] holds.
+        /// - [`wide_loads_are_atomic`] (or [`wide_loads_known_atomic`]) holds.
         #[inline(always)]
         pub(super) unsafe fn load_u128(src: *const u128) -> u128 {
             let (lo, hi): (u64, u64);
@@ -274,7 +303,7 @@ mod imp {
         /// # Safety
         ///
         /// - `base + off` is a pair: valid for reads of 16 bytes and 16-aligned;
-        /// - [`low_loads_are_atomic`] holds (here: [`wide_loads_are_atomic`]).
+        /// - [`low_loads_are_atomic`] holds (here: [`wide_loads_known_atomic`]).
         #[cfg(not(feature = "value-half-load"))]
         #[inline(always)]
         pub(super) unsafe fn load_low_at(base: *const u8, off: usize) -> u64 {
@@ -525,7 +554,11 @@ mod tests {
                 let w = pair.load_low();
                 let full = pair.load();
                 assert!(v >= last && w >= v && w <= STEPS, "{last} {v:#x} {w:#x}");
-                assert_eq!(full as u64 ^ SEQ, (full >> 64) as u64, "torn pair {full:#x}");
+                assert_eq!(
+                    full as u64 ^ SEQ,
+                    (full >> 64) as u64,
+                    "torn pair {full:#x}"
+                );
                 assert!(full as u64 >= w);
                 last = full as u64;
             }
