@@ -24,9 +24,8 @@ struct Node<F: Flavor> {
 // SAFETY: a `PConst<u64>`, the flavor's pad and a flavor atomic of a `PPtr`: any bits valid,
 // no drop, no pointers, and the fields fill the type (`Heap::alloc` checks that at compile time).
 unsafe impl<F: Flavor> Object for Node<F> {
-    const FIELD_BYTES: usize = size_of::<PConst<u64>>()
-        + size_of::<F::Pad>()
-        + size_of::<F::Atomic<PPtr<Node<F>>>>();
+    const FIELD_BYTES: usize =
+        size_of::<PConst<u64>>() + size_of::<F::Pad>() + size_of::<F::Atomic<PPtr<Node<F>>>>();
 }
 impl<F: Flavor> Trace for Node<F> {
     fn trace(&self, t: &mut Tracer<'_>) {

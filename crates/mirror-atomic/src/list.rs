@@ -34,9 +34,8 @@ pub struct Node<F: Flavor> {
 // SAFETY: a flavor atomic of a `PPtr`, a `PConst<u64>` and the flavor's pad: any bits valid, no
 // drop, no pointers, and the fields fill the type (checked below).
 unsafe impl<F: Flavor> Object for Node<F> {
-    const FIELD_BYTES: usize = size_of::<F::Atomic<PPtr<Node<F>>>>()
-        + size_of::<PConst<u64>>()
-        + size_of::<F::Pad>();
+    const FIELD_BYTES: usize =
+        size_of::<F::Atomic<PPtr<Node<F>>>>() + size_of::<PConst<u64>>() + size_of::<F::Pad>();
 }
 
 // SAFETY: one flavor atomic of a `PPtr`.
@@ -70,7 +69,6 @@ pub type Head<F> = <F as Flavor>::Atomic<PPtr<Node<F>>>;
 pub struct ListRoot<F: Flavor> {
     head: Head<F>,
 }
-
 
 impl<F: Flavor> core::fmt::Debug for ListRoot<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

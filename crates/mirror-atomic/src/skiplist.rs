@@ -115,7 +115,6 @@ pub struct SkipRoot<F: Flavor> {
     head: Tower<F>,
 }
 
-
 impl<F: Flavor> Trace for SkipRoot<F> {
     fn trace(&self, t: &mut Tracer<'_>) {
         for l in &self.head {

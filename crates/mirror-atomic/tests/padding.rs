@@ -65,7 +65,11 @@ fn check<S: Set<P = Hardware>>(root_slot: usize, nodes: Nodes) {
             }
         }
         assert!(!s.snapshot().0.is_empty());
-        let root = s.region().root_slot(root_slot).expect("slot").expect("root");
+        let root = s
+            .region()
+            .root_slot(root_slot)
+            .expect("slot")
+            .expect("root");
         (s.region().user_offset().0, root.0)
     };
     let bytes = std::fs::read(&path).expect("read the file back");
@@ -75,7 +79,12 @@ fn check<S: Set<P = Hardware>>(root_slot: usize, nodes: Nodes) {
     };
     let pattern = u64::from_ne_bytes([PATTERN; 8]);
     for off in (0..bytes.len() as u64 - 7).step_by(8) {
-        assert_ne!(word(off), pattern, "{}: stack bytes in the file at {off:#x}", S::F::NAME);
+        assert_ne!(
+            word(off),
+            pattern,
+            "{}: stack bytes in the file at {off:#x}",
+            S::F::NAME
+        );
     }
     let (mut chunks, mut used) = (0, 0);
     let mut chunk = user;
@@ -101,7 +110,10 @@ fn check<S: Set<P = Hardware>>(root_slot: usize, nodes: Nodes) {
         }
         chunk += CHUNK;
     }
-    assert!(chunks > 0 && used > 100, "no node blocks found ({chunks} chunks, {used} used)");
+    assert!(
+        chunks > 0 && used > 100,
+        "no node blocks found ({chunks} chunks, {used} used)"
+    );
 }
 
 /// A Mirror list node: pair `0..16`, key `16..24`, pad `24..32` (block 32).
