@@ -41,7 +41,7 @@ pub trait Flavor: Sized + Send + Sync + 'static {
     /// the atomic is a 16-byte pair ([`Mirror`]), none where it is 8 bytes. A node type
     /// places it after an 8-byte field that would otherwise leave a padding gap before a
     /// pair, or at the end, so that the type has no padding in any flavor (see
-    /// [`Object`](crate::Object)); `Default` gives its zero value.
+    /// [`Object`]); `Default` gives its zero value.
     type Pad: Object + Default;
 
     /// A new atomic (to be placed in a heap object by [`Heap::alloc`](crate::Heap::alloc)).

@@ -106,31 +106,18 @@ impl<N: Object> PaddingFree<N> {
 /// padding in every flavor of this crate.
 macro_rules! assert_padding_free {
     ($($t:ty),* $(,)?) => {
+        $crate::heap::assert_padding_free!(@in Volatile; $($t),*);
+        $crate::heap::assert_padding_free!(@in Mirror; $($t),*);
+        $crate::heap::assert_padding_free!(@in Izraelevitz; $($t),*);
+    };
+    (@in $flavor:ident; $($t:ty),*) => {
         const _: () = {
-            {
-                #[allow(dead_code)]
-                type F = $crate::flavor::Volatile;
-                $(assert!(
-                    $crate::heap::padding_free::<$t>(),
-                    concat!("heap object type with padding: ", stringify!($t))
-                );)*
-            }
-            {
-                #[allow(dead_code)]
-                type F = $crate::flavor::Mirror;
-                $(assert!(
-                    $crate::heap::padding_free::<$t>(),
-                    concat!("heap object type with padding: ", stringify!($t))
-                );)*
-            }
-            {
-                #[allow(dead_code)]
-                type F = $crate::flavor::Izraelevitz;
-                $(assert!(
-                    $crate::heap::padding_free::<$t>(),
-                    concat!("heap object type with padding: ", stringify!($t))
-                );)*
-            }
+            #[allow(dead_code)]
+            type F = $crate::flavor::$flavor;
+            $(assert!(
+                $crate::heap::padding_free::<$t>(),
+                concat!("heap object type with padding: ", stringify!($t))
+            );)*
         };
     };
 }

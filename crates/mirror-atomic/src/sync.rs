@@ -297,21 +297,24 @@ mod imp {
             (u128::from(hi) << 64) | u128::from(lo)
         }
 
-        /// The low half of a pair at `base + off`: one atomic 16-byte load (`movdqa`) whose
-        /// low 8 bytes are kept (default build).
+        /// The low half of a pair at `base + off`: by default one atomic 16-byte load
+        /// (`movdqa`) whose low 8 bytes are kept; with the `value-half-load` feature one
+        /// aligned 8-byte `mov` (module docs for what it assumes).
         ///
         /// # Safety
         ///
         /// - `base + off` is a pair: valid for reads of 16 bytes and 16-aligned;
-        /// - [`low_loads_are_atomic`] holds (here: [`wide_loads_known_atomic`]).
-        #[cfg(not(feature = "value-half-load"))]
+        /// - [`low_loads_are_atomic`] holds (by default [`wide_loads_known_atomic`], with the
+        ///   feature [`pairs_are_lock_free`]).
         #[inline(always)]
         pub(super) unsafe fn load_low_at(base: *const u8, off: usize) -> u64 {
             let lo: u64;
             // SAFETY:
             // - `base + off` is readable and 16-aligned (caller), as `movdqa` requires;
-            // - the access is one atomic 16-byte load racing only with `lock cmpxchg16b`
-            //   (caller; module docs), i.e. the pair's atomic load in the memory model.
+            // - every write to the pair is one `lock cmpxchg16b` (caller), so this is the
+            //   pair's atomic 16-byte load in the memory model: by the manuals for `movdqa`
+            //   (AVX, caller), under the assumption the module docs state for `mov`.
+            #[cfg(not(feature = "value-half-load"))]
             unsafe {
                 core::arch::asm!(
                     "movdqa {x}, xmmword ptr [{b} + {o}]",
@@ -323,26 +326,8 @@ mod imp {
                     options(nostack, preserves_flags),
                 );
             }
-            lo
-        }
-
-        /// The low half of a pair at `base + off`, by one aligned 8-byte `mov` (the
-        /// `value-half-load` feature; module docs for what it assumes).
-        ///
-        /// # Safety
-        ///
-        /// - `base + off` is a pair: valid for reads of 16 bytes and 16-aligned;
-        /// - [`low_loads_are_atomic`] holds (here: [`pairs_are_lock_free`]).
-        #[cfg(feature = "value-half-load")]
-        #[inline(always)]
-        pub(super) unsafe fn load_low_at(base: *const u8, off: usize) -> u64 {
-            let lo: u64;
-            // SAFETY:
-            // - `base + off` is readable and 8-aligned (caller);
-            // - every write to the pair is one `lock cmpxchg16b` (caller), so, under the
-            //   assumption the module docs state, this load returns the low half of one of the
-            //   pair's values in its modification order, exactly as the atomic 16-byte load it
-            //   stands for.
+            // SAFETY: as above.
+            #[cfg(feature = "value-half-load")]
             unsafe {
                 core::arch::asm!(
                     "mov {lo}, qword ptr [{b} + {o}]",

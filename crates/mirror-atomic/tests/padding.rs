@@ -10,7 +10,6 @@
 mod common;
 
 use common::{Rng, Set, BUCKETS, LAYOUT};
-use core::ops::Range;
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{
     Bst, HashSet, Heap, List, SkipList, BST_ROOT_SLOT, HASH_ROOT_SLOT, LIST_ROOT_SLOT,
@@ -38,11 +37,11 @@ fn dirty_stack() {
     std::hint::black_box(&mut buf);
 }
 
-/// The node blocks of one structure and flavor: their size and the ranges of each block that
-/// no field covers (must be zero).
+/// The node blocks of one structure and flavor: their size and the byte ranges `(start, end)`
+/// of each block that no field covers (must be zero).
 struct Nodes {
     block: u64,
-    zero: &'static [Range<u64>],
+    zero: &'static [(usize, usize)],
 }
 
 /// Builds `S` on a file, runs inserts and removes on a dirty stack, drops it, and checks the
@@ -96,11 +95,11 @@ fn check<S: Set<P = Hardware>>(root_slot: usize, nodes: Nodes) {
                 let block = &bytes[b as usize..(b + nodes.block) as usize];
                 used += usize::from(block.iter().any(|&x| x != 0));
                 if b != root {
-                    for r in nodes.zero {
-                        let gap = &block[r.start as usize..r.end as usize];
+                    for &(start, end) in nodes.zero {
+                        let gap = &block[start..end];
                         assert!(
                             gap.iter().all(|&x| x == 0),
-                            "{}: block {b:#x}, bytes {r:?} (no field) hold {gap:02x?}",
+                            "{}: block {b:#x}, bytes {start}..{end} (no field) hold {gap:02x?}",
                             S::F::NAME
                         );
                     }
@@ -119,7 +118,7 @@ fn check<S: Set<P = Hardware>>(root_slot: usize, nodes: Nodes) {
 /// A Mirror list node: pair `0..16`, key `16..24`, pad `24..32` (block 32).
 const MIRROR_LIST: Nodes = Nodes {
     block: 32,
-    zero: &[24..32],
+    zero: &[(24, 32)],
 };
 /// An 8-byte-flavor list node: `next`, key (block 16, no gap).
 const WORD_LIST: Nodes = Nodes {
@@ -129,22 +128,22 @@ const WORD_LIST: Nodes = Nodes {
 /// A Mirror skip-list node: key, height, state, pad `24..32`, tower `32..224` (block 256).
 const MIRROR_SKIP: Nodes = Nodes {
     block: 256,
-    zero: &[24..32, 224..256],
+    zero: &[(24, 32), (224, 256)],
 };
 /// An 8-byte-flavor skip-list node: `0..120` (block 128).
 const WORD_SKIP: Nodes = Nodes {
     block: 128,
-    zero: &[120..128],
+    zero: &[(120, 128)],
 };
 /// A Mirror BST node: two pairs, key `32..40`, pad `40..48` (block 64).
 const MIRROR_BST: Nodes = Nodes {
     block: 64,
-    zero: &[40..64],
+    zero: &[(40, 64)],
 };
 /// An 8-byte-flavor BST node: `0..24` (block 32).
 const WORD_BST: Nodes = Nodes {
     block: 32,
-    zero: &[24..32],
+    zero: &[(24, 32)],
 };
 
 type Hash<F> = HashSet<F, Hardware, BUCKETS>;
