@@ -12,7 +12,7 @@ mod common;
 use common::{Rng, Set, BUCKETS, LAYOUT};
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{
-    Bst, HashSet, Heap, List, SkipList, BST_ROOT_SLOT, HASH_ROOT_SLOT, LIST_ROOT_SLOT,
+    Bst, HashSet, Heap, List, Region, SkipList, BST_ROOT_SLOT, HASH_ROOT_SLOT, LIST_ROOT_SLOT,
     SKIP_ROOT_SLOT,
 };
 use pmem::Hardware;
@@ -50,7 +50,7 @@ struct Nodes {
 fn check<S: Set<P = Hardware>>(root_slot: usize, nodes: Nodes) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("heap.pmem");
-    let (user, root) = {
+    {
         let heap = Heap::<S::F, Hardware>::create(&path, LAYOUT, SIZE).expect("create");
         let s = S::create(heap).expect("structure");
         let mut rng = Rng(7);
@@ -64,12 +64,13 @@ fn check<S: Set<P = Hardware>>(root_slot: usize, nodes: Nodes) {
             }
         }
         assert!(!s.snapshot().0.is_empty());
-        let root = s
-            .region()
-            .root_slot(root_slot)
-            .expect("slot")
-            .expect("root");
-        (s.region().user_offset().0, root.0)
+    }
+    // Where the chunks start and which block is the root (the file is closed again before it
+    // is read).
+    let (user, root) = {
+        let region = Region::<Hardware>::open(&path, LAYOUT).expect("reopen");
+        let root = region.root_slot(root_slot).expect("slot").expect("root");
+        (region.user_offset().0, root.0)
     };
     let bytes = std::fs::read(&path).expect("read the file back");
     let word = |off: u64| {
