@@ -17,7 +17,10 @@ const LAYOUT: u64 = 0x1212;
 
 macro_rules! exercise {
     ($image:expr, $ops:expr, $t:ty) => {{
-        if let Ok(region) = Region::from_image($image, LAYOUT, SimConfig::new(1).evictions(0.0)) {
+        // SAFETY: this thread runs the recovered structure (every write to the region) and
+        // makes every persistence call.
+        let recovered = unsafe { Region::from_image($image, LAYOUT, SimConfig::new(1).evictions(0.0)) };
+        if let Ok(region) = recovered {
             if let Ok(set) = <$t>::recover(region) {
                 assert!(set.snapshot().1, "recovery accepted a malformed structure");
                 for &b in $ops {

@@ -55,7 +55,7 @@ struct Stack<F: Flavor, P: Persist> {
 const ROOT: usize = 0;
 
 impl<F: Flavor, P: Persist> Stack<F, P> {
-    fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
+    fn new(mut heap: Heap<F, P>) -> Result<Self, HeapError> {
         let top = heap.alloc(Top::<F> {
             top: F::atomic(PPtr::null()),
         })?;

@@ -231,7 +231,7 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
     /// # Errors
     ///
     /// [`HeapError::Alloc`] if the sentinels do not fit.
-    pub fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
+    pub fn new(mut heap: Heap<F, P>) -> Result<Self, HeapError> {
         // Built bottom-up: each node is durable (`alloc`) before a node pointing to it is
         // allocated, and the root slot is set last.
         let inf0 = heap.alloc(BstNode::<F>::leaf(INF0))?;
@@ -706,7 +706,28 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
 mod tests {
     use super::*;
     use crate::flavor::{Izraelevitz, Mirror, Volatile};
-    use pmem::sim::{SimConfig, Simulated};
+    use pmem::sim::{Image, SimConfig, Simulated};
+
+    /// Layout id and size of the simulated test regions.
+    const SIM_LAYOUT: u64 = 0xB57;
+    const SIM_SIZE: u64 = 256 + 4 * 65536;
+
+    /// A simulated region, for a test that uses it on the calling thread only.
+    fn sim_region(cfg: SimConfig) -> Region<Simulated> {
+        // SAFETY:
+        // - the tests of this module run the tree (every write to region memory) and every
+        //   call of the region's backend on one thread; deferred frees touch only the heap's
+        //   volatile free lists;
+        // - they make no `&mut` into region memory.
+        unsafe { Region::simulated(SIM_LAYOUT, SIM_SIZE, cfg) }.expect("region")
+    }
+
+    /// Recovers `image` as a simulated region, for the calling thread only.
+    fn sim_recovery(image: &Image, cfg: SimConfig) -> Region<Simulated> {
+        // SAFETY:
+        // - as in `sim_region`: one thread makes every write and every backend call.
+        unsafe { Region::from_image(image, SIM_LAYOUT, cfg) }.expect("image")
+    }
 
     /// Flags the edge to `key`'s leaf (the remove's injection) and stops there.
     fn inject_only<F: Flavor, P: Persist>(tree: &Bst<F, P>, key: u64) {
@@ -772,7 +793,7 @@ mod tests {
     /// three keys absent, no flag or tag left, and exactly the sentinels and two blocks per
     /// remaining key allocated.
     fn recovery_finishes_interrupted_removes<F: Flavor>() {
-        let region = Region::simulated(0xB57, 256 + 4 * 65536, SimConfig::new(3)).expect("region");
+        let region = sim_region(SimConfig::new(3));
         let tree = Bst::<F, Simulated>::new(Heap::new(region).expect("heap")).expect("tree");
         for k in [8, 4, 5, 6, 1, 9] {
             assert!(tree.insert(k).expect("room"));
@@ -791,8 +812,7 @@ mod tests {
         assert_eq!(tree.snapshot(), (vec![1, 8, 9], true));
         let image = tree.heap.region().persist().crash();
         drop(tree);
-        let region =
-            Region::from_image(&image, 0xB57, SimConfig::new(4).evictions(0.0)).expect("image");
+        let region = sim_recovery(&image, SimConfig::new(4).evictions(0.0));
         let tree = Bst::<F, Simulated>::recover(region).expect("recover");
         assert_eq!(tree.snapshot(), (vec![1, 8, 9], true));
         let walk = tree.walk().expect("well formed");
@@ -817,7 +837,7 @@ mod tests {
     fn recover_damaged<F: Flavor>(
         damage: impl FnOnce(&Bst<F, Simulated>),
     ) -> Result<Vec<u64>, HeapError> {
-        let region = Region::simulated(0xB57, 256 + 4 * 65536, SimConfig::new(5)).expect("region");
+        let region = sim_region(SimConfig::new(5));
         let tree = Bst::<F, Simulated>::new(Heap::new(region).expect("heap")).expect("tree");
         for k in [30, 10, 50, 20, 40] {
             assert!(tree.insert(k).expect("room"));
@@ -825,8 +845,7 @@ mod tests {
         damage(&tree);
         let image = tree.heap.region().persist().crash();
         drop(tree);
-        let region =
-            Region::from_image(&image, 0xB57, SimConfig::new(6).evictions(0.0)).expect("image");
+        let region = sim_recovery(&image, SimConfig::new(6).evictions(0.0));
         Bst::<F, Simulated>::recover(region).map(|t| t.snapshot().0)
     }
 

@@ -27,12 +27,155 @@ use crate::patomic::PConst;
 
 /// An atomic flavor (see the [module docs](self)).
 ///
-/// Structures are written against `F::Atomic<T>` and these functions only; implement the
-/// trait yourself only to build a variant of a flavor (the crash tests build a deliberately
-/// broken Mirror this way).
-pub trait Flavor: Sized + Send + Sync + 'static {
-    /// The atomic word holding a `T`.
-    type Atomic<T>: Send + Sync;
+/// Structures are written against `F::Atomic<T>` and these functions only. The three flavors
+/// of this module are the ones to use; implement the trait yourself only to build a variant of
+/// one of them (the crash tests build a deliberately broken Mirror this way), with the
+/// functions of [`raw`] for the persistence steps.
+///
+/// # Safety
+///
+/// The structures' unsafe code (their [`Object`] impls, every
+/// [`Heap::get`](crate::Heap::get) of a pointer read from a flavor atomic, recovery) relies on
+/// the following; an implementation must guarantee all of it, for every `T: Pod`:
+///
+/// 1. **`Atomic<T>` is a plain heap word** (the bound `Object` checks the declaration; the
+///    implementor vouches for the rest): every bit pattern of its size is a valid value
+///    (recovery reads objects from a file that may be corrupt, and Mirror's recovery copies the
+///    region byte for byte into the volatile arena); it has no drop glue and owns nothing (heap
+///    objects are never dropped); it holds no Rust pointer or reference, to the heap or outside
+///    it (the region maps elsewhere after a restart); it has no padding (every byte of an object
+///    is copied to the region); its state changes only through `&` (interior mutability), and
+///    the functions below may run on it from several threads at once without a data race
+///    (hence `Send + Sync`).
+/// 2. **It is an atomic register of `T`**: [`atomic`](Self::atomic) holds `value`;
+///    [`load`](Self::load) and [`compare_exchange`](Self::compare_exchange) return only values
+///    that this atomic held (given to `atomic` or stored by a successful `compare_exchange`),
+///    and a `compare_exchange` replaces the value only if it equals `current`, atomically
+///    (linearizably) with respect to every other call on the same atomic. The structures retire
+///    a node once, after the CAS that unlinked it, and dereference pointers they loaded: a
+///    flavor that invents a value or loses an update makes them free a node twice or read a
+///    reclaimed or never-allocated block.
+/// 3. **It orders like Acquire/Release**: a successful `compare_exchange` is a Release (and an
+///    Acquire) and `load` is an Acquire, so the writes that built an object before the CAS that
+///    published it happen before the reads of a thread that loads the pointer.
+/// 4. **`publish` touches only its object**: it reads and writes only `offset..offset + len` of
+///    this `space` (in its primary memory and, for [`MIRRORED`](Self::MIRRORED), its twin in
+///    the region) and keeps no reference to it. [`peek`](Self::peek) reads only its atomic.
+/// 5. **Safe functions stay sound for any argument**: `load` and `compare_exchange` may be
+///    called with an atomic that is not in `space`'s heap (a stack value, another heap); they
+///    must then panic or act on the atomic alone, never write memory through `space`.
+///
+/// Durability is a separate, correctness promise: `publish` makes the object durable before
+/// the CAS that publishes it, and a `compare_exchange` is durable before a load can observe
+/// it (or is made durable by whoever observes it), as the module table says for each flavor.
+/// A flavor that breaks only this loses or tears data at a crash (recovery then returns a
+/// typed error or an older structure) but causes no undefined behaviour; that is the broken
+/// flavor the crash tests use to show that their checker catches it.
+///
+/// # Examples
+///
+/// A variant of Mirror (here identical) implemented outside the crate:
+///
+/// ```
+/// use mirror_atomic::flavor::{raw, Flavor, Mirror};
+/// use mirror_atomic::{PAtomic, Persist, Pod, Space};
+///
+/// struct MyMirror;
+///
+/// // SAFETY: every function forwards to `Mirror`, whose atomic is `PAtomic` (items 1-3 and 5);
+/// // `publish` passes its own contract on to the `raw` functions (item 4).
+/// unsafe impl Flavor for MyMirror {
+///     type Atomic<T: 'static> = PAtomic<T>;
+///     const NAME: &'static str = "my-mirror";
+///     const MIRRORED: bool = true;
+///     type Pad = <Mirror as Flavor>::Pad;
+///     fn atomic<T: Pod>(v: T) -> PAtomic<T> { Mirror::atomic(v) }
+///     fn load<T: Pod, P: Persist>(a: &PAtomic<T>, s: &Space<P>) -> T { Mirror::load(a, s) }
+///     fn compare_exchange<T: Pod, P: Persist>(
+///         a: &PAtomic<T>, c: T, n: T, s: &Space<P>,
+///     ) -> Result<T, T> {
+///         Mirror::compare_exchange(a, c, n, s)
+///     }
+///     fn peek<T: Pod>(a: &PAtomic<T>) -> T { Mirror::peek(a) }
+///     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+///         // SAFETY: the caller's contract (an unpublished object of this heap) is each
+///         // function's.
+///         unsafe {
+///             raw::copy_to_twin(space, offset, len);
+///             raw::flush_twin(space, offset, len);
+///         }
+///         space.fence();
+///     }
+/// }
+///
+/// let list = mirror_atomic::List::<MyMirror, _>::anonymous(1 << 20)?;
+/// assert!(list.insert(7)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Without `unsafe`, the same implementation does not compile: implementing the trait is a
+/// promise that the compiler cannot check.
+///
+/// ```compile_fail
+/// use mirror_atomic::flavor::{Flavor, Mirror};
+/// use mirror_atomic::{PAtomic, Persist, Pod, Space};
+///
+/// struct MyMirror;
+///
+/// impl Flavor for MyMirror {
+///     type Atomic<T: 'static> = PAtomic<T>;
+///     const NAME: &'static str = "my-mirror";
+///     const MIRRORED: bool = true;
+///     type Pad = <Mirror as Flavor>::Pad;
+///     fn atomic<T: Pod>(v: T) -> PAtomic<T> { Mirror::atomic(v) }
+///     fn load<T: Pod, P: Persist>(a: &PAtomic<T>, s: &Space<P>) -> T { Mirror::load(a, s) }
+///     fn compare_exchange<T: Pod, P: Persist>(
+///         a: &PAtomic<T>, c: T, n: T, s: &Space<P>,
+///     ) -> Result<T, T> {
+///         Mirror::compare_exchange(a, c, n, s)
+///     }
+///     fn peek<T: Pod>(a: &PAtomic<T>) -> T { Mirror::peek(a) }
+///     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+///         // SAFETY: forwarded.
+///         unsafe { Mirror::publish(space, offset, len) }
+///     }
+/// }
+/// ```
+///
+/// Nor does an implementation whose atomic owns memory, even an `unsafe` one: recovery would
+/// build a `Box` from file bytes, and a `Box` is not an `Object` (this one is `Send + Sync`, so
+/// the `Object` bound is what rejects it).
+///
+/// ```compile_fail
+/// use mirror_atomic::flavor::{Flavor, Mirror};
+/// use mirror_atomic::{PAtomic, Persist, Pod, Space};
+///
+/// struct Boxed;
+///
+/// // SAFETY: none; this must not compile.
+/// unsafe impl Flavor for Boxed {
+///     type Atomic<T: 'static> = Box<PAtomic<T>>;
+///     const NAME: &'static str = "boxed";
+///     const MIRRORED: bool = true;
+///     type Pad = <Mirror as Flavor>::Pad;
+///     fn atomic<T: Pod>(v: T) -> Box<PAtomic<T>> { Box::new(Mirror::atomic(v)) }
+///     fn load<T: Pod, P: Persist>(a: &Box<PAtomic<T>>, s: &Space<P>) -> T { Mirror::load(a, s) }
+///     fn compare_exchange<T: Pod, P: Persist>(
+///         a: &Box<PAtomic<T>>, c: T, n: T, s: &Space<P>,
+///     ) -> Result<T, T> {
+///         Mirror::compare_exchange(a, c, n, s)
+///     }
+///     fn peek<T: Pod>(a: &Box<PAtomic<T>>) -> T { Mirror::peek(a) }
+///     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+///         // SAFETY: forwarded.
+///         unsafe { Mirror::publish(space, offset, len) }
+///     }
+/// }
+/// ```
+pub unsafe trait Flavor: Sized + Send + Sync + 'static {
+    /// The atomic word holding a `T` (a heap [`Object`]; see the trait's
+    /// `# Safety`).
+    type Atomic<T: 'static>: Object;
     /// Name printed by benches and tests.
     const NAME: &'static str;
     /// Whether objects live in a separate volatile arena mirrored by the region.
@@ -65,6 +208,80 @@ pub trait Flavor: Sized + Send + Sync + 'static {
     ///
     /// `offset..offset + len` is an object of this heap that no other thread can reach yet.
     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize);
+}
+
+/// The persistence steps of [`Flavor::publish`], for implementors of [`Flavor`] only.
+///
+/// Low-level plumbing: each function copies or writes back raw heap memory, so each is an
+/// `unsafe fn` whose contract is `publish`'s own. They are not methods of [`Space`]: nothing
+/// reachable from a [`Heap`](crate::Heap) or a structure lets safe code touch heap bytes.
+///
+/// ```compile_fail
+/// // The plumbing is not a method of `Space` (not even an unsafe one).
+/// let heap = mirror_atomic::Heap::<mirror_atomic::flavor::Mirror, _>::anonymous(1 << 20)?;
+/// unsafe { heap.space().copy_to_twin(4096, 16) };
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// ```compile_fail
+/// let heap = mirror_atomic::Heap::<mirror_atomic::flavor::Mirror, _>::anonymous(1 << 20)?;
+/// unsafe { heap.space().flush_twin(4096, 16) };
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// ```compile_fail
+/// let heap = mirror_atomic::Heap::<mirror_atomic::flavor::Mirror, _>::anonymous(1 << 20)?;
+/// unsafe { heap.space().flush_primary(4096, 16) };
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod raw {
+    use crate::heap::Space;
+    use pmem::Persist;
+
+    /// Copies `len` bytes at `offset` from the volatile arena to the region (paper §4.3.2;
+    /// nothing when the heap is not mirrored).
+    ///
+    /// # Safety
+    ///
+    /// `offset..offset + len` is an object of `space`'s heap that no other thread can reach
+    /// yet (the contract of [`Flavor::publish`](super::Flavor::publish)).
+    ///
+    /// # Examples
+    ///
+    /// See [`Flavor`](super::Flavor#examples).
+    pub unsafe fn copy_to_twin<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+        // SAFETY: the caller's contract is `copy_to_twin`'s.
+        unsafe { space.copy_to_twin(offset, len) }
+    }
+
+    /// Writes back the region copy of `offset..offset + len` (no fence).
+    ///
+    /// # Safety
+    ///
+    /// As [`copy_to_twin`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Flavor`](super::Flavor#examples).
+    pub unsafe fn flush_twin<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+        // SAFETY: an object of this heap is inside the region (caller's contract).
+        unsafe { space.flush_twin(offset, len) }
+    }
+
+    /// Writes back the primary copy of `offset..offset + len` (the region itself when the heap
+    /// is not mirrored; no fence).
+    ///
+    /// # Safety
+    ///
+    /// As [`copy_to_twin`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Flavor`](super::Flavor#examples).
+    pub unsafe fn flush_primary<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
+        // SAFETY: an object of this heap is inside the primary memory (caller's contract).
+        unsafe { space.flush_primary(offset, len) }
+    }
 }
 
 /// Plain atomics on DRAM: no persistence (the baseline every persistent flavor is compared to).
@@ -144,8 +361,10 @@ impl<T: Pod + fmt::Debug> fmt::Debug for VAtomic<T> {
     }
 }
 
-impl Flavor for Volatile {
-    type Atomic<T> = VAtomic<T>;
+// SAFETY: `VAtomic` is one 8-byte atomic word of `Pod` bits (item 1); `load` and
+// `compare_exchange` are its Acquire load and AcqRel CAS (items 2, 3, 5); `publish` does nothing.
+unsafe impl Flavor for Volatile {
+    type Atomic<T: 'static> = VAtomic<T>;
     const NAME: &'static str = "volatile";
     const MIRRORED: bool = false;
     type Pad = [u64; 0];
@@ -172,8 +391,10 @@ impl Flavor for Volatile {
     unsafe fn publish<P: Persist>(_: &Space<P>, _: u64, _: usize) {}
 }
 
-impl Flavor for Izraelevitz {
-    type Atomic<T> = VAtomic<T>;
+// SAFETY: `VAtomic` as for `Volatile` (items 1-3, 5); the flushes after a load or CAS write
+// back the atomic's own word; `publish` writes back only its object (item 4).
+unsafe impl Flavor for Izraelevitz {
+    type Atomic<T: 'static> = VAtomic<T>;
     const NAME: &'static str = "izraelevitz";
     const MIRRORED: bool = false;
     type Pad = [u64; 0];
@@ -208,13 +429,17 @@ impl Flavor for Izraelevitz {
     }
     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
         // SAFETY: the caller guarantees the object is this heap's; `flush_primary` needs it.
-        unsafe { space.flush_primary(offset, len) };
+        unsafe { raw::flush_primary(space, offset, len) };
         space.fence(); // izr-publish-fence
     }
 }
 
-impl Flavor for Mirror {
-    type Atomic<T> = PAtomic<T>;
+// SAFETY: `PAtomic` is one 16-byte pair of `Pod` bits (item 1); its load of the volatile pair
+// and Figure 4's CASes on both pairs are SeqCst (at least Acquire/Release: items 2, 3);
+// it panics for an atomic outside `space`'s arena (item 5); `publish` copies and writes back
+// only its object (item 4).
+unsafe impl Flavor for Mirror {
+    type Atomic<T: 'static> = PAtomic<T>;
     const NAME: &'static str = "mirror";
     const MIRRORED: bool = true;
     type Pad = [u64; 1];
@@ -241,9 +466,9 @@ impl Flavor for Mirror {
     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
         // Paper §4.3.2: the object is built in the volatile replica, then copied to its twin.
         // SAFETY: the caller guarantees the object is this heap's and unpublished.
-        unsafe { space.copy_to_twin(offset, len) };
+        unsafe { raw::copy_to_twin(space, offset, len) };
         // SAFETY: as above.
-        unsafe { space.flush_twin(offset, len) };
+        unsafe { raw::flush_twin(space, offset, len) };
         // The copy is ordered before the CAS that publishes the object (its own pwb).
         space.fence(); // mirror-publish-fence
     }
@@ -287,10 +512,14 @@ mod tests {
             if crash_at_dependent_store {
                 cfg = cfg.store_points(1.0).crash_at_store(0);
             }
-            let heap = Heap::<Izraelevitz, Simulated>::new(
-                Region::simulated(9, 1 << 20, cfg).expect("region"),
-            )
-            .expect("heap");
+            // SAFETY:
+            // - every write to region memory and every call of the backend is made on this
+            //   thread, except thread A's CAS (and whatever A's `cas` calls), which run between
+            //   the spawn and the join of `scope`: ordered by happens-before with everything
+            //   this thread does, so nothing A does runs concurrently with this thread;
+            // - no `&mut` into region memory is made.
+            let region = unsafe { Region::simulated(9, 1 << 20, cfg) }.expect("region");
+            let heap = Heap::<Izraelevitz, Simulated>::new(region).expect("heap");
             let pa = heap
                 .alloc(Line {
                     w: Izraelevitz::atomic(0u64),

@@ -84,7 +84,7 @@ impl<F: Flavor, P: Persist, const B: usize> HashSet<F, P, B> {
     /// # Errors
     ///
     /// [`HeapError::Alloc`] if the bucket array does not fit a block.
-    pub fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
+    pub fn new(mut heap: Heap<F, P>) -> Result<Self, HeapError> {
         let () = Self::POWER_OF_TWO;
         let root = heap.alloc(Buckets::<F, B> {
             heads: core::array::from_fn(|_| F::atomic(PPtr::null())),

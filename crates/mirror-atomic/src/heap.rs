@@ -123,13 +123,17 @@ macro_rules! assert_padding_free {
 }
 pub(crate) use assert_padding_free;
 
-// SAFETY: an atomic over a `Pod` value: any bits are a value; no drop glue, no pointers; the
-// pair holds the value's bits zero-extended to 8 bytes and a sequence word (all 16 written).
-unsafe impl<T: pmem::Pod> Object for crate::PAtomic<T> {
+// SAFETY: a 16-byte atomic pair of plain words (`T` is only a `PhantomData<fn() -> T>`; values
+// are read as `T` only by methods that require `T: Pod`): any bits are a value; no drop glue, no
+// pointers; no padding (one `u128`, every byte written: the value's bits zero-extended to 8
+// bytes and the sequence word). Not bounded by `T: Pod`, so that `Flavor::Atomic<T>: Object`
+// needs no `Pod` proof of a node type still being defined (a struct ending in
+// `F::Atomic<PPtr<Self>>`).
+unsafe impl<T: 'static> Object for crate::PAtomic<T> {
     const FIELD_BYTES: usize = core::mem::size_of::<u128>();
 }
-// SAFETY: as above (one 8-byte word, the value's bits zero-extended).
-unsafe impl<T: pmem::Pod> Object for crate::flavor::VAtomic<T> {
+// SAFETY: as above, for one 8-byte atomic word.
+unsafe impl<T: 'static> Object for crate::flavor::VAtomic<T> {
     const FIELD_BYTES: usize = core::mem::size_of::<u64>();
 }
 // SAFETY: a `Pod` value (no padding).
@@ -242,8 +246,9 @@ impl<P: Persist> Space<P> {
         })
     }
 
-    /// The persistent region.
-    pub fn region(&self) -> &Region<P> {
+    /// The persistent region (crate-internal: its safe `set_root_slot` and chunk allocator
+    /// would let safe code rewrite the heap's durable metadata).
+    pub(crate) fn region(&self) -> &Region<P> {
         &self.region
     }
 
@@ -302,7 +307,7 @@ impl<P: Persist> Space<P> {
     /// # Safety
     ///
     /// `offset..offset + len` is an object of this heap that no other thread can reach yet.
-    pub unsafe fn copy_to_twin(&self, offset: u64, len: usize) {
+    pub(crate) unsafe fn copy_to_twin(&self, offset: u64, len: usize) {
         if self.arena.is_some() {
             // SAFETY:
             // - both ranges are inside their `len`-byte memories (the object is in the heap);
@@ -320,7 +325,7 @@ impl<P: Persist> Space<P> {
     /// # Safety
     ///
     /// `offset..offset + len` is inside the region.
-    pub unsafe fn flush_twin(&self, offset: u64, len: usize) {
+    pub(crate) unsafe fn flush_twin(&self, offset: u64, len: usize) {
         // SAFETY: in the mapped region (caller's contract).
         unsafe { self.persist().flush_bytes(self.region_at(offset), len) };
     }
@@ -331,7 +336,7 @@ impl<P: Persist> Space<P> {
     /// # Safety
     ///
     /// `offset..offset + len` is inside the heap.
-    pub unsafe fn flush_primary(&self, offset: u64, len: usize) {
+    pub(crate) unsafe fn flush_primary(&self, offset: u64, len: usize) {
         // SAFETY: in the mapped primary memory (caller's contract).
         unsafe { self.persist().flush_bytes(self.primary_at(offset), len) };
     }
@@ -411,7 +416,7 @@ impl<P: Persist> core::fmt::Debug for Space<P> {
 ///
 /// ```
 /// use mirror_atomic::{flavor::Mirror, Heap, PAtomic};
-/// let heap = Heap::<Mirror, _>::anonymous(1 << 20)?;
+/// let mut heap = Heap::<Mirror, _>::anonymous(1 << 20)?;
 /// let counter = heap.alloc(PAtomic::new(0u64))?;
 /// heap.set_root(0, counter)?;
 /// // SAFETY: allocated above and never retired.
@@ -501,8 +506,8 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         &self.space
     }
 
-    /// The persistent region.
-    pub fn region(&self) -> &Region<P> {
+    /// The persistent region (crate-internal, as [`Space::region`]).
+    pub(crate) fn region(&self) -> &Region<P> {
         self.space.region()
     }
 
@@ -597,10 +602,42 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
 
     /// Records `p` in persistent root slot `slot` (`pwb` + `psync` of the slot).
     ///
+    /// It takes `&mut self`: only the owner of a heap names its roots. A structure owns its
+    /// heap and lends it out only as `&Heap`, so safe code cannot point the structure's durable
+    /// root elsewhere:
+    ///
+    /// ```compile_fail
+    /// use mirror_atomic::{flavor::Mirror, List, PPtr, LIST_ROOT_SLOT};
+    /// let list = List::<Mirror, _>::anonymous(1 << 20)?;
+    /// list.heap().set_root(LIST_ROOT_SLOT, PPtr::<u64>::null())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// Nor is the region reachable, whose `set_root_slot` and chunk allocator would do the
+    /// same:
+    ///
+    /// ```compile_fail
+    /// use mirror_atomic::{flavor::Mirror, List};
+    /// let list = List::<Mirror, _>::anonymous(1 << 20)?;
+    /// list.heap().space().region().set_root_slot(0, mirror_atomic::pmem::Offset::NULL)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`HeapError::MissingRoot`] if `slot >= pmem::ROOT_SLOTS`.
-    pub fn set_root<N: Object>(&self, slot: usize, p: PPtr<N>) -> Result<(), HeapError> {
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Mirror, Heap, PAtomic};
+    /// let mut heap = Heap::<Mirror, _>::anonymous(1 << 20)?;
+    /// let p = heap.alloc(PAtomic::new(5u64))?;
+    /// heap.set_root(1, p)?;
+    /// assert_eq!(heap.root::<PAtomic<u64>>(1), Some(p));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_root<N: Object>(&mut self, slot: usize, p: PPtr<N>) -> Result<(), HeapError> {
         self.region()
             .set_root_slot(slot, Offset(p.offset()))
             .map_err(|_| HeapError::MissingRoot { slot })

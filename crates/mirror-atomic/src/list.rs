@@ -348,7 +348,7 @@ impl<F: Flavor, P: Persist> List<F, P> {
     /// # Errors
     ///
     /// [`HeapError::Alloc`] if the root does not fit.
-    pub fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
+    pub fn new(mut heap: Heap<F, P>) -> Result<Self, HeapError> {
         let root = heap.alloc(ListRoot::<F> {
             head: F::atomic(PPtr::null()),
         })?;

@@ -195,7 +195,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// # Errors
     ///
     /// [`HeapError::Alloc`] if the root does not fit.
-    pub fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
+    pub fn new(mut heap: Heap<F, P>) -> Result<Self, HeapError> {
         let root = heap.alloc(SkipRoot::<F> {
             head: core::array::from_fn(|_| F::atomic(PPtr::null())),
         })?;

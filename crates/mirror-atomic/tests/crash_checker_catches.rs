@@ -4,7 +4,7 @@
 mod common;
 
 use common::{count_events, crash_point, ops, Rng, BUCKETS};
-use mirror_atomic::flavor::{Flavor, Mirror};
+use mirror_atomic::flavor::{raw, Flavor, Mirror};
 use mirror_atomic::{Bst, HashSet, List, PAtomic, Persist, Pod, SkipList, Space};
 use pmem::sim::Simulated;
 
@@ -12,8 +12,10 @@ use pmem::sim::Simulated;
 #[derive(Debug)]
 struct UnflushedNodes;
 
-impl Flavor for UnflushedNodes {
-    type Atomic<T> = PAtomic<T>;
+// SAFETY: every function but `publish` forwards to `Mirror`; `publish` copies only its object
+// (the caller's contract). Only the durability promise is broken, on purpose.
+unsafe impl Flavor for UnflushedNodes {
+    type Atomic<T: 'static> = PAtomic<T>;
     const NAME: &'static str = "mirror-unflushed-nodes";
     const MIRRORED: bool = true;
     type Pad = <Mirror as Flavor>::Pad;
@@ -36,7 +38,7 @@ impl Flavor for UnflushedNodes {
     }
     unsafe fn publish<P: Persist>(space: &Space<P>, offset: u64, len: usize) {
         // SAFETY: forwarded from the caller's contract. The write-back and fence are missing.
-        unsafe { space.copy_to_twin(offset, len) };
+        unsafe { raw::copy_to_twin(space, offset, len) };
     }
 }
 

@@ -12,11 +12,10 @@
 
 mod common;
 
-use common::{Rng, Set, SetOp, BUCKETS, LAYOUT, SIM_SIZE};
+use common::{Rng, Set, SetOp, BUCKETS};
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
 use mirror_atomic::{Bst, HashSet, Heap, List, SkipList};
 use pmem::sim::{Image, SimConfig, Simulated};
-use pmem::Region;
 
 const USER: u64 = 256;
 const CHUNK: u64 = 65536;
@@ -34,22 +33,22 @@ fn seed_image<S: Set<P = Simulated>>(seed: u64, n: usize, crash_at: Option<u64>)
     if let Some(k) = crash_at {
         cfg = cfg.crash_at(k);
     }
-    let region = Region::simulated(LAYOUT, SIM_SIZE, cfg).expect("region");
+    let region = common::single_thread_region(cfg).expect("region");
     let set = S::create(Heap::new(region).expect("heap")).expect("structure");
     for op in common::ops(seed, n, 40) {
-        if set.region().persist().is_crashed() {
+        if set.persist().is_crashed() {
             break;
         }
         let _ = common::apply(&set, op);
     }
-    let p = set.region().persist();
+    let p = set.persist();
     p.crash_image().unwrap_or_else(|| p.crash())
 }
 
 /// Recovers `image` as `S`; if that succeeds, checks well-formedness and runs a few ops.
 /// Returns whether recovery accepted the image.
 fn exercise<S: Set<P = Simulated>>(image: &Image, rng: &mut Rng) -> bool {
-    let Ok(region) = Region::from_image(image, LAYOUT, SimConfig::new(1).evictions(0.0)) else {
+    let Ok(region) = common::single_thread_recovery(image, SimConfig::new(1).evictions(0.0)) else {
         return false;
     };
     let Ok(set) = S::recover(region) else {

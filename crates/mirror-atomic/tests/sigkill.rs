@@ -7,7 +7,7 @@
 use mirror_atomic::flavor::Mirror;
 use mirror_atomic::{HashSet, Heap, Region};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 const LAYOUT: u64 = 0x5167_4b11;
@@ -15,12 +15,12 @@ const SIZE: u64 = 256 + 32 * 65536;
 const CHILD_ENV: &str = "MIRROR_SIGKILL_CHILD_FILE";
 type Set = HashSet<Mirror, pmem::Hardware, 512>;
 
-/// Child mode (only when the parent sets `CHILD_ENV`): insert forever.
+/// The child process of `acknowledged_inserts_survive_sigkill`: inserts forever. Ignored in a
+/// normal run; fails when run without the parent's `CHILD_ENV`.
 #[test]
+#[ignore = "child process of acknowledged_inserts_survive_sigkill, which runs it with --ignored --exact"]
 fn sigkill_child() {
-    let Ok(path) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let path = testkit::child::child_spec(CHILD_ENV, "acknowledged_inserts_survive_sigkill");
     let set = match Region::open(&path, LAYOUT) {
         Ok(region) => Set::recover(region).expect("child recovery"),
         Err(_) => Set::new(Heap::create(&path, LAYOUT, SIZE).expect("create")).expect("set"),
@@ -44,13 +44,7 @@ fn acknowledged_inserts_survive_sigkill() {
     let path = dir.path().join("set.pmem");
     let mut acknowledged = Vec::new();
     for round in 0..5u64 {
-        let mut child = Command::new(std::env::current_exe().expect("exe"))
-            .args([
-                "sigkill_child",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+        let mut child = testkit::child::child_command("sigkill_child")
             .env(CHILD_ENV, &path)
             .stdout(Stdio::piped())
             .spawn()
@@ -93,4 +87,10 @@ fn acknowledged_inserts_survive_sigkill() {
             keys.len()
         );
     }
+}
+
+/// The child entry point cannot pass on its own (issue 19, item 9).
+#[test]
+fn sigkill_child_fails_without_its_parent() {
+    testkit::child::assert_child_fails_alone("sigkill_child", CHILD_ENV);
 }

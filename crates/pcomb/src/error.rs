@@ -81,6 +81,31 @@ pub enum BuildError {
         /// The largest supported limit.
         limit: usize,
     },
+    /// A structure was asked for a capacity of 0 (it could hold nothing, and every push would
+    /// answer `Full`). Remedy: ask for at least 1.
+    ZeroCapacity {
+        /// The structure being built.
+        kind: &'static str,
+    },
+    /// The structure's size for this capacity and thread count cannot be represented: its node
+    /// count does not fit the 32-bit node links, or its size in bytes overflows. Remedy: a
+    /// smaller capacity (or fewer threads, for the wait-free structures, which give each thread
+    /// `capacity` nodes).
+    TooLarge {
+        /// The structure being built.
+        kind: &'static str,
+        /// The capacity asked for.
+        capacity: u64,
+        /// The thread limit asked for.
+        max_threads: usize,
+    },
+    /// The volatile memory of the object (`bytes` bytes, reserved zeroed and untouched) could
+    /// not be allocated: more than the system will map. Remedy: a smaller capacity, or a
+    /// persistent object in a region sized for it.
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
     /// The region has no room for the object (it needs `needed` bytes). Remedy: create the
     /// region with a larger size.
     RegionTooSmall {
@@ -115,6 +140,22 @@ impl fmt::Display for BuildError {
         match self {
             Self::InvalidMaxThreads { requested, limit } => {
                 write!(f, "max_threads must be in 1..={limit}, got {requested}")
+            }
+            Self::ZeroCapacity { kind } => write!(f, "a {kind} needs a capacity of at least 1"),
+            Self::TooLarge {
+                kind,
+                capacity,
+                max_threads,
+            } => write!(
+                f,
+                "a {kind} of capacity {capacity} for {max_threads} threads is too large to \
+                 represent (32-bit node links, or a size that overflows)"
+            ),
+            Self::OutOfMemory { bytes } => {
+                write!(
+                    f,
+                    "could not reserve {bytes} bytes of memory for the object"
+                )
             }
             Self::RegionTooSmall { needed } => {
                 write!(

@@ -47,35 +47,31 @@ impl<P: Persist> core::fmt::Debug for Memory<P> {
 }
 
 impl<P: Persist> Memory<P> {
-    /// `len` zeroed heap words flushed (as no-ops, for `NoPersist`) through `persist`.
-    pub(crate) fn heap(len: usize, persist: P) -> Self {
-        Self {
+    /// `len` zeroed heap words flushed (as no-ops, for `NoPersist`) through `persist`,
+    /// reserved without touching them ([`words::reserve`]).
+    pub(crate) fn heap(len: usize, persist: P) -> Result<Self, BuildError> {
+        Ok(Self {
             backing: Backing::Heap {
-                words: words::zeroed(len),
+                words: words::reserve(len)?,
                 persist,
             },
-        }
+        })
     }
 
     /// Allocates `len` zeroed words (64-byte aligned) in `region` and makes them its root.
     /// The caller initializes and persists them before [`Memory::publish`].
     pub(crate) fn allocate(region: Region<P>, len: usize) -> Result<(Self, Offset), BuildError> {
-        let bytes = (len * 8) as u64;
-        let off = region
-            .allocator(bytes)
-            .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
-            .map_err(|e| match e {
-                pmem::AllocError::Exhausted { .. } => {
-                    BuildError::RegionTooSmall { needed: len * 8 }
-                }
-                other => BuildError::Region(Box::new(other)),
-            })?;
+        let off = alloc_words(&region, len)?;
         let mem = Self::at(region, off, len)?;
         // The allocator hands out fresh (zeroed) space of a region created for this object; a
-        // reused region may hold old bytes there, so zero the block explicitly.
+        // reused region may hold old bytes there, so zero the block explicitly, storing only
+        // where a word is not zero already: reading an untouched page of an anonymous region
+        // maps the shared zero page, so a large block costs no memory until it is used.
         for w in mem.words() {
-            // Relaxed: the object is not shared yet; its creator persists and publishes it.
-            w.store(0, Ordering::Relaxed);
+            // Relaxed (both): the object is not shared yet; its creator persists and publishes it.
+            if w.load(Ordering::Relaxed) != 0 {
+                w.store(0, Ordering::Relaxed);
+            }
         }
         Ok((mem, off))
     }
@@ -302,6 +298,32 @@ pub(crate) fn checksum(words: &[u64]) -> u64 {
         })
 }
 
+/// Claims `len` words, 64-byte aligned, in `region` (size arithmetic checked).
+///
+/// # Errors
+///
+/// [`BuildError::RegionTooSmall`] when the region has no room (or `len * 8` overflows);
+/// [`BuildError::Region`] when the region refuses otherwise.
+pub(crate) fn alloc_words<P: Persist>(
+    region: &Region<P>,
+    len: usize,
+) -> Result<Offset, BuildError> {
+    let too_small = || BuildError::RegionTooSmall {
+        needed: len.saturating_mul(8),
+    };
+    let bytes = len
+        .checked_mul(8)
+        .and_then(|b| u64::try_from(b).ok())
+        .ok_or_else(too_small)?;
+    region
+        .allocator(bytes)
+        .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
+        .map_err(|e| match e {
+            pmem::AllocError::Exhausted { .. } => too_small(),
+            other => BuildError::Region(Box::new(other)),
+        })
+}
+
 fn region_err(e: pmem::RegionError) -> BuildError {
     BuildError::Region(Box::new(e))
 }
@@ -319,14 +341,14 @@ impl<P: Persist> Place<P> {
     pub(crate) fn build<T>(
         self,
         total: usize,
-        make: impl FnOnce(Memory<P>) -> T,
+        make: impl FnOnce(Memory<P>) -> Result<T, BuildError>,
         store: impl FnOnce(&T) -> &Memory<P>,
     ) -> Result<T, BuildError> {
         match self {
-            Place::Heap(persist) => Ok(make(Memory::heap(total, persist))),
+            Place::Heap(persist) => make(Memory::heap(total, persist)?),
             Place::Region(region) => {
                 let (s, off) = Memory::allocate(region, total)?;
-                let built = make(s);
+                let built = make(s)?;
                 store(&built).publish(off)?;
                 Ok(built)
             }

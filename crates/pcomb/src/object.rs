@@ -141,7 +141,7 @@ impl<I: Protocol, P: Persist> Object<I, P> {
             let obj = Self::with_memory(mem, max_threads);
             obj.inst.init(obj.mem.words(), init);
             obj.mem.init_header(I::KIND, &layout, sizes, type_id);
-            obj
+            Ok(obj)
         };
         place.build(I::words(max_threads), make, |obj| &obj.mem)
     }

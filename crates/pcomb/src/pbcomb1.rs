@@ -461,7 +461,7 @@ where
     pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let len = layout.total_words();
-        let words = words::zeroed(len + LINE_WORDS - 1);
+        let words = words::reserve(len + LINE_WORDS - 1)?;
         let line = LINE_WORDS * 8;
         let start = (line - words.as_ptr() as usize % line) % line / 8;
         let backing = Backing::Heap {
@@ -531,16 +531,7 @@ where
     ) -> Result<Self, BuildError> {
         let layout = Self::layout_for(max_threads)?;
         let len = layout.total_words();
-        let bytes = (len * 8) as u64;
-        let off = region
-            .allocator(bytes)
-            .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
-            .map_err(|e| match e {
-                pmem::AllocError::Exhausted { .. } => {
-                    BuildError::RegionTooSmall { needed: len * 8 }
-                }
-                other => BuildError::Region(Box::new(other)),
-            })?;
+        let off = crate::memory::alloc_words(&region, len)?;
         let ptr = region
             .ptr_array::<u64>(off, len as u64)
             .map_err(region_err)?;

@@ -74,6 +74,30 @@ mod imp {
         unsafe { std::slice::from_raw_parts(ptr.cast::<AtomicU64>(), len) }
     }
 
+    /// `len` zeroed atomics on the heap, reserved without being touched: one `alloc_zeroed`,
+    /// which for a large block is a fresh anonymous mapping whose pages the OS backs only when
+    /// first written (not `len` stores). `None` if the memory cannot be allocated (or `len * 8`
+    /// overflows), instead of the global allocator's abort.
+    pub(crate) fn zeroed_words(len: usize) -> Option<Box<[AtomicU64]>> {
+        if len == 0 {
+            return Some(Box::new([]));
+        }
+        let layout = std::alloc::Layout::array::<AtomicU64>(len).ok()?;
+        // SAFETY: `layout` has a non-zero size (`len > 0`, and `AtomicU64` is 8 bytes).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<AtomicU64>();
+        if ptr.is_null() {
+            return None;
+        }
+        let slice = std::ptr::slice_from_raw_parts_mut(ptr, len);
+        // SAFETY:
+        // - `ptr` was allocated by the global allocator with `Layout::array::<AtomicU64>(len)`,
+        //   the layout `Box<[AtomicU64]>` frees a slice of `len` elements with;
+        // - every element is initialized: all-zero bytes are a valid `AtomicU64` (this one is
+        //   `repr(transparent)` over std's, which has the representation of a `u64`), and it
+        //   is 0.
+        Some(unsafe { Box::from_raw(slice) })
+    }
+
     /// Yields the CPU to another thread.
     #[inline]
     pub(crate) fn yield_now() {
@@ -124,6 +148,12 @@ mod imp {
     /// Never returns.
     pub(crate) unsafe fn words_at<'a>(_ptr: *mut u64, _len: usize) -> &'a [AtomicU64] {
         panic!("loom models heap-backed objects only: build the object with `new`, not in a region")
+    }
+
+    /// `len` zeroed atomics (loom models build small objects only; loom atomics are not plain
+    /// words, so they are made one by one).
+    pub(crate) fn zeroed_words(len: usize) -> Option<Box<[AtomicU64]>> {
+        Some((0..len).map(|_| AtomicU64::new(0)).collect())
     }
 
     /// Under loom a spin is a yield, so the model checker can schedule the thread we wait for.

@@ -15,6 +15,7 @@
 
 use core::mem::{size_of, MaybeUninit};
 
+use crate::error::BuildError;
 use crate::sync::{AtomicU64, Ordering};
 use pmem::Pod;
 
@@ -133,9 +134,17 @@ pub(crate) fn store_u32(words: &[AtomicU64], i: usize, value: u32) {
     word.store(new, Ordering::Release);
 }
 
-/// A heap array of `len` zeroed words.
+/// A small heap array of `len` zeroed words (a request, a buffer: sizes fixed by types).
 pub(crate) fn zeroed(len: usize) -> Box<[AtomicU64]> {
     (0..len).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// An object's heap words: `len` zeroed words reserved without touching them (see
+/// [`zeroed_words`](crate::sync::zeroed_words)), or [`BuildError::OutOfMemory`].
+pub(crate) fn reserve(len: usize) -> Result<Box<[AtomicU64]>, BuildError> {
+    crate::sync::zeroed_words(len).ok_or(BuildError::OutOfMemory {
+        bytes: len.saturating_mul(8),
+    })
 }
 
 #[cfg(all(test, not(loom)))]

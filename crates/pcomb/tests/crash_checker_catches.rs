@@ -8,6 +8,8 @@
 //! one must.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod sim_region;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pcomb::objects::Counter;
@@ -83,7 +85,7 @@ macro_rules! protocol {
                 .evictions(0.0)
                 .crash_keeps(0.0)
                 .crash_at(k);
-            let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+            let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
             let sim = region.persist().clone();
             let obj = $obj::create(broken(region, mutant), Counter::default(), 1).expect("fits");
             let mut h = obj.register_as(0).expect("slot");
@@ -99,7 +101,7 @@ macro_rules! protocol {
         }
 
         fn $recovered(image: &Image) -> Option<u64> {
-            let region = Region::from_image(image, LAYOUT, SimConfig::new(0)).ok()?;
+            let region = sim_region::from_image(image, LAYOUT, SimConfig::new(0)).ok()?;
             let obj = $obj::<Counter, Simulated>::open(region).ok()?;
             let value = obj.register().ok()?.execute(());
             Some(value)

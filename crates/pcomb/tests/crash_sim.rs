@@ -32,6 +32,7 @@ use pcomb::{Dispatch, PBComb, PWFComb, Pod, Recovered};
 const LAYOUT: u64 = 0x5043_4F4D;
 const SIZE: u64 = 1 << 16;
 mod crash_common;
+mod sim_region;
 use crash_common::{Subject, ThreadLog};
 
 /// Settles every log; returns how many returned operations the old check called pending.
@@ -181,7 +182,7 @@ where
     for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
 {
     let threads_for = |i: u64| 2 + (i % 2) as usize;
-    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
     let (_, sim) = P::run(region, 3);
     let events = sim.events().max(1);
     static RNG: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
@@ -192,7 +193,7 @@ where
             .wrapping_mul(0xBF58_476D_1CE4_E5B9);
         let k = (r >> 11) % (events + events / 8);
         let cfg = SimConfig::new(seed ^ i).crash_at(k);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let (mut logs, sim) = P::run(region, threads_for(i));
         let image = match sim.crash_image() {
             Some(image) => {
@@ -202,7 +203,8 @@ where
             None => sim.crash(),
         };
         rescued += settle(&mut logs, &sim);
-        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("image opens");
+        let recovered =
+            sim_region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("image opens");
         if let Err(e) = P::recover(recovered, &logs) {
             panic!("{name}: crash point {i} (event {k} of ~{events}, seed {seed}): {e}");
         }
@@ -243,7 +245,7 @@ fn systematic<D, P: Protocol<D>>(name: &str)
 where
     for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
 {
-    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(9)).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(9)).expect("region");
     let (_, sim) = P::run(region, 1);
     let events = sim.events();
     assert!(
@@ -252,11 +254,12 @@ where
     );
     for k in 0..=events {
         let region =
-            Region::simulated(LAYOUT, SIZE, SimConfig::new(k).crash_at(k)).expect("region");
+            sim_region::simulated(LAYOUT, SIZE, SimConfig::new(k).crash_at(k)).expect("region");
         let (mut logs, sim) = P::run(region, 1);
         let image = sim.crash_image().unwrap_or_else(|| sim.crash());
         settle(&mut logs, &sim);
-        let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("image opens");
+        let recovered =
+            sim_region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("image opens");
         if let Err(e) = P::recover(recovered, &logs) {
             panic!("{name}: systematic crash at event {k} of {events}: {e}");
         }

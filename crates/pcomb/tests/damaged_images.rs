@@ -9,6 +9,7 @@
 //! (`catch_unwind`), with the panic messages of the first few cases.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod sim_region;
 mod struct_common;
 
 use std::cell::{Cell, RefCell};
@@ -98,7 +99,7 @@ fn damaged_runs(
     let (mut panics, mut opened) = (0, 0);
     for t in 0..trials {
         let bad = damage(image, 256, used.max(264), seed ^ mix(t));
-        let Ok(region) = Region::from_image(&bad, LAYOUT, SimConfig::new(t)) else {
+        let Ok(region) = sim_region::from_image(&bad, LAYOUT, SimConfig::new(t)) else {
             continue;
         };
         let before = LIBRARY_PANICS.get();
@@ -116,8 +117,8 @@ fn damaged_runs(
 
 fn structure_survives_damage<S: Subject<P = Simulated>>(seed: u64) {
     quiet_panics();
-    let region =
-        Region::simulated(LAYOUT, SIZE, SimConfig::new(seed).evictions(0.0)).expect("valid size");
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(seed).evictions(0.0))
+        .expect("valid size");
     let sim = region.persist().clone();
     let s = S::create(region, 32, 2, Options::default());
     {
@@ -153,7 +154,7 @@ fn comb_survives_damage<O>(
 ) {
     quiet_panics();
     let region =
-        Region::simulated(LAYOUT, SIZE, SimConfig::new(5).evictions(0.0)).expect("valid size");
+        sim_region::simulated(LAYOUT, SIZE, SimConfig::new(5).evictions(0.0)).expect("valid size");
     let sim = region.persist().clone();
     let obj = create(region);
     let image = sim.durable_image();

@@ -8,6 +8,8 @@
 //! the format change, the same bytes were the current magic and opened as a live object).
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod sim_region;
+
 use pcomb::objects::Counter;
 use pcomb::pmem::sim::{Image, SimConfig, Simulated};
 use pcomb::pmem::Region;
@@ -18,7 +20,7 @@ const LAYOUT: u64 = 0x01D_F0A7;
 const SIZE: u64 = 1 << 16;
 
 fn region() -> Region<Simulated> {
-    Region::simulated(LAYOUT, SIZE, SimConfig::new(1)).expect("region")
+    sim_region::simulated(LAYOUT, SIZE, SimConfig::new(1)).expect("region")
 }
 
 /// The media image of `region` (everything persisted) with the root's magic word set to
@@ -28,7 +30,7 @@ fn with_magic(region: Region<Simulated>, magic: &[u8; 8]) -> Region<Simulated> {
     let image = region.persist().crash();
     let mut bytes = image.as_bytes().to_vec();
     bytes[root..root + 8].copy_from_slice(magic);
-    Region::from_image(&Image::from_bytes(bytes), LAYOUT, SimConfig::new(2)).expect("opens")
+    sim_region::from_image(&Image::from_bytes(bytes), LAYOUT, SimConfig::new(2)).expect("opens")
 }
 
 fn assert_old<T>(r: Result<T, BuildError>) {

@@ -29,6 +29,7 @@ use pcomb::{BuildError, Dispatch, PBComb, PBComb1, Pod, Recovered};
 const LAYOUT: u64 = 0x5043_4231;
 const SIZE: u64 = 1 << 13;
 mod crash_common;
+mod sim_region;
 use crash_common::{Subject, ThreadLog as Log};
 
 /// Creates the object in `region`, runs `threads` threads of `D::OPS` operations (each stops
@@ -96,7 +97,7 @@ fn check<D>(image: &Image, logs: &[Log]) -> Result<(), String>
 where
     for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
 {
-    let region = Region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
+    let region = sim_region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
     let obj = match PBComb1::<D, Simulated>::open(region) {
         Ok(obj) => obj,
         Err(BuildError::LayoutMismatch {
@@ -153,7 +154,7 @@ where
     for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
 {
     let started = std::time::Instant::now();
-    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
     let (_, sim) = run::<D>(region, 3, false);
     let events = sim.events().max(1);
     static RNG: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
@@ -164,7 +165,7 @@ where
             .wrapping_mul(0xBF58_476D_1CE4_E5B9);
         let k = (r >> 11) % (events + events / 8);
         let cfg = SimConfig::new(seed ^ (i << 8)).crash_at(k);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let (logs, sim) = run::<D>(region, 2 + (i % 2) as usize, i % 4 >= 2);
         mid_run += u64::from(sim.crash_image().is_some());
         evictions += sim.evictions();
@@ -203,7 +204,7 @@ fn systematic_single_thread_runs() {
         for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
     {
         for (keep, evict) in [(0.0, 0.0), (0.5, 0.1)] {
-            let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(9)).expect("region");
+            let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(9)).expect("region");
             let (_, sim) = run::<D>(region, 1, false);
             let events = sim.events();
             for k in 0..=events {
@@ -211,7 +212,7 @@ fn systematic_single_thread_runs() {
                     .crash_keeps(keep)
                     .evictions(evict)
                     .crash_at(k);
-                let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+                let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
                 let (logs, sim) = run::<D>(region, 1, false);
                 if let Err(e) = check::<D>(&image_of(&sim), &logs) {
                     panic!("{name} (keep {keep}): crash at event {k} of {events}: {e}");
@@ -243,7 +244,7 @@ fn mix(dst: &Image, src: &Image, at: usize, n: usize, mask: u64) -> Image {
 }
 
 fn counter_in(image: &Image) -> Result<u64, BuildError> {
-    let region = Region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
+    let region = sim_region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
     let obj = PBComb1::<Counter, Simulated>::open(region)?;
     let v = obj.register().expect("slot").execute(());
     Ok(v)
@@ -257,7 +258,7 @@ fn counter_in(image: &Image) -> Result<u64, BuildError> {
 fn every_torn_newest_record_is_rejected() {
     for (threads, lines, masks) in [(1usize, 1u64, 256u64), (8, 2, 4096)] {
         let cfg = SimConfig::new(1).evictions(0.0).crash_keeps(0.0);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let sim = region.persist().clone();
         let obj = PBComb1::create(region, Counter::default(), threads).expect("fits");
         assert_eq!(obj.record_lines() as u64, lines);
@@ -300,7 +301,7 @@ fn every_torn_newest_record_is_rejected() {
 /// The root offset (bytes) of the object in a simulated region, from its durable image.
 fn root_of(sim: &Simulated) -> u64 {
     let image = sim.durable_image();
-    let region = Region::from_image(&image, LAYOUT, SimConfig::new(0)).expect("image opens");
+    let region = sim_region::from_image(&image, LAYOUT, SimConfig::new(0)).expect("image opens");
     region.root().expect("root set").get()
 }
 
@@ -309,7 +310,7 @@ fn root_of(sim: &Simulated) -> u64 {
 #[test]
 fn a_record_in_the_wrong_slot_is_rejected() {
     let cfg = SimConfig::new(2).evictions(0.0).crash_keeps(0.0);
-    let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
     let sim = region.persist().clone();
     let obj = PBComb1::create(region, Counter::default(), 1).expect("fits");
     let root = root_of(&sim);
@@ -332,10 +333,11 @@ fn a_record_in_the_wrong_slot_is_rejected() {
 fn recovery_while_other_threads_run() {
     for i in 0..crash_points() / 5 {
         let cfg = SimConfig::new(i).crash_at(5 + i % 40);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let (logs, sim) = run::<Counter>(region, 3, false);
         let image = image_of(&sim);
-        let region = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("image opens");
+        let region =
+            sim_region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("image opens");
         let Ok(obj) = PBComb1::<Counter, Simulated>::open(region) else {
             assert!(
                 logs.iter().all(|l| l.completed == 0),
@@ -384,7 +386,7 @@ fn recovery_while_other_threads_run() {
 fn one_write_back_and_one_fence_per_pass() {
     // In regions (line-aligned records) of a simulated domain, which counts like `Hardware`.
     let region =
-        || Region::simulated(LAYOUT, SIZE, SimConfig::new(0).evictions(0.0)).expect("region");
+        || sim_region::simulated(LAYOUT, SIZE, SimConfig::new(0).evictions(0.0)).expect("region");
     let one = PBComb1::create(region(), AtomicFloat::new(1.0), 1).expect("fits");
     let mut h = one.register().expect("slot");
     pcomb::pmem::reset_stats();
@@ -434,7 +436,7 @@ fn one_write_back_and_one_fence_per_pass() {
 #[test]
 fn damaged_images_give_typed_errors() {
     let cfg = SimConfig::new(5).evictions(0.0);
-    let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
     let sim = region.persist().clone();
     let obj = PBComb1::create(region, Counter::default(), 2).expect("fits");
     let root = root_of(&sim) as usize;
@@ -465,7 +467,8 @@ fn damaged_images_give_typed_errors() {
             };
             bytes[word * 8..word * 8 + 8].copy_from_slice(&v.to_ne_bytes());
         }
-        let Ok(region) = Region::from_image(&Image::from_bytes(bytes), LAYOUT, SimConfig::new(0))
+        let Ok(region) =
+            sim_region::from_image(&Image::from_bytes(bytes), LAYOUT, SimConfig::new(0))
         else {
             continue;
         };

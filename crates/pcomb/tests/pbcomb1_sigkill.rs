@@ -10,7 +10,7 @@
 //! with `PCOMB1_SIGKILL_CHILD` naming the two files.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use pcomb::objects::Counter;
@@ -27,12 +27,12 @@ fn seq_word(side: &Region<Hardware>) -> *mut u64 {
     side.ptr::<u64>(off).expect("in bounds").as_ptr()
 }
 
-/// The child role: adds 1 until killed. A no-op in a normal test run.
+/// The child role: adds 1 until killed. Ignored in a normal run; fails when run without the
+/// parent's `CHILD_ENV`.
 #[test]
+#[ignore = "child process of pbcomb1_survives_sigkill, which runs it with --ignored --exact"]
 fn sigkill_child() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let spec = testkit::child::child_spec(CHILD_ENV, "pbcomb1_survives_sigkill");
     let (obj_path, seq_path) = spec.split_once('|').expect("two paths");
     let side = Region::open(seq_path, SEQ_LAYOUT).expect("side region");
     let region = Region::open(obj_path, OBJ_LAYOUT).expect("object region");
@@ -75,13 +75,7 @@ fn pbcomb1_survives_sigkill() {
     }
     let mut last = 0;
     for round in 0..rounds {
-        let mut child = Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "--exact",
-                "sigkill_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+        let mut child = testkit::child::child_command("sigkill_child")
             .env(
                 CHILD_ENV,
                 format!("{}|{}", obj_path.display(), seq_path.display()),
@@ -126,4 +120,10 @@ fn pbcomb1_survives_sigkill() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(last > 0, "the children never ran an operation");
     eprintln!("PBComb1: {rounds} SIGKILL rounds, {last} operations in all, none lost");
+}
+
+/// The child entry point cannot pass on its own (issue 19, item 9).
+#[test]
+fn sigkill_child_fails_without_its_parent() {
+    testkit::child::assert_child_fails_alone("sigkill_child", CHILD_ENV);
 }

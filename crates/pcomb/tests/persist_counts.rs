@@ -3,9 +3,11 @@
 //! format 2 (`Seq[q]` in the record) cost none. The table printed (`--nocapture`) is the
 //! record's before/after comparison in the README.
 
+mod sim_region;
+
 use pcomb::objects::{AtomicFloat, Counter};
+use pcomb::pmem;
 use pcomb::pmem::sim::SimConfig;
-use pcomb::pmem::{self, Region};
 use pcomb::{PBComb, PWFComb};
 
 const OPS: u64 = 100;
@@ -22,7 +24,7 @@ fn per_op<F: FnMut()>(mut op: F) -> (f64, f64, f64) {
 }
 
 fn counts(max_threads: usize) -> [(f64, f64, f64); 4] {
-    let region = || Region::simulated(0xC0, 1 << 18, SimConfig::new(1)).expect("region");
+    let region = || sim_region::simulated(0xC0, 1 << 18, SimConfig::new(1)).expect("region");
     let c = PBComb::create(region(), Counter::default(), max_threads).expect("room");
     let mut h = c.register().expect("slot");
     let pb_counter = per_op(|| {

@@ -24,6 +24,8 @@
 //! durable.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod sim_region;
+
 use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -133,7 +135,7 @@ trait Subject: Sync {
 
 /// A region whose persistence goes through a fresh gate, and the domain for the crash.
 fn gated_region() -> (Region<Gate>, Simulated, Arc<Control>) {
-    let region = Region::simulated(
+    let region = sim_region::simulated(
         LAYOUT,
         SIZE,
         SimConfig::new(1).evictions(0.0).crash_keeps(0.0),
@@ -149,7 +151,7 @@ fn gated_region() -> (Region<Gate>, Simulated, Arc<Control>) {
 }
 
 fn recovered_region(image: &pcomb::pmem::sim::Image) -> Region<Simulated> {
-    Region::from_image(image, LAYOUT, SimConfig::new(2)).expect("a valid image")
+    sim_region::from_image(image, LAYOUT, SimConfig::new(2)).expect("a valid image")
 }
 
 /// Runs the schedule of the module docs; returns how many of `p`'s operations survived.

@@ -14,7 +14,7 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use pcomb::objects::Counter;
@@ -59,12 +59,12 @@ macro_rules! child_loop {
     }};
 }
 
-/// The child role: runs operations until killed. A no-op in a normal test run.
+/// The child role: runs operations until killed. Ignored in a normal run; fails when run
+/// without the parent's `CHILD_ENV`.
 #[test]
+#[ignore = "child process of pbcomb_survives_sigkill and pwfcomb_survives_sigkill, which run it with --ignored --exact"]
 fn sigkill_child() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let spec = testkit::child::child_spec(CHILD_ENV, "pbcomb_survives_sigkill");
     let mut parts = spec.split('|');
     let (proto, obj_path, seq_path) = (
         parts.next().unwrap(),
@@ -80,13 +80,7 @@ fn sigkill_child() {
 }
 
 fn spawn_child(proto: &str, obj: &Path, seq: &Path) -> std::process::Child {
-    Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "sigkill_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    testkit::child::child_command("sigkill_child")
         .env(
             CHILD_ENV,
             format!("{proto}|{}|{}", obj.display(), seq.display()),
@@ -175,4 +169,10 @@ fn pbcomb_survives_sigkill() {
 #[test]
 fn pwfcomb_survives_sigkill() {
     run("pwf", rounds());
+}
+
+/// The child entry point cannot pass on its own (issue 19, item 9).
+#[test]
+fn sigkill_child_fails_without_its_parent() {
+    testkit::child::assert_child_fails_alone("sigkill_child", CHILD_ENV);
 }

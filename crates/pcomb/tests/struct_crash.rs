@@ -23,6 +23,7 @@
 //! run at every one of its events.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod sim_region;
 mod struct_common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -198,7 +199,7 @@ fn check_crash<S: Subject<P = Simulated>>(
         None => (sim.crash(), false),
     };
     let rescued = settle(&mut outcomes, sim);
-    let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
+    let recovered = sim_region::from_image(&image, LAYOUT, SimConfig::new(i)).expect("opens");
     recover::<S>(recovered, outcomes, recorder).map(|()| (crashed, rescued))
 }
 
@@ -280,7 +281,7 @@ where
     Ret<S>: Send,
 {
     let points = env_or("PCOMB_CRASH_POINTS", 1000);
-    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
     let recorder = Recorder::new();
     let (_, sim) = run::<S>(
         region,
@@ -296,7 +297,7 @@ where
         let threads = 2 + (i % 3) as usize;
         let script = scripts::<S>(r, threads, OPS);
         let cfg = SimConfig::new(seed ^ i).crash_at(k);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
         let (outcomes, sim) = run::<S>(region, &script, options_for(i), &recorder);
         let checked = check_crash::<S>(&sim, outcomes, recorder, i);
@@ -345,7 +346,7 @@ where
         let script = scripts::<S>(r, threads, OPS);
         // Event evictions off: every eviction in these runs happens between events.
         let cfg = SimConfig::new(seed ^ i).evictions(0.0);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
         let k = r % 16;
         let (outcomes, sim) =
@@ -378,7 +379,7 @@ where
     Ret<S>: Send,
 {
     let points = env_or("PCOMB_NESTED_CRASH_POINTS", 300);
-    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
     let (_, sim) = run::<S>(
         region,
         &scripts::<S>(seed, 3, OPS),
@@ -391,12 +392,12 @@ where
         let r = mix(seed ^ mix(i) ^ 0x2E57);
         let script = scripts::<S>(r, 2 + (i % 3) as usize, OPS);
         let cfg = SimConfig::new(seed ^ i).crash_at(r % events);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let (_, sim) = run::<S>(region, &script, options_for(i), &Recorder::new());
         let first = sim.crash_image().unwrap_or_else(|| sim.crash());
         // The second crash: somewhere in open + a few operations (at most ~40 events).
         let cfg = SimConfig::new(i).crash_at(mix(r) % 40);
-        let Ok(region) = Region::from_image(&first, LAYOUT, cfg) else {
+        let Ok(region) = sim_region::from_image(&first, LAYOUT, cfg) else {
             continue;
         };
         let sim2 = region.persist().clone();
@@ -408,7 +409,7 @@ where
             }
         }
         let second = sim2.crash_image().unwrap_or_else(|| sim2.crash());
-        let region = Region::from_image(&second, LAYOUT, SimConfig::new(i)).expect("opens");
+        let region = sim_region::from_image(&second, LAYOUT, SimConfig::new(i)).expect("opens");
         match S::open(region) {
             Ok(mut obj) => {
                 opened_twice += 1;
@@ -459,7 +460,7 @@ where
         let script = scripts::<S>(r, threads, OPS);
         // Size the range of store points with a crash-free run of the same script.
         let cfg = SimConfig::new(seed ^ i).evictions(0.0).store_points(0.5);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let (_, sim) =
             run_with_evictor::<S>(region, &script, options_for(i), &Recorder::new(), None);
         let total = sim.store_points().max(1);
@@ -468,7 +469,7 @@ where
             .evictions(0.0)
             .store_points(0.5)
             .crash_at_store(k);
-        let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
         let recorder = Recorder::new();
         let (outcomes, sim) =
             run_with_evictor::<S>(region, &script, options_for(i), &recorder, None);
@@ -536,18 +537,19 @@ where
     Ret<S>: Send,
 {
     let script = scripts::<S>(seed, 1, 2 * OPS);
-    let region = Region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
     let (_, sim) = run::<S>(region, &script, Options::default(), &Recorder::new());
     let events = sim.events();
     for k in 0..=events {
         for o in 0..4 {
             let cfg = SimConfig::new(k ^ (o << 32)).crash_at(k);
-            let region = Region::simulated(LAYOUT, SIZE, cfg).expect("region");
+            let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
             let recorder = Recorder::new();
             let (mut outcomes, sim) = run::<S>(region, &script, options_for(o), &recorder);
             let image = sim.crash_image().unwrap_or_else(|| sim.crash());
             settle(&mut outcomes, &sim);
-            let recovered = Region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("opens");
+            let recovered =
+                sim_region::from_image(&image, LAYOUT, SimConfig::new(k)).expect("opens");
             if let Err(e) = recover::<S>(recovered, outcomes, recorder) {
                 panic!(
                     "{}: systematic crash at event {k} of {events}: {e}",

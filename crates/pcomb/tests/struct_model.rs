@@ -206,22 +206,22 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn pbstack_matches_a_bounded_vec(ops in ops(), cap in 0u32..8, o in 0u8..4) {
+    fn pbstack_matches_a_bounded_vec(ops in ops(), cap in 1u32..8, o in 0u8..4) {
         stack_matches_a_bounded_vec::<PBStack>(ops, cap, o)?;
     }
 
     #[test]
-    fn pwfstack_matches_a_bounded_vec(ops in ops(), cap in 0u32..8, o in 0u8..4) {
+    fn pwfstack_matches_a_bounded_vec(ops in ops(), cap in 1u32..8, o in 0u8..4) {
         stack_matches_a_bounded_vec::<PWFStack>(ops, cap, o)?;
     }
 
     #[test]
-    fn pbqueue_matches_a_bounded_deque(ops in ops(), cap in 0u32..8, recycling: bool) {
+    fn pbqueue_matches_a_bounded_deque(ops in ops(), cap in 1u32..8, recycling: bool) {
         queue_matches_a_bounded_deque::<PBQueue>(ops, cap, recycling)?;
     }
 
     #[test]
-    fn pwfqueue_matches_a_bounded_deque(ops in ops(), cap in 0u32..8, recycling: bool) {
+    fn pwfqueue_matches_a_bounded_deque(ops in ops(), cap in 1u32..8, recycling: bool) {
         queue_matches_a_bounded_deque::<PWFQueue>(ops, cap, recycling)?;
     }
 

@@ -30,6 +30,20 @@ pub enum RegionError {
         /// The path that was created.
         path: PathBuf,
     },
+    /// A live region of this process already owns the file (created or opened it, under this
+    /// path or another name of the same file), and a file has one owner at a time. Remedy:
+    /// use that region (share it, or the structure built on it), or drop it first.
+    AlreadyOpen {
+        /// The path that was opened or created.
+        path: PathBuf,
+    },
+    /// Another process holds the file's lock: a region there owns it (or some other program
+    /// took an `flock` on it). Remedy: let that process close it first (a process killed
+    /// with the region open releases the lock as it exits).
+    Locked {
+        /// The path that was opened or created.
+        path: PathBuf,
+    },
     /// Any other I/O failure (permissions, no space, mapping refused). Remedy: see `source`.
     Io {
         /// What was being done (`"open"`, `"set_len"`, `"map"`, ...).
@@ -97,6 +111,15 @@ pub enum RegionError {
         /// Its value.
         value: u64,
     },
+    /// A header word documented as reserved (zero) holds another value: the file is corrupt,
+    /// or was written by a later format that uses the word. Remedy: restore the file from a
+    /// copy, or open it with the version of this crate that wrote it.
+    ReservedNonzero {
+        /// Byte offset of the word in the header.
+        offset: u64,
+        /// Its value.
+        value: u64,
+    },
     /// An offset (plus the size of what lives there) falls outside the region's user area.
     /// Remedy: a bug or corrupt data in the caller's structure; validate offsets read from the
     /// region before following them.
@@ -130,6 +153,16 @@ impl std::fmt::Display for RegionError {
             Self::AlreadyExists { path } => {
                 write!(f, "region file {} already exists", path.display())
             }
+            Self::AlreadyOpen { path } => write!(
+                f,
+                "region file {} is already open in this process (one region per file)",
+                path.display()
+            ),
+            Self::Locked { path } => write!(
+                f,
+                "region file {} is locked by another process",
+                path.display()
+            ),
             Self::Io { op, source } => write!(f, "region I/O failed ({op}): {source}"),
             Self::InvalidSize { size } => write!(
                 f,
@@ -163,6 +196,10 @@ impl std::fmt::Display for RegionError {
                     "corrupt region header: {field} = {value:#x} is out of range"
                 )
             }
+            Self::ReservedNonzero { offset, value } => write!(
+                f,
+                "corrupt region header: reserved word at byte {offset} is {value:#x}, not zero"
+            ),
             Self::OutOfBounds { offset, size, len } => write!(
                 f,
                 "offset {offset:#x} + {size} bytes is outside the user area of a {len}-byte region"

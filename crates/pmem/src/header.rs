@@ -7,11 +7,11 @@
 //! | 16..24 | layout id (chosen by the data structure) | at create |
 //! | 24..32 | region size in bytes (= file length) | at create |
 //! | 32..40 | user offset (= [`HEADER_SIZE`]) | at create |
-//! | 40..56 | reserved, zero | at create |
+//! | 40..56 | reserved, zero (checked on open) | at create |
 //! | 56..64 | checksum (FNV-1a 64) of bytes 0..56 | at create |
 //! | 64..128 | [`ROOT_SLOTS`] root offsets (0 = unset) | `set_root*` |
 //! | 128..136 | allocator high-water mark (offset of the first unclaimed byte) | chunk claims |
-//! | 136..256 | reserved, zero | |
+//! | 136..256 | reserved, zero (checked on open) | |
 //!
 //! All fields are native-endian `u64`s (little-endian on x86-64, the one target whose flushes
 //! make data durable; a region file does not move between byte orders) at 8-byte aligned
@@ -43,6 +43,10 @@ const USER_W: usize = 4;
 const CHECKSUM_W: usize = 7;
 pub(crate) const ROOTS_W: usize = 8;
 pub(crate) const HWM_W: usize = 16;
+/// The reserved words (documented as zero): bytes 40..56, inside the checksum, and 136..256.
+const RESERVED_W: [std::ops::Range<usize>; 2] = [USER_W + 1..CHECKSUM_W, HWM_W + 1..WORDS];
+/// Words in the header.
+const WORDS: usize = HEADER_SIZE as usize / 8;
 
 /// Byte offset of the high-water mark word.
 pub(crate) const HWM_OFFSET: u64 = (HWM_W * 8) as u64;
@@ -99,7 +103,7 @@ pub(crate) unsafe fn write_fresh(base: *mut u8, layout: u64, size: u64) {
     fixed[LAYOUT_W] = layout;
     fixed[SIZE_W] = size;
     fixed[USER_W] = HEADER_SIZE;
-    let mut all = [0u64; HEADER_SIZE as usize / 8];
+    let mut all = [0u64; WORDS];
     all[..CHECKSUM_W].copy_from_slice(&fixed);
     all[CHECKSUM_W] = checksum(&fixed);
     all[HWM_W] = HEADER_SIZE;
@@ -178,6 +182,15 @@ pub(crate) unsafe fn validate(base: *const u8, len: u64, layout: u64) -> Result<
             value: fixed[USER_W],
         });
     }
+    for i in RESERVED_W.into_iter().flatten() {
+        let value = rd(i);
+        if value != 0 {
+            return Err(RegionError::ReservedNonzero {
+                offset: (i * 8) as u64,
+                value,
+            });
+        }
+    }
     for i in 0..ROOT_SLOTS {
         let root = rd(ROOTS_W + i);
         if root != 0 && (root < HEADER_SIZE || root >= size) {
@@ -231,6 +244,36 @@ mod tests {
             assert!(
                 matches!(r, Err(RegionError::BadChecksum { .. })),
                 "byte {byte}: {r:?}"
+            );
+        }
+    }
+
+    /// Every reserved word, set nonzero (with the checksum recomputed where it covers the word,
+    /// so that the reserved-word check is what trips), is refused with its offset.
+    #[test]
+    fn each_reserved_word_set_nonzero_is_refused() {
+        let mut fresh = vec![0u64; 64];
+        // SAFETY:
+        // - 512 writable, aligned bytes, unshared.
+        unsafe { write_fresh(fresh.as_mut_ptr().cast(), 7, 512) };
+        let reserved: Vec<usize> = RESERVED_W.into_iter().flatten().collect();
+        assert_eq!(reserved.len(), 2 + 15);
+        for i in reserved {
+            let mut copy = fresh.clone();
+            copy[i] = 0x5A;
+            if i < CHECKSUM_W {
+                let fixed: [u64; CHECKSUM_W] = copy[..CHECKSUM_W].try_into().expect("7 words");
+                copy[CHECKSUM_W] = checksum(&fixed);
+            }
+            // SAFETY:
+            // - 512 readable, aligned bytes.
+            let r = unsafe { validate(copy.as_ptr().cast(), 512, 7) };
+            assert!(
+                matches!(
+                    r,
+                    Err(RegionError::ReservedNonzero { offset, value: 0x5A }) if offset == i as u64 * 8
+                ),
+                "word {i}: {r:?}"
             );
         }
     }

@@ -3,6 +3,7 @@
 mod alloc;
 mod error;
 mod header;
+mod ownership;
 mod persist;
 mod pod;
 mod region;

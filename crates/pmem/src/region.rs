@@ -10,6 +10,7 @@ use std::ptr::NonNull;
 use memmap2::{MmapMut, MmapRaw};
 
 use crate::header::{self, HEADER_SIZE, ROOTS_W, ROOT_SLOTS};
+use crate::ownership::FileOwner;
 use crate::sync::{store_word, Ordering};
 use crate::{Hardware, NoPersist, Offset, Persist, Pod, RegionError};
 
@@ -20,8 +21,21 @@ use crate::{Hardware, NoPersist, Offset, Persist, Pod, RegionError};
 /// which other threads may be writing to through the region's raw pointers (a shared reference
 /// to memory mutated concurrently is undefined behaviour).
 pub(crate) enum Backing {
-    /// A shared file mapping or an anonymous mapping, owned by the region.
-    Map(MmapRaw),
+    /// An anonymous mapping, owned by the region.
+    Anonymous {
+        /// Never read: holding it is the point.
+        _map: MmapRaw,
+    },
+    /// A shared mapping of a region file, and the ownership of the file (its lock and its
+    /// registry entry, see `ownership.rs`): both live exactly as long as the region, whatever
+    /// becomes of `persist` ([`Region::map_persist`] keeps the backing). Fields drop in order:
+    /// the mapping goes before the file is released to its next owner.
+    File {
+        /// The mapping.
+        map: MmapRaw,
+        /// Never read: holding it is the point.
+        _owner: FileOwner,
+    },
     /// Memory owned by a simulated persistence domain (the simulator's view). The region keeps
     /// its own handle to the domain, so the memory outlives any change of `persist`
     /// ([`Region::map_persist`] drops the old backend).
@@ -76,14 +90,14 @@ pub struct Region<P: Persist> {
 // SAFETY:
 // - the region owns (or, through `backing`, keeps alive) the memory `base` points to, so moving
 //   the region to another thread moves the ownership with it;
-// - `P: Send` (required by `Persist`), and `MmapRaw` and `Simulated` are `Send`.
+// - `P: Send` (required by `Persist`), and `MmapRaw`, `FileOwner` and `Simulated` are `Send`.
 unsafe impl<P: Persist> Send for Region<P> {}
 // SAFETY:
 // - every access the region itself makes to its memory through `&self` is atomic (header words
 //   via the sync shim) or a persistence instruction;
 // - access to the user area goes through raw pointers that the caller dereferences under its
 //   own `unsafe` contract;
-// - `P: Sync` (required by `Persist`), and `MmapRaw` and `Simulated` are `Sync`.
+// - `P: Sync` (required by `Persist`), and `MmapRaw`, `FileOwner` and `Simulated` are `Sync`.
 unsafe impl<P: Persist> Sync for Region<P> {}
 
 impl<P: Persist> std::fmt::Debug for Region<P> {
@@ -414,6 +428,10 @@ impl<P: Persist> Region<P> {
     /// wrap the backend in one that counts or filters calls. Every later pwb/pfence/psync of
     /// the region and of the objects built on it goes to `f(old backend)`.
     ///
+    /// The region keeps what keeps its memory alive, and for a region file its ownership (the
+    /// file's lock and registry entry, see [`Region::open`]): the returned region owns the file
+    /// until it is dropped.
+    ///
     /// This is how tests prove that a crash checker catches a broken protocol: wrap a
     /// [`Simulated`](crate::sim::Simulated) backend in one that drops a chosen call and check
     /// that recovery then fails.
@@ -466,11 +484,16 @@ impl Region<Hardware> {
     /// persists a fresh header with layout id `layout`. Persistence instructions go to
     /// [`Hardware::new`] (honours `PMEM_NO_FLUSH=1`).
     ///
-    /// Never overwrites: an existing file is [`RegionError::AlreadyExists`].
+    /// Never overwrites: an existing file is [`RegionError::AlreadyExists`]. The region owns the
+    /// new file until it is dropped, as [`Region::open`] describes: it locks the file right
+    /// after creating it (`O_EXCL`), before giving it a length or a header.
     ///
     /// # Errors
     ///
-    /// [`RegionError::InvalidSize`], [`RegionError::AlreadyExists`], [`RegionError::Io`].
+    /// [`RegionError::InvalidSize`], [`RegionError::AlreadyExists`], [`RegionError::Io`];
+    /// [`RegionError::Locked`] when another process opened the new file in the instant between
+    /// its creation and its locking (such an open fails: the file has no header yet), after
+    /// which the file is removed again and a retry can succeed.
     ///
     /// # Examples
     ///
@@ -521,30 +544,30 @@ impl Region<Hardware> {
                     source: e,
                 },
             })?;
-        let created = Self::init_file(&file, layout, size, hw);
+        let created = FileOwner::acquire(file, path)
+            .and_then(|owner| Self::init_file(owner, layout, size, hw));
         if created.is_err() {
             // The file is ours (`create_new`) and holds no valid header: remove it, so that a
             // retry can create it and nothing finds a headerless region. A failure to remove is
             // dropped in favour of the error that made the creation fail.
-            drop(file);
             let _ = std::fs::remove_file(path);
         }
         created
     }
 
-    /// Sizes the freshly created `file`, maps it, writes and persists the header.
+    /// Sizes the freshly created, owned file, maps it, writes and persists the header.
     fn init_file(
-        file: &std::fs::File,
+        owner: FileOwner,
         layout: u64,
         size: u64,
         hw: Hardware,
     ) -> Result<Self, RegionError> {
+        let file = owner.file();
         file.set_len(size).map_err(|e| RegionError::Io {
             op: "set_len",
             source: e,
         })?;
-        // A region file is used by one process at a time (documented on `open`): the mapping
-        // covers the length just set.
+        // The file is owned (locked) since its creation: the mapping covers the length just set.
         let map = MmapRaw::map_raw(file).map_err(|e| RegionError::Io {
             op: "map",
             source: e,
@@ -573,35 +596,51 @@ impl Region<Hardware> {
                 op: "msync",
                 source: e,
             })?;
+        let backing = Backing::File { map, _owner: owner };
         // SAFETY:
-        // - `base` points to the `size`-byte mapping kept alive by `Backing::Map(map)`;
+        // - `base` points to the `size`-byte mapping kept alive by `backing`;
         // - the header was just written for `size` and `layout`, which `validate` accepts.
-        Ok(unsafe { Self::from_parts(base, size, layout, hw, Backing::Map(map)) })
+        Ok(unsafe { Self::from_parts(base, size, layout, hw, backing) })
     }
 
     /// Opens and maps the region file `path`, checking that it is a region of this format
     /// created with layout id `layout` and that its length matches its header.
     ///
-    /// A region file must be used by one process at a time: another process truncating it
-    /// while mapped makes accesses fault (SIGBUS), as for any memory-mapped file.
+    /// **One owner per file.** The region owns the file until it is dropped: a second
+    /// `open` or `create` of the same file (by any path or hard link: files are told apart by
+    /// device and inode) fails with [`RegionError::AlreadyOpen`] in this process and with
+    /// [`RegionError::Locked`] in another, instead of giving two heaps over one image. The
+    /// ownership is a process-wide registry plus an advisory `flock` on the file, taken before
+    /// the file is read and released when the region (or the structure built on it, or the
+    /// region [`map_persist`](Region::map_persist) returned) is dropped, or when the process
+    /// exits, killed or not. The lock is advisory: it binds processes that open the file
+    /// through this crate, not a program that writes or truncates the file without asking for
+    /// it (truncating a mapped file makes accesses fault, SIGBUS, as for any mapped file).
     ///
     /// # Errors
     ///
+    /// [`RegionError::AlreadyOpen`], [`RegionError::Locked`],
     /// [`RegionError::NotFound`], [`RegionError::Io`], [`RegionError::Truncated`],
     /// [`RegionError::BadMagic`], [`RegionError::UnsupportedVersion`],
     /// [`RegionError::BadChecksum`], [`RegionError::WrongLayout`],
-    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`]: never a panic.
+    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`],
+    /// [`RegionError::ReservedNonzero`]: never a panic.
     ///
     /// # Examples
     ///
     /// ```
+    /// use pmem::{Region, RegionError};
+    ///
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("r");
-    /// drop(pmem::Region::create(&path, 1, 4096)?);
-    /// assert!(pmem::Region::open(&path, 1).is_ok());
+    /// drop(Region::create(&path, 1, 4096)?);
+    /// let region = Region::open(&path, 1)?;
+    /// // One owner at a time:
+    /// assert!(matches!(Region::open(&path, 1), Err(RegionError::AlreadyOpen { .. })));
+    /// drop(region);
     /// assert!(matches!(
-    ///     pmem::Region::open(&path, 2),
-    ///     Err(pmem::RegionError::WrongLayout { found: 1, expected: 2 })
+    ///     Region::open(&path, 2),
+    ///     Err(RegionError::WrongLayout { found: 1, expected: 2 })
     /// ));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -644,6 +683,9 @@ impl Region<Hardware> {
                     source: e,
                 },
             })?;
+        // Own the file before reading anything of it (see above).
+        let owner = FileOwner::acquire(file, path)?;
+        let file = owner.file();
         let len = file
             .metadata()
             .map_err(|e| RegionError::Io {
@@ -661,10 +703,10 @@ impl Region<Hardware> {
         if usize::try_from(len).is_err() || len > isize::MAX as u64 {
             return Err(RegionError::InvalidSize { size: len });
         }
-        // A region file is used by one process at a time (documented above). The mapping covers
-        // the file's length *now*, which is what everything below uses: not `len`, which another
-        // process may have changed since.
-        let map = MmapRaw::map_raw(&file).map_err(|e| RegionError::Io {
+        // The lock keeps out processes that honour it, not others (documented above). The
+        // mapping covers the file's length *now*, which is what everything below uses: not
+        // `len`, which such a process may have changed since.
+        let map = MmapRaw::map_raw(file).map_err(|e| RegionError::Io {
             op: "map",
             source: e,
         })?;
@@ -676,10 +718,11 @@ impl Region<Hardware> {
         // SAFETY:
         // - `base` points to the `len`-byte mapping, page aligned, readable.
         unsafe { header::validate(base.as_ptr(), len, layout) }?;
+        let backing = Backing::File { map, _owner: owner };
         // SAFETY:
-        // - `base` points to the `len`-byte mapping kept alive by `Backing::Map(map)`;
+        // - `base` points to the `len`-byte mapping kept alive by `backing`;
         // - the header was validated for `len` and `layout` just above.
-        Ok(unsafe { Self::from_parts(base, len, layout, hw, Backing::Map(map)) })
+        Ok(unsafe { Self::from_parts(base, len, layout, hw, backing) })
     }
 
     /// Writes the whole mapping back to the file through the page cache (`msync`).
@@ -701,11 +744,11 @@ impl Region<Hardware> {
     /// ```
     pub fn sync_file(&self) -> Result<(), RegionError> {
         match &self.backing {
-            Backing::Map(map) => map.flush().map_err(|e| RegionError::Io {
+            Backing::File { map, .. } => map.flush().map_err(|e| RegionError::Io {
                 op: "msync",
                 source: e,
             }),
-            Backing::Domain { .. } => Ok(()),
+            Backing::Anonymous { .. } | Backing::Domain { .. } => Ok(()),
         }
     }
 }
@@ -733,10 +776,11 @@ impl Region<NoPersist> {
         // SAFETY:
         // - the mapping is `size >= MIN_REGION_SIZE` bytes, page aligned, writable, unshared.
         unsafe { header::write_fresh(base.as_ptr(), layout, size) };
+        let backing = Backing::Anonymous { _map: map };
         // SAFETY:
-        // - `base` points to the `size`-byte mapping kept alive by `Backing::Map(map)`;
+        // - `base` points to the `size`-byte mapping kept alive by `backing`;
         // - the header was just written for `size` and `layout`.
-        Ok(unsafe { Self::from_parts(base, size, layout, NoPersist, Backing::Map(map)) })
+        Ok(unsafe { Self::from_parts(base, size, layout, NoPersist, backing) })
     }
 }
 

@@ -90,6 +90,35 @@ mod imp {
 
 pub(crate) use imp::*;
 
+/// A process-wide set of keys behind std's mutex, in both builds: it records OS-level state
+/// (the files this process's regions own), which loom neither models nor could hold in a
+/// `static` (loom's objects belong to one model execution). Poisoning is ignored: every
+/// update is one `insert` or `remove`, complete before anything can panic.
+#[derive(Debug)]
+pub(crate) struct ProcessSet<K>(std::sync::Mutex<std::collections::BTreeSet<K>>);
+
+impl<K: Ord> ProcessSet<K> {
+    pub(crate) const fn new() -> Self {
+        Self(std::sync::Mutex::new(std::collections::BTreeSet::new()))
+    }
+
+    /// Adds `key`; `false` when it was already there.
+    pub(crate) fn insert(&self, key: K) -> bool {
+        self.lock().insert(key)
+    }
+
+    /// Removes `key`; `false` when it was not there.
+    pub(crate) fn remove(&self, key: &K) -> bool {
+        self.lock().remove(key)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<K>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 #[cfg(not(loom))]
 use std::sync::atomic::AtomicU64 as ClockWord;
 

@@ -4,7 +4,7 @@
 // Tests spawn plain std threads (the sync shim is for the crate's own code).
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use pmem::sim::{systematic, SimConfig};
+use pmem::sim::{systematic, Image, SimConfig};
 use pmem::{AllocError, Offset, Region, HEADER_SIZE, MAX_ALIGN};
 
 #[test]
@@ -135,26 +135,32 @@ fn durable_mark_covers_every_chunk_handed_out_at_every_crash_point() {
             log.push((r.persist().events(), off.unwrap().get() + size));
         }
     };
-    let counting = Region::simulated(3, 1 << 14, SimConfig::new(1)).unwrap();
+    // SAFETY: this thread makes every write to the region and every persistence call.
+    let counting = unsafe { Region::simulated(3, 1 << 14, SimConfig::new(1)) }.unwrap();
     workload(&counting, &mut handed_out);
     let mut scratch = Vec::new();
-    let points = systematic(
-        3,
-        1 << 14,
-        SimConfig::new(1),
-        |r| workload(r, &mut scratch),
-        |k, image| {
-            let rec =
-                Region::from_image(&image, 3, SimConfig::new(0)).map_err(|e| e.to_string())?;
-            let mark = rec.high_water_mark().get();
-            for &(events, end) in &handed_out {
-                if events <= k && mark < end {
-                    return Err(format!("crash {k}: mark {mark} below handed-out end {end}"));
-                }
+    let check = |k, image: Image| {
+        // SAFETY: this thread makes every write to the region and every persistence call.
+        let rec = unsafe { Region::from_image(&image, 3, SimConfig::new(0)) }
+            .map_err(|e| e.to_string())?;
+        let mark = rec.high_water_mark().get();
+        for &(events, end) in &handed_out {
+            if events <= k && mark < end {
+                return Err(format!("crash {k}: mark {mark} below handed-out end {end}"));
             }
-            Ok(())
-        },
-    )
+        }
+        Ok(())
+    };
+    // SAFETY: the workload runs on this thread only.
+    let points = unsafe {
+        systematic(
+            3,
+            1 << 14,
+            SimConfig::new(1),
+            |r| workload(r, &mut scratch),
+            check,
+        )
+    }
     .unwrap();
     assert_eq!(points, 17); // 8 chunk claims of 2 events each, plus the end
 }

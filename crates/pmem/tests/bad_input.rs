@@ -2,13 +2,20 @@
 //! never get past the checksum, so the size, root and high-water-mark checks (and everything a
 //! region that opens lets a caller do) are attacked here with forged headers.
 
-use pmem::sim::{Image, SimConfig};
+use pmem::sim::{Image, SimConfig, Simulated};
 use pmem::{Offset, Region, RegionError, HEADER_SIZE, MAGIC, MIN_REGION_SIZE, ROOT_SLOTS};
 use proptest::prelude::*;
 
 const LAYOUT: u64 = 0xBAD;
 
 /// FNV-1a 64 over the little-endian bytes of header words 0..7 (the format's checksum).
+/// Recovers `image` as a simulated region, for use by the calling thread only.
+fn recover(image: &Image) -> Result<Region<Simulated>, RegionError> {
+    // SAFETY: the tests of this file make every write to the region and every persistence call
+    // on the thread that recovered it.
+    unsafe { Region::from_image(image, LAYOUT, SimConfig::new(0)) }
+}
+
 fn checksum(words: &[u64]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for w in words {
@@ -138,7 +145,7 @@ proptest! {
     ) {
         let bytes = forged(len, size, user, &roots, hwm);
         let image = Image::from_bytes(bytes.clone());
-        match Region::from_image(&image, LAYOUT, SimConfig::new(0)) {
+        match recover(&image) {
             Ok(region) => {
                 // Only a header that is fully consistent may open.
                 prop_assert_eq!(region.len(), len as u64);
@@ -154,7 +161,7 @@ proptest! {
         let path = dir.path().join("r");
         std::fs::write(&path, &bytes).unwrap();
         let from_file = Region::open(&path, LAYOUT);
-        let from_image = Region::from_image(&image, LAYOUT, SimConfig::new(0));
+        let from_image = recover(&image);
         prop_assert_eq!(
             from_file.as_ref().err().map(|e| format!("{e}")),
             from_image.as_ref().err().map(|e| format!("{e}"))
@@ -167,6 +174,6 @@ fn a_forged_valid_header_opens() {
     // The forging helper is right: a consistent header opens, so the proptest above reaches
     // `use_region`.
     let bytes = forged(4096, 4096, HEADER_SIZE, &[0; ROOT_SLOTS], HEADER_SIZE);
-    let region = Region::from_image(&Image::from_bytes(bytes), LAYOUT, SimConfig::new(0)).unwrap();
+    let region = recover(&Image::from_bytes(bytes)).unwrap();
     use_region(&region, &[(8, 3), (5000, 0), (1, 12)], &[256, 4095]);
 }

@@ -20,7 +20,8 @@ fn corpus_dir() -> PathBuf {
 /// open result.
 fn exercise(data: &[u8]) -> Result<(), RegionError> {
     let image = Image::from_bytes(data.to_vec());
-    let region = Region::from_image(&image, LAYOUT, SimConfig::new(0))?;
+    // SAFETY: this thread makes every write to the region and every persistence call.
+    let region = unsafe { Region::from_image(&image, LAYOUT, SimConfig::new(0)) }?;
     for i in 0..ROOT_SLOTS {
         if let Ok(Some(root)) = region.root_slot(i) {
             let _ = region.ptr::<u64>(root);
@@ -89,9 +90,21 @@ fn seed_corpus_opens_or_fails_cleanly_and_paths_agree() {
     }
 }
 
+/// The crash image of a fresh simulated region of `size` bytes with layout id `layout`.
+fn fresh_image(layout: u64, size: u64) -> Vec<u8> {
+    simulated(layout, size).persist().crash().into_bytes()
+}
+
+/// A simulated region (no eviction), used by the calling thread only.
+fn simulated(layout: u64, size: u64) -> Region<pmem::sim::Simulated> {
+    // SAFETY: the callers make every write to the region and every persistence call on the
+    // one thread that created it.
+    unsafe { Region::simulated(layout, size, SimConfig::new(0).evictions(0.0)) }.unwrap()
+}
+
 /// A valid 512-byte region image with a root and a claimed chunk.
 fn valid_image() -> Vec<u8> {
-    let r = Region::simulated(LAYOUT, 512, SimConfig::new(0).evictions(0.0)).unwrap();
+    let r = simulated(LAYOUT, 512);
     let off = r.allocator(64).alloc::<u64>().unwrap();
     r.set_root(off).unwrap();
     r.persist().crash().into_bytes()
@@ -128,10 +141,7 @@ proptest! {
 fn write_seed_corpus() {
     let dir = corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
-    let fresh = |size: u64| {
-        let r = Region::simulated(LAYOUT, size, SimConfig::new(0)).unwrap();
-        r.persist().crash().into_bytes()
-    };
+    let fresh = |size: u64| fresh_image(LAYOUT, size);
     let patched = |mut v: Vec<u8>, at: usize, bytes: &[u8]| {
         v[at..at + bytes.len()].copy_from_slice(bytes);
         v
@@ -151,16 +161,15 @@ fn write_seed_corpus() {
         ("bad_magic", patched(min.clone(), 0, b"NOTREGN!")),
         ("bad_version", patched(min.clone(), 8, &9u64.to_le_bytes())),
         ("bad_checksum", patched(min.clone(), 40, &[1])),
-        ("wrong_layout", {
-            let r = Region::simulated(LAYOUT + 1, 512, SimConfig::new(0)).unwrap();
-            r.persist().crash().into_bytes()
-        }),
+        ("wrong_layout", fresh_image(LAYOUT + 1, 512)),
         ("bad_root", patched(min.clone(), 64, &4u64.to_le_bytes())),
         (
             "bad_high_water_mark",
             patched(min.clone(), 128, &u64::MAX.to_le_bytes()),
         ),
         ("zeros", vec![0; 512]),
+        // Issue 19: a reserved header word (bytes 136..256, outside the checksum) nonzero.
+        ("reserved_nonzero", patched(min.clone(), 136, &[1])),
     ];
     for (name, bytes) in seeds {
         std::fs::write(dir.join(name), bytes).unwrap();

@@ -5,6 +5,7 @@
 
 use pmem::sim::{systematic, Image, SimConfig, Simulated, SystematicError};
 use pmem::{Offset, Persist, Region};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const LAYOUT: u64 = 0x5111;
 const SIZE: u64 = 4096;
@@ -13,14 +14,36 @@ const A: Offset = Offset(256);
 const A2: Offset = Offset(264);
 const B: Offset = Offset(512);
 
-fn region(cfg: SimConfig) -> Region<Simulated> {
-    Region::simulated(LAYOUT, SIZE, cfg).expect("valid size")
+/// A simulated region for these tests.
+fn sim(layout: u64, size: u64, cfg: SimConfig) -> Region<Simulated> {
+    // SAFETY:
+    // - the tests of this file write region memory only with `store` (an `AtomicU64` store of
+    //   an aligned word), through the region's own API (atomic header words), or, in
+    //   `map_persist_keeps_a_simulated_regions_memory_alive`, on the one thread that uses the
+    //   region and its backend;
+    // - they never make a `&mut` into region memory.
+    unsafe { Region::simulated(layout, size, cfg) }.expect("valid size")
 }
 
+fn region(cfg: SimConfig) -> Region<Simulated> {
+    sim(LAYOUT, SIZE, cfg)
+}
+
+/// Recovers `image` (for these tests: see `sim`).
+fn recover(image: &Image, cfg: SimConfig) -> Region<Simulated> {
+    // SAFETY:
+    // - as in `sim`: the tests of this file write region memory only with `store`.
+    unsafe { Region::from_image(image, LAYOUT, cfg) }.expect("a valid image")
+}
+
+/// The tests' one way of writing region memory: an 8-byte atomic store, which races with
+/// nothing the simulator does (its contract, see `sim`), whatever threads run.
 fn store(r: &Region<Simulated>, off: Offset, v: u64) {
     let p = r.ptr::<u64>(off).expect("in bounds");
-    // SAFETY: in bounds and aligned (checked by `ptr`); each test is single-threaded on a word.
-    unsafe { p.as_ptr().write_volatile(v) };
+    // SAFETY:
+    // - in bounds and aligned (checked by `ptr`), valid while `r` lives;
+    // - every access to region words in these tests is atomic.
+    unsafe { AtomicU64::from_ptr(p.as_ptr()) }.store(v, Ordering::Relaxed);
 }
 
 fn pwb(r: &Region<Simulated>, off: Offset, len: usize) {
@@ -288,7 +311,7 @@ fn recovery_sees_persisted_root_and_data() {
     r.persist().pfence();
     r.set_root(off).unwrap();
     let image = r.persist().crash();
-    let rec = Region::from_image(&image, LAYOUT, SimConfig::new(5)).unwrap();
+    let rec = recover(&image, SimConfig::new(5));
     assert_eq!(rec.root(), Some(off));
     // SAFETY: in bounds and aligned; single-threaded.
     assert_eq!(unsafe { rec.ptr::<u64>(off).unwrap().as_ptr().read() }, 77);
@@ -299,29 +322,32 @@ fn recovery_sees_persisted_root_and_data() {
 #[test]
 fn systematic_visits_every_event_and_passes_correct_protocol() {
     let mut visited = Vec::new();
-    let points = systematic(
-        LAYOUT,
-        SIZE,
-        SimConfig::new(9),
-        |r| {
-            store(r, A, 42);
-            pwb(r, A, 8);
-            r.persist().pfence();
-            store(r, B, 1);
-            pwb(r, B, 8);
-            r.persist().psync();
-        },
-        |k, image| {
-            visited.push(k);
-            if word(&image, B) == 1 && word(&image, A) != 42 {
-                return Err(format!("flag without value at crash {k}"));
-            }
-            if k == 4 && word(&image, A) != 42 {
-                return Err("value fenced before event 4 is missing".to_string());
-            }
-            Ok(())
-        },
-    )
+    // SAFETY: the workload runs on this thread and writes region memory only with `store`.
+    let points = unsafe {
+        systematic(
+            LAYOUT,
+            SIZE,
+            SimConfig::new(9),
+            |r| {
+                store(r, A, 42);
+                pwb(r, A, 8);
+                r.persist().pfence();
+                store(r, B, 1);
+                pwb(r, B, 8);
+                r.persist().psync();
+            },
+            |k, image| {
+                visited.push(k);
+                if word(&image, B) == 1 && word(&image, A) != 42 {
+                    return Err(format!("flag without value at crash {k}"));
+                }
+                if k == 4 && word(&image, A) != 42 {
+                    return Err("value fenced before event 4 is missing".to_string());
+                }
+                Ok(())
+            },
+        )
+    }
     .unwrap();
     assert_eq!(points, 5);
     assert_eq!(visited, vec![0, 1, 2, 3, 4]);
@@ -346,7 +372,9 @@ fn systematic_finds_a_missing_fence() {
     };
     let found = (0..20).filter(|&seed| {
         matches!(
-            systematic(LAYOUT, SIZE, SimConfig::new(seed), buggy, check),
+            // SAFETY: the workload runs on this thread and writes region memory only with
+            // `store`.
+            unsafe { systematic(LAYOUT, SIZE, SimConfig::new(seed), buggy, check) },
             Err(SystematicError::Check { .. })
         )
     });
@@ -356,20 +384,23 @@ fn systematic_finds_a_missing_fence() {
 #[test]
 fn systematic_reports_nondeterminism() {
     let mut runs = 0u64;
-    let r = systematic(
-        LAYOUT,
-        SIZE,
-        SimConfig::new(0),
-        |r| {
-            runs += 1;
-            // Fewer events on every run after the first.
-            let n = if runs == 1 { 4 } else { 1 };
-            for _ in 0..n {
-                r.persist().pfence();
-            }
-        },
-        |_, _| Ok::<(), String>(()),
-    );
+    // SAFETY: the workload writes no region memory and runs on this thread.
+    let r = unsafe {
+        systematic(
+            LAYOUT,
+            SIZE,
+            SimConfig::new(0),
+            |r| {
+                runs += 1;
+                // Fewer events on every run after the first.
+                let n = if runs == 1 { 4 } else { 1 };
+                for _ in 0..n {
+                    r.persist().pfence();
+                }
+            },
+            |_, _| Ok::<(), String>(()),
+        )
+    };
     assert!(matches!(
         r,
         Err(SystematicError::Nondeterministic {
@@ -389,12 +420,9 @@ fn concurrent_persists_count_every_event() {
             let r = &r;
             s.spawn(move || {
                 let off = Offset(1024 + t * 64);
-                let p = r.ptr::<u64>(off).unwrap();
                 for i in 1..=per {
-                    // SAFETY: each thread writes its own word (own cache line).
-                    unsafe { p.as_ptr().write_volatile(i) };
-                    // SAFETY: inside the region (checked by `ptr`), mapped while it lives.
-                    unsafe { r.persist().pwb(p.as_ptr().cast(), 8) };
+                    store(r, off, i); // each thread its own word (own cache line)
+                    pwb(r, off, 8);
                     r.persist().pfence();
                 }
                 let s = pmem::stats();
@@ -440,12 +468,11 @@ fn simulated_region_is_send_and_sync() {
 #[test]
 fn eviction_finds_dirty_lines_anywhere_in_a_large_region() {
     let size = 1 << 20;
-    let r = Region::simulated(
+    let r = sim(
         LAYOUT,
         size,
         SimConfig::new(8).evictions(1.0).crash_keeps(0.0),
-    )
-    .unwrap();
+    );
     let last = Offset(size - 8);
     store(&r, last, 5);
     // The incremental sweep covers 64 lines per event: 256 events reach the last line.
@@ -459,12 +486,11 @@ fn eviction_finds_dirty_lines_anywhere_in_a_large_region() {
 #[test]
 fn a_written_back_line_is_an_eviction_candidate_at_once() {
     let size = 1 << 20;
-    let r = Region::simulated(
+    let r = sim(
         LAYOUT,
         size,
         SimConfig::new(8).evictions(1.0).crash_keeps(0.0),
-    )
-    .unwrap();
+    );
     let far = Offset(size / 2);
     store(&r, far, 6);
     pwb(&r, far, 8); // event 0: the sweep is far from this line, the pwb notes it
@@ -479,7 +505,6 @@ fn a_written_back_line_is_an_eviction_candidate_at_once() {
 
 #[test]
 fn concurrent_crash_keeps_every_fence_that_completed_before_it() {
-    use std::sync::atomic::{AtomicU64, Ordering};
     let threads = 3u64;
     let per = 100u64;
     for (seed, crash_at) in [(1, 5), (2, 77), (3, 250), (4, 411), (5, 599)] {
@@ -523,7 +548,7 @@ fn eviction_survives_a_line_turning_clean_under_it() {
     // the line it is in turns dirty and clean again while evictions look at it. The simulator
     // must never panic (it used to index an empty list of dirty words when the line was clean
     // again between its dirty check and its choice of a word).
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::AtomicBool;
     let cfg = SimConfig {
         evict_line_probability: 0.0,
         ..SimConfig::new(12).evictions(1.0).crash_keeps(0.0)
@@ -592,7 +617,7 @@ fn domains_are_independent_and_an_exited_threads_pwbs_stay_pending() {
 /// memory, so this safe code read freed memory (SIGSEGV). The region now keeps its own handle.
 #[test]
 fn map_persist_keeps_a_simulated_regions_memory_alive() {
-    let r = Region::simulated(1, 1 << 16, SimConfig::new(3)).unwrap();
+    let r = sim(1, 1 << 16, SimConfig::new(3));
     let off = r.user_offset();
     r.set_root(off).unwrap();
     let r = r.map_persist(|_| pmem::NoPersist);
@@ -649,14 +674,14 @@ fn a_fresh_store_far_away_is_evictable_at_once() {
     const BIG: u64 = 1 << 20; // 16,384 lines: the sweep needs 256 events to go round
     let far = Offset(BIG - 64);
     let at_event = {
-        let r = Region::simulated(LAYOUT, BIG, SimConfig::new(1).evictions(1.0)).unwrap();
+        let r = sim(LAYOUT, BIG, SimConfig::new(1).evictions(1.0));
         r.persist().pfence(); // the sweep starts at line 0
         store(&r, far, 9);
         r.persist().pfence(); // evicts, but not the far line: the sweep has not reached it
         r.persist().durable_image().word(far.get())
     };
     assert_eq!(at_event, Some(0));
-    let r = Region::simulated(LAYOUT, BIG, SimConfig::new(1)).unwrap();
+    let r = sim(LAYOUT, BIG, SimConfig::new(1));
     store(&r, far, 9);
     assert!(r.persist().evict_now());
     assert_eq!(r.persist().durable_image().word(far.get()), Some(9));

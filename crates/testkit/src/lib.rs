@@ -2,6 +2,7 @@
 
 mod sync;
 
+pub mod child;
 pub mod lin;
 pub mod models;
 

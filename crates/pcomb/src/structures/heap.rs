@@ -208,6 +208,22 @@ impl<const CAP: usize> Dispatch for HeapState<CAP> {
     }
 }
 
+/// The largest `CAP` of a [`PBHeap`]: 16,384 keys, a 128 KiB state. The heap's state is the
+/// whole array (a [`PBComb`] state): it is built, and copied by every combining pass, on the
+/// stack of the calling thread, and each pass writes all of it back; a larger array belongs in
+/// a structure with nodes.
+///
+/// # Examples
+///
+/// ```
+/// use pcomb::{structures::{PBHeap, MAX_HEAP_CAPACITY}, BuildError};
+/// assert!(matches!(
+///     PBHeap::<{ MAX_HEAP_CAPACITY + 1 }>::new(1),
+///     Err(BuildError::TooLarge { .. })
+/// ));
+/// ```
+pub const MAX_HEAP_CAPACITY: usize = 1 << 14;
+
 /// A recoverable, blocking min-heap with room for `CAP` `u64` keys (paper §5 PBheap),
 /// persisted through `P`: a [`PBComb`] over [`HeapState`].
 ///
@@ -260,6 +276,7 @@ impl<const CAP: usize> PBHeap<CAP, NoPersist> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(max_threads: usize) -> Result<Self, BuildError> {
+        Self::check_capacity(max_threads)?;
         Ok(Self {
             comb: PBComb::new(HeapState::default(), max_threads)?,
         })
@@ -267,6 +284,25 @@ impl<const CAP: usize> PBHeap<CAP, NoPersist> {
 }
 
 impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
+    /// Refuses `CAP` 0 ([`BuildError::ZeroCapacity`]) and a `CAP` above
+    /// [`MAX_HEAP_CAPACITY`](crate::structures::MAX_HEAP_CAPACITY)
+    /// ([`BuildError::TooLarge`]), before the state is built: the whole array is the combined
+    /// state, built and copied on the stack, so a huge `CAP` would overflow the stack (an
+    /// abort) rather than fail.
+    fn check_capacity(max_threads: usize) -> Result<(), BuildError> {
+        if CAP == 0 {
+            return Err(BuildError::ZeroCapacity { kind: "PBHeap" });
+        }
+        if CAP > MAX_HEAP_CAPACITY {
+            return Err(BuildError::TooLarge {
+                kind: "PBHeap",
+                capacity: CAP as u64,
+                max_threads,
+            });
+        }
+        Ok(())
+    }
+
     /// A heap-backed heap whose persistence instructions go to `persist` (not durable; the
     /// exact pwb/pfence/psync sequence of the persistent heap, to count or cost it).
     ///
@@ -285,6 +321,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_persist(max_threads: usize, persist: P) -> Result<Self, BuildError> {
+        Self::check_capacity(max_threads)?;
         Ok(Self {
             comb: PBComb::with_persist(HeapState::default(), max_threads, persist)?,
         })
@@ -307,6 +344,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create(region: Region<P>, max_threads: usize) -> Result<Self, BuildError> {
+        Self::check_capacity(max_threads)?;
         Ok(Self {
             comb: PBComb::create(region, HeapState::default(), max_threads)?,
         })

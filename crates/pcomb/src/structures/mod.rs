@@ -72,7 +72,7 @@ mod store;
 
 use core::fmt;
 
-pub use heap::{HeapOp, HeapRead, HeapState, PBHeap, PBHeapHandle};
+pub use heap::{HeapOp, HeapRead, HeapState, PBHeap, PBHeapHandle, MAX_HEAP_CAPACITY};
 pub use pwfqueue::{PWFQueue, PWFQueueHandle};
 pub use pwfstack::{PWFStack, PWFStackHandle};
 pub use queue::{PBQueue, PBQueueHandle};

@@ -36,9 +36,9 @@
 use core::fmt;
 
 use super::shared::{
-    self, audit_free, open_header, queue_handle, structure_api, Parts, Place, Seat,
+    self, audit_free, open_header, queue_handle, structure_api, Built, Parts, Place, Seat,
 };
-use super::store::{Link, Pool, Store};
+use super::store::{FreeNodes, Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
@@ -96,8 +96,8 @@ type DeqInstance = WfInstance<DeqState, u64, Ret>;
 /// One thread's free nodes; only that thread touches them.
 #[derive(Debug, Default)]
 struct Local {
-    /// Free nodes of this thread, next to hand out last.
-    free: Vec<u32>,
+    /// Free nodes of this thread.
+    free: FreeNodes,
     /// Nodes the current enqueue attempt took from `free` (back to `free` if it is discarded).
     taken: Vec<u32>,
     /// Lines to write back (the attempt's nodes and the linked node).
@@ -314,28 +314,11 @@ structure_api!(
     PWFQueueHandle,
     "queue",
     "`capacity` nodes per thread (a chunk each, see the type's docs)",
-    store shared.store
+    store shared.store,
+    nodes: per_thread true, extra 1, instances EnqInstance, DeqInstance
 );
 
 impl<P: Persist> PWFQueue<P> {
-    /// Nodes of the pool: a chunk per thread and the first dummy (the last node).
-    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
-        u32::try_from(capacity as usize * max_threads + 1)
-            .ok()
-            .filter(|&n| n < u32::MAX)
-            // More nodes than a `u32` link can name: no region can hold this pool.
-            .ok_or(BuildError::RegionTooSmall {
-                needed: (capacity as usize).saturating_mul(max_threads * 16),
-            })
-    }
-
-    fn total_words(capacity: u32, max_threads: usize) -> usize {
-        LINE_WORDS
-            + EnqInstance::words(max_threads)
-            + DeqInstance::words(max_threads)
-            + Pool::words((capacity as usize * max_threads + 1) as u32)
-    }
-
     fn parts(&self) -> Parts<'_> {
         Parts {
             slots: &self.slots,
@@ -349,13 +332,8 @@ impl<P: Persist> PWFQueue<P> {
         self.shared.store
     }
 
-    /// The sizes `build` accepts besides the thread count.
-    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
-        Self::nodes(capacity, max_threads).map(|_| ())
-    }
-
-    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
-        let q = Self::assemble(store, capacity, max_threads, options);
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let q = Self::assemble(store, capacity, max_threads, o);
         let w = q.shared.store.words();
         // The last node is the first dummy: Tail = Head = &DUMMY.
         let dummy = u64::from(q.shared.pool.nodes);
@@ -373,13 +351,21 @@ impl<P: Persist> PWFQueue<P> {
                 count: 0,
             },
         );
-        let total = Self::total_words(capacity, max_threads);
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        // The block `build` allocated: `total_words` words.
+        let total = q.shared.store.words().len();
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         q.shared.store.init_structure(&head);
-        let mut on_list = vec![false; q.shared.pool.nodes as usize];
-        on_list[dummy as usize - 1] = true;
-        q.give_back_free(&on_list);
-        q
+        // The dummy is the node after every thread's chunk: each chunk is free, never used.
+        let chunk = capacity;
+        for t in 0..max_threads {
+            // SAFETY:
+            // - not shared (creating), so no thread holds a slot.
+            let l = unsafe { q.shared.local(t) };
+            // In range: `nodes` checked `capacity * max_threads + 1` fits a `u32`.
+            let start = t as u32 * chunk;
+            l.free = FreeNodes::unused(start..start + chunk);
+        }
+        Ok(q)
     }
 
     fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
@@ -419,11 +405,13 @@ impl<P: Persist> PWFQueue<P> {
             } else {
                 (t + 1) * chunk
             };
-            l.free = (t * chunk..end)
-                .rev()
-                .filter(|&n| !on_list[n])
-                .map(|n| n as u32)
-                .collect();
+            l.free = FreeNodes::from_list(
+                (t * chunk..end)
+                    .rev()
+                    .filter(|&n| !on_list[n])
+                    .map(|n| n as u32)
+                    .collect(),
+            );
             l.taken.clear();
         }
     }
@@ -448,8 +436,7 @@ impl<P: Persist> PWFQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let nodes_ok = |c, t| Self::nodes(c, t).is_ok();
-        let o = open_header(region, MAGIC, KIND, nodes_ok, Self::total_words)?;
+        let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
         let q = Self::assemble(o.store, o.capacity, o.threads, o.options);
         let w = q.shared.store.words();
@@ -547,7 +534,7 @@ impl<P: Persist> PWFQueue<P> {
             // - `&mut self`: no handle, hence no operation, is alive.
             let l = unsafe { self.shared.local(t) };
             // Nodes taken by a discarded last attempt are free too.
-            l.free.iter().chain(&l.taken)
+            l.free.iter().chain(l.taken.iter().copied())
         });
         // No leak check: dequeued nodes come back only at `open`.
         audit_free(&on_list, free, false)

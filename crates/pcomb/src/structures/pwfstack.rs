@@ -27,9 +27,10 @@
 use core::fmt;
 
 use super::shared::{
-    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Parts, Place, Seat,
+    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Built, Parts, Place,
+    Seat,
 };
-use super::store::{Link, Pool, Store};
+use super::store::{FreeNodes, Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
@@ -67,8 +68,8 @@ type StackInstance = WfInstance<StackState, WfOp, Ret>;
 /// One thread's nodes and attempt buffers; only that thread touches them.
 #[derive(Debug, Default)]
 struct Local {
-    /// Free nodes of this thread, next to hand out last.
-    free: Vec<u32>,
+    /// Free nodes of this thread.
+    free: FreeNodes,
     /// Nodes the current attempt took from `free` (back to `free` if it is discarded).
     taken: Vec<u32>,
     /// Nodes the current attempt popped (free once its install is durable).
@@ -258,26 +259,11 @@ structure_api!(
     PWFStackHandle,
     "stack",
     "`capacity` nodes per thread (a chunk each, see the type's docs)",
-    store core.store
+    store core.store,
+    nodes: per_thread true, extra 0, instances StackInstance
 );
 
 impl<P: Persist> PWFStack<P> {
-    fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
-        u32::try_from(capacity as usize * max_threads)
-            .ok()
-            .filter(|&n| n < u32::MAX)
-            // More nodes than a `u32` link can name: no region can hold this pool.
-            .ok_or(BuildError::RegionTooSmall {
-                needed: (capacity as usize).saturating_mul(max_threads * 16),
-            })
-    }
-
-    fn total_words(capacity: u32, max_threads: usize) -> usize {
-        LINE_WORDS
-            + StackInstance::words(max_threads)
-            + Pool::words((capacity as usize * max_threads) as u32)
-    }
-
     fn parts(&self) -> Parts<'_> {
         Parts {
             slots: &self.slots,
@@ -291,22 +277,17 @@ impl<P: Persist> PWFStack<P> {
         self.core.store
     }
 
-    /// The sizes `build` accepts besides the thread count.
-    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
-        Self::nodes(capacity, max_threads).map(|_| ())
-    }
-
-    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
-        let stack = Self::assemble(store, capacity, max_threads, options);
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let stack = Self::assemble(store, capacity, max_threads, o);
         stack
             .inst
             .init(stack.core.store.words(), &StackState::default());
-        let total = Self::total_words(capacity, max_threads);
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        // The block `build` allocated: `total_words` words.
+        let total = stack.core.store.words().len();
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         stack.core.store.init_structure(&head);
-        let all = vec![false; stack.core.pool.nodes as usize];
-        stack.give_back_free(&all);
-        stack
+        stack.give_every_thread_its_chunk();
+        Ok(stack)
     }
 
     fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
@@ -330,19 +311,35 @@ impl<P: Persist> PWFStack<P> {
         }
     }
 
+    /// A new stack: every thread's chunk is free, never used (nothing per node is written).
+    /// Single-threaded use.
+    fn give_every_thread_its_chunk(&self) {
+        let chunk = self.core.capacity;
+        for t in 0..self.inst.threads() {
+            // SAFETY:
+            // - not shared (creating), so no thread holds a slot.
+            let l = unsafe { self.core.local(t) };
+            // In range: `nodes` checked `capacity * max_threads` fits a `u32`.
+            let start = t as u32 * chunk;
+            l.free = FreeNodes::unused(start..start + chunk);
+        }
+    }
+
     /// Every node not `on_list` goes to the free list of the thread whose chunk holds it,
     /// highest first (so the lowest is handed out first). Single-threaded use.
     fn give_back_free(&self, on_list: &[bool]) {
         let chunk = self.core.capacity as usize;
         for t in 0..self.inst.threads() {
             // SAFETY:
-            // - not shared (creating or opening), so no thread holds a slot.
+            // - not shared (opening), so no thread holds a slot.
             let l = unsafe { self.core.local(t) };
-            l.free = (t * chunk..(t + 1) * chunk)
-                .rev()
-                .filter(|&n| !on_list[n])
-                .map(|n| n as u32)
-                .collect();
+            l.free = FreeNodes::from_list(
+                (t * chunk..(t + 1) * chunk)
+                    .rev()
+                    .filter(|&n| !on_list[n])
+                    .map(|n| n as u32)
+                    .collect(),
+            );
         }
     }
 
@@ -365,8 +362,7 @@ impl<P: Persist> PWFStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let nodes_ok = |c, t| Self::nodes(c, t).is_ok();
-        let o = open_header(region, MAGIC, KIND, nodes_ok, Self::total_words)?;
+        let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
         let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
@@ -412,7 +408,7 @@ impl<P: Persist> PWFStack<P> {
             // - `&mut self`: no handle, hence no operation, is alive.
             let l = unsafe { self.core.local(t) };
             // Nodes taken by a discarded last attempt are free too.
-            l.free.iter().chain(&l.taken)
+            l.free.iter().chain(l.taken.iter().copied())
         });
         audit_free(&on_list, free, self.core.options.recycling)
     }

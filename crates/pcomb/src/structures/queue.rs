@@ -23,7 +23,7 @@ use core::fmt;
 use crossbeam_utils::CachePadded;
 
 use super::shared::{
-    self, audit_free, open_header, queue_handle, structure_api, Parts, Place, Seat,
+    self, audit_free, open_header, queue_handle, structure_api, Built, Parts, Place, Seat,
 };
 use super::store::{Link, Pool, Store};
 use super::{
@@ -50,6 +50,12 @@ type DeqInstance = Instance<Link, (), Ret>;
 /// `head` and `tail` count pops and pushes since creation; the ring holds `tail - head`
 /// numbers at `slots[head % len ..]`. There are never more free nodes than nodes, and the ring
 /// has a slot per node, so a push always finds room.
+///
+/// A slot holds `node + 1`; a slot still 0 holds the node its first lap stands for,
+/// `slot index + 1`: a new queue starts with `tail = capacity` and nodes `1..=capacity` free
+/// without writing a slot (its slots are reserved zeroed and untouched, issue 19). A slot is
+/// read at most once per lap, after the push of that lap wrote it, except in the first lap of
+/// [`Ring::hold_first_lap`], whose pushes are those implicit ones.
 struct Ring {
     slots: Box<[AtomicU64]>,
     head: CachePadded<AtomicU64>,
@@ -57,11 +63,30 @@ struct Ring {
 }
 
 impl Ring {
-    fn new(len: usize) -> Self {
-        Self {
-            slots: (0..len.max(1)).map(|_| AtomicU64::new(0)).collect(),
+    /// An empty ring of `len` slots.
+    fn empty(len: usize) -> Result<Self, BuildError> {
+        Ok(Self {
+            slots: crate::words::reserve(len.max(1))?,
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Makes a ring fresh from [`empty`](Self::empty) hold nodes `1..len` (a new queue's free
+    /// nodes) without writing a slot: see the type's docs. Single-threaded use.
+    fn hold_first_lap(&self) {
+        // Relaxed: not shared yet.
+        self.tail
+            .store(self.slots.len() as u64 - 1, Ordering::Relaxed);
+    }
+
+    /// The node slot `i` stands for (see the type's docs).
+    #[inline]
+    fn node_at(&self, i: usize) -> u32 {
+        // Relaxed: ordered by the caller's Acquire load of `tail` (or single-threaded).
+        match self.slots[i].load(Ordering::Relaxed) {
+            0 => i as u32 + 1,
+            v => (v - 1) as u32,
         }
     }
 
@@ -76,7 +101,7 @@ impl Ring {
         let len = self.slots.len() as u64;
         assert!(t - h < len, "invariant: more free nodes than nodes");
         // Relaxed: published by the Release store of `tail` below.
-        self.slots[(t % len) as usize].store(u64::from(node), Ordering::Relaxed);
+        self.slots[(t % len) as usize].store(u64::from(node) + 1, Ordering::Relaxed);
         // Release: pairs with the Acquire load of `tail` in `pop`, publishing the slot and
         // everything the producer did to the node before (it read its last value).
         self.tail.store(t + 1, Ordering::Release);
@@ -93,8 +118,7 @@ impl Ring {
             return None;
         }
         let len = self.slots.len() as u64;
-        // Relaxed: ordered by the Acquire load of `tail`.
-        let node = self.slots[(h % len) as usize].load(Ordering::Relaxed) as u32;
+        let node = self.node_at((h % len) as usize);
         // Release: pairs with the Acquire load of `head` in `push`.
         self.head.store(h + 1, Ordering::Release);
         Some(node)
@@ -102,13 +126,11 @@ impl Ring {
 
     /// The free nodes (single-threaded use).
     fn snapshot(&self) -> Vec<u32> {
-        // Relaxed (all three): called with `&mut` of the queue or before sharing it.
+        // Relaxed (both): called with `&mut` of the queue or before sharing it.
         let h = self.head.load(Ordering::Relaxed);
         let t = self.tail.load(Ordering::Relaxed);
         let len = self.slots.len() as u64;
-        (h..t)
-            .map(|i| self.slots[(i % len) as usize].load(Ordering::Relaxed) as u32)
-            .collect()
+        (h..t).map(|i| self.node_at((i % len) as usize)).collect()
     }
 }
 
@@ -305,20 +327,14 @@ structure_api!(
     PBQueueHandle,
     "queue",
     "up to `capacity` values",
-    store shared.store
+    store shared.store,
+    nodes: per_thread false, extra 1, instances EnqInstance, DeqInstance
 );
 
 impl<P: Persist> PBQueue<P> {
     /// The dequeuers' batch (the queue's handles go through it).
     fn deq_batch(&self) -> Deq<'_, P> {
         Deq(&self.shared)
-    }
-
-    fn total_words(capacity: u32, max_threads: usize) -> usize {
-        LINE_WORDS
-            + EnqInstance::words(max_threads)
-            + DeqInstance::words(max_threads)
-            + Pool::words(capacity + 1)
     }
 
     fn parts(&self) -> Parts<'_> {
@@ -334,44 +350,38 @@ impl<P: Persist> PBQueue<P> {
         self.shared.store
     }
 
-    /// The sizes `build` accepts besides the thread count.
-    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
-        let _ = (capacity, max_threads);
-        Ok(())
-    }
-
-    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
-        let q = Self::assemble(store, capacity, max_threads, options);
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let q = Self::assemble(store, capacity, max_threads, o)?;
         let w = q.shared.store.words();
         // Node 0 is the first dummy (Figure 9's DUMMY): Tail = Head = &DUMMY.
         q.shared.pool.set(w, q.shared.store.persist(), 0, 0, 0);
         q.enq.init(w, &1);
         q.deq.init(w, &1);
-        let total = Self::total_words(capacity, max_threads);
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        // The block `build` allocated: `total_words` words.
+        let total = q.shared.store.words().len();
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         q.shared.store.init_structure(&head);
         // Relaxed: not shared yet.
         q.shared.old_tail.store(1, Ordering::Relaxed);
-        for n in 1..=capacity {
-            q.shared.ring.push(n);
-        }
-        q
+        // Nodes 1..=capacity are free (node 0 is the dummy).
+        q.shared.ring.hold_first_lap();
+        Ok(q)
     }
 
-    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
+    fn assemble(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
         let enq_at = LINE_WORDS;
         let deq_at = enq_at + EnqInstance::words(max_threads);
         let pool_at = deq_at + DeqInstance::words(max_threads);
-        Self {
+        Ok(Self {
             shared: Shared {
                 store,
                 pool: Pool {
                     at: pool_at,
                     nodes: capacity + 1,
                 },
-                options,
+                options: o,
                 old_tail: CachePadded::new(AtomicU64::new(0)),
-                ring: Ring::new(capacity as usize + 1),
+                ring: Ring::empty(capacity as usize + 1)?,
                 to_persist: UnsafeCell::new(Vec::new()),
                 removed: UnsafeCell::new(Vec::new()),
             },
@@ -379,7 +389,7 @@ impl<P: Persist> PBQueue<P> {
             deq: DeqInstance::new(deq_at, max_threads),
             slots: Slots::new(max_threads),
             capacity,
-        }
+        })
     }
 
     /// Reopens the queue at `region`'s root after a restart or crash (Algorithm 7): the values
@@ -400,12 +410,11 @@ impl<P: Persist> PBQueue<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let capacity_ok = |c, _| c < u32::MAX;
-        let o = open_header(region, MAGIC, KIND, capacity_ok, Self::total_words)?;
+        let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
         let (capacity, q) = (
             o.capacity,
-            Self::assemble(o.store, o.capacity, o.threads, o.options),
+            Self::assemble(o.store, o.capacity, o.threads, o.options)?,
         );
         let w = q.shared.store.words();
         if !q.enq.valid(w) || !q.deq.valid(w) {
@@ -472,7 +481,7 @@ impl<P: Persist> PBQueue<P> {
             )));
         }
         let free = self.shared.ring.snapshot();
-        audit_free(&on_list, &free, self.shared.options.recycling)
+        audit_free(&on_list, free, self.shared.options.recycling)
     }
 }
 

@@ -167,14 +167,13 @@ pub(crate) struct Opened<P: Persist> {
 }
 
 /// Opens the structure with `magic` (named `kind`) at `region`'s root and checks its header:
-/// a valid thread count, a capacity `capacity_ok` accepts, and `total_words(capacity,
-/// threads)` words.
+/// a valid thread count, a capacity for which `total_words(capacity, threads)` is defined (see
+/// [`node_count`]), and that many words.
 pub(crate) fn open_header<P: Persist>(
     region: Region<P>,
     magic: u64,
     kind: &'static str,
-    capacity_ok: impl Fn(u32, usize) -> bool,
-    total_words: impl Fn(u32, usize) -> usize,
+    total_words: impl Fn(u32, usize) -> Option<usize>,
 ) -> Result<Opened<P>, BuildError> {
     let (store, head) = Store::open_structure(region, magic, kind)?;
     let mismatch = |detail| BuildError::LayoutMismatch { kind, detail };
@@ -182,11 +181,11 @@ pub(crate) fn open_header<P: Persist>(
         .ok()
         .filter(|&t| check_threads(t).is_ok())
         .ok_or(mismatch("bad max_threads in the header"))?;
-    let capacity = u32::try_from(head.capacity)
+    let (capacity, total) = u32::try_from(head.capacity)
         .ok()
-        .filter(|&c| capacity_ok(c, threads))
+        .and_then(|c| Some((c, total_words(c, threads)?)))
         .ok_or(mismatch("bad capacity"))?;
-    if head.total_words != total_words(capacity, threads) as u64 {
+    if head.total_words != total as u64 {
         return Err(mismatch("the header's sizes do not match"));
     }
     Ok(Opened {
@@ -195,6 +194,46 @@ pub(crate) fn open_header<P: Persist>(
         capacity,
         options: Options::from_bits(head.options),
     })
+}
+
+/// The number of pool nodes of a structure (named `kind`) holding `capacity` values for
+/// `max_threads` threads: `chunks`
+/// chunks of `capacity` nodes (1 for the blocking structures, one per thread for the
+/// wait-free ones) and `extra` more (a queue's first dummy), checked (issue 19: sizes were
+/// computed unchecked, and a capacity of 0 was accepted).
+///
+/// # Errors
+///
+/// [`BuildError::ZeroCapacity`] for a capacity of 0; [`BuildError::TooLarge`] when the count
+/// is not below `u32::MAX` (a link is a node number plus one, in the 32 bits a node number has).
+pub(crate) fn node_count(
+    kind: &'static str,
+    capacity: u32,
+    max_threads: usize,
+    chunks: usize,
+    extra: u32,
+) -> Result<u32, BuildError> {
+    if capacity == 0 {
+        return Err(BuildError::ZeroCapacity { kind });
+    }
+    (capacity as usize)
+        .checked_mul(chunks)
+        .and_then(|n| n.checked_add(extra as usize))
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n < u32::MAX)
+        .ok_or(BuildError::TooLarge {
+            kind,
+            capacity: u64::from(capacity),
+            max_threads,
+        })
+}
+
+/// What building a structure returns.
+pub(crate) type Built<T> = Result<T, BuildError>;
+
+/// Words of a structure made of `parts` words, or `None` if the sum overflows.
+pub(crate) fn words_of(parts: &[usize]) -> Option<usize> {
+    parts.iter().try_fold(0usize, |sum, &p| sum.checked_add(p))
 }
 
 /// The header of a new structure.
@@ -243,13 +282,13 @@ pub(crate) fn walk_stack(
 
 /// Checks the free nodes `free` against the nodes `on_list`: each free node is in the pool,
 /// free once and off the list, and with `recycling` every node is on the list or free.
-pub(crate) fn audit_free<'n>(
+pub(crate) fn audit_free(
     on_list: &[bool],
-    free: impl IntoIterator<Item = &'n u32>,
+    free: impl IntoIterator<Item = u32>,
     recycling: bool,
 ) -> Result<(), AuditError> {
     let mut is_free = vec![false; on_list.len()];
-    for &n in free {
+    for n in free {
         let slot = is_free
             .get_mut(n as usize)
             .ok_or_else(|| AuditError(format!("free node {n} out of the pool")))?;
@@ -280,12 +319,30 @@ pub(crate) struct Parts<'a> {
 
 /// The constructors, accessors and registration every linked structure has, written once.
 ///
-/// The structure `$T` (handle `$H`, a `$what` holding `$holds`) provides `total_words(capacity,
-/// max_threads)`, `build(place, capacity, max_threads, options)`, `handle(seat)` and
-/// `parts()`.
+/// The structure `$T` (handle `$H`, a `$what` holding `$holds`, its words in `$store`)
+/// provides `create_in(store, capacity, max_threads, options)`, `handle(seat)` and `parts()`;
+/// the macro adds `nodes` and `total_words` (from the `nodes:` shape and the instance types),
+/// `build` and the public constructors and accessors.
 macro_rules! structure_api {
-    ($T:ident, $H:ident, $what:literal, $holds:literal, store $($store:ident).+) => {
+    (
+        $T:ident, $H:ident, $what:literal, $holds:literal, store $($store:ident).+,
+        nodes: per_thread $per_thread:literal, extra $extra:literal, instances $($inst:ty),+
+    ) => {
         impl<P: Persist> $T<P> {
+            /// Nodes of the pool: `capacity` (per thread, for a wait-free structure) and the
+            /// extra ones (a queue's first dummy), checked by [`node_count`](shared::node_count).
+            fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
+                let chunks = if $per_thread { max_threads } else { 1 };
+                shared::node_count(KIND, capacity, max_threads, chunks, $extra)
+            }
+
+            /// Words of the structure: header line, instance(s), pool; `None` for a capacity
+            /// [`nodes`](Self::nodes) refuses.
+            fn total_words(capacity: u32, max_threads: usize) -> Option<usize> {
+                let nodes = Self::nodes(capacity, max_threads).ok()?;
+                shared::words_of(&[LINE_WORDS, $(<$inst>::words(max_threads),)+ Pool::words(nodes)])
+            }
+
             /// Creates the structure in `place`: checks the sizes, then `create_in` on a block
             /// of `total_words` (persisted, and recorded as the root, by `Place::build`).
             fn build(
@@ -295,8 +352,12 @@ macro_rules! structure_api {
                 options: Options,
             ) -> Result<Self, BuildError> {
                 check_threads(max_threads)?;
-                Self::check_capacity(capacity, max_threads)?;
-                let total = Self::total_words(capacity, max_threads);
+                Self::nodes(capacity, max_threads)?;
+                let total = Self::total_words(capacity, max_threads).ok_or(BuildError::TooLarge {
+                    kind: KIND,
+                    capacity: u64::from(capacity),
+                    max_threads,
+                })?;
                 place.build(
                     total,
                     |store| Self::create_in(store, capacity, max_threads, options),
@@ -360,7 +421,8 @@ macro_rules! structure_api {
             #[doc = concat!("assert!(", stringify!($T), "::<pcomb::NoPersist>::bytes_needed(1000, 4) >= 16_000);")]
             /// ```
             pub fn bytes_needed(capacity: u32, max_threads: usize) -> usize {
-                Self::total_words(capacity, max_threads) * 8
+                // Saturates for the sizes `create` refuses as `TooLarge` (or `ZeroCapacity`).
+                Self::total_words(capacity, max_threads).map_or(usize::MAX, |w| w.saturating_mul(8))
             }
 
             #[doc = concat!("A heap-backed ", $what, " like [`new`](", stringify!($T), "::new) whose persistence")]

@@ -18,9 +18,10 @@
 use core::fmt;
 
 use super::shared::{
-    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Parts, Place, Seat,
+    self, audit_free, open_header, stack_handle, structure_api, walk_stack, Built, Parts, Place,
+    Seat,
 };
-use super::store::{Link, Pool, Store};
+use super::store::{FreeNodes, Link, Pool, Store};
 use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
@@ -60,8 +61,8 @@ pub(crate) enum StackOp {
 /// The recycling stack and the buffers of a pass; only the lock holder touches them.
 #[derive(Debug, Default)]
 struct Nodes {
-    /// Free nodes, next to hand out last.
-    free: Vec<u32>,
+    /// Free nodes.
+    free: FreeNodes,
     /// Nodes written by this pass (to write back).
     fresh: Vec<u32>,
     /// Nodes popped by this pass (free once the pass is durable).
@@ -252,15 +253,11 @@ structure_api!(
     PBStackHandle,
     "stack",
     "up to `capacity` values",
-    store core.store
+    store core.store,
+    nodes: per_thread false, extra 0, instances StackInstance
 );
 
 impl<P: Persist> PBStack<P> {
-    /// Words of a stack: header line, instance, pool.
-    fn total_words(capacity: u32, max_threads: usize) -> usize {
-        LINE_WORDS + StackInstance::words(max_threads) + Pool::words(capacity)
-    }
-
     fn parts(&self) -> Parts<'_> {
         Parts {
             slots: &self.slots,
@@ -274,25 +271,20 @@ impl<P: Persist> PBStack<P> {
         self.core.store
     }
 
-    /// The sizes `build` accepts besides the thread count.
-    fn check_capacity(capacity: u32, max_threads: usize) -> Result<(), BuildError> {
-        let _ = (capacity, max_threads);
-        Ok(())
-    }
-
-    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
-        let stack = Self::assemble(store, capacity, max_threads, options);
+    fn create_in(store: Store<P>, capacity: u32, max_threads: usize, o: Options) -> Built<Self> {
+        let stack = Self::assemble(store, capacity, max_threads, o);
         stack
             .inst
             .init(stack.core.store.words(), &StackState::default());
-        let total = Self::total_words(capacity, max_threads);
-        let head = shared::header(MAGIC, max_threads, capacity, total, options);
+        // The block `build` allocated: `total_words` words.
+        let total = stack.core.store.words().len();
+        let head = shared::header(MAGIC, max_threads, capacity, total, o);
         stack.core.store.init_structure(&head);
         // SAFETY:
         // - not shared yet (we own the only reference).
         let nodes = unsafe { stack.core.nodes() };
-        nodes.free = (0..capacity).rev().collect();
-        stack
+        nodes.free = FreeNodes::unused(0..capacity);
+        Ok(stack)
     }
 
     fn assemble(store: Store<P>, capacity: u32, max_threads: usize, options: Options) -> Self {
@@ -334,7 +326,7 @@ impl<P: Persist> PBStack<P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(region: Region<P>) -> Result<Self, BuildError> {
-        let o = open_header(region, MAGIC, KIND, |_, _| true, Self::total_words)?;
+        let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
         let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
@@ -345,7 +337,7 @@ impl<P: Persist> PBStack<P> {
             .map_err(|_| mismatch("the persisted list is malformed"))?;
         // SAFETY:
         // - not shared yet (we own the only reference).
-        unsafe { stack.core.nodes() }.free = free;
+        unsafe { stack.core.nodes() }.free = FreeNodes::from_list(free);
         Ok(stack)
     }
 
@@ -391,7 +383,7 @@ impl<P: Persist> PBStack<P> {
         // SAFETY:
         // - `&mut self`: no handle, hence no combiner, is alive.
         let nodes = unsafe { self.core.nodes() };
-        audit_free(&on_list, &nodes.free, self.core.options.recycling)
+        audit_free(&on_list, nodes.free.iter(), self.core.options.recycling)
     }
 }
 
@@ -665,12 +657,12 @@ mod tests {
             "the popped node was reused in its own pass"
         );
         assert!(
-            !n.free.contains(&n.popped[0]),
+            !n.free.contains(n.popped[0]),
             "freed before the pass is durable"
         );
         stack.core.published(0, &st);
         // SAFETY: as above.
-        assert!(unsafe { stack.core.nodes() }.free.contains(&0));
+        assert!(unsafe { stack.core.nodes() }.free.contains(0));
     }
 
     /// Elimination pairs a push with a pop of the same pass: no node is written.

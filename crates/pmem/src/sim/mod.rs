@@ -19,11 +19,40 @@
 //! [`systematic`] crashes such a workload at every one of its events in turn.
 //!
 //! The precise model (snapshots, sequence numbers, what a crash keeps) is documented in the
-//! source of `sim/domain.rs`; its aliasing assumption: the simulator reads the view with relaxed
-//! 8-byte atomic loads while the program stores to it (whole lines at a `pwb`, and any line of
-//! the region at any thread's event: sweep, evictions, crash), which is race-free only for
-//! programs whose stores to region memory that can overlap another thread's persistence
-//! instruction are atomic.
+//! source of `sim/domain.rs`.
+//!
+//! # A test facility, `unsafe` to build
+//!
+//! The simulator reads the view with relaxed 8-byte atomic loads while the program writes it:
+//! whole lines at a `pwb`, and any line of the region at *any* thread's persistence call (the
+//! dirty-line sweep, evictions, crashes). A program whose writes to region memory are all 8-byte
+//! atomics is race-free with it; one that writes region memory with plain stores or copies, or
+//! with atomics of another size (mirror-atomic's 16-byte pair CAS), while another thread makes
+//! a persistence call, races with the simulator's reads: undefined behaviour in the Rust memory
+//! model, whatever x86 does with it. Making the simulator sound for every client would mean
+//! hooking every store of the program (or forbidding non-8-byte writes to region memory), which
+//! the structures built on this crate cannot do. So the simulator is a test facility whose
+//! constructors are `unsafe`: [`Region::simulated`], [`Region::from_image`] and [`systematic`]
+//! state in their `# Safety` sections what the caller guarantees (the one contract, written out
+//! on [`Region::simulated`]), and safe code cannot build a simulated region:
+//!
+//! ```compile_fail,E0133
+//! use pmem::{Region, sim::SimConfig};
+//! // error[E0133]: call to unsafe function (outside an `unsafe` block)
+//! let region = Region::simulated(1, 4096, SimConfig::new(0));
+//! ```
+//!
+//! Nor recover one, or run [`systematic`], without `unsafe`:
+//!
+//! ```compile_fail,E0133
+//! use pmem::{Region, sim::{Image, SimConfig}};
+//! let region = Region::from_image(&Image::from_bytes(vec![0; 4096]), 1, SimConfig::new(0));
+//! ```
+//!
+//! ```compile_fail,E0133
+//! use pmem::sim::{systematic, SimConfig};
+//! let _ = systematic(1, 4096, SimConfig::new(0), |_| {}, |_, _| Ok::<(), ()>(()));
+//! ```
 //!
 //! # Examples
 //!
@@ -31,7 +60,8 @@
 //! use pmem::sim::{SimConfig, Simulated};
 //! use pmem::{Persist, Region};
 //!
-//! let region = Region::simulated(1, 4096, SimConfig::new(42).evictions(0.0))?;
+//! // SAFETY: one thread makes every write to the region and every persistence call.
+//! let region = unsafe { Region::simulated(1, 4096, SimConfig::new(42).evictions(0.0)) }?;
 //! let off = region.user_offset();
 //! let p = region.ptr::<u64>(off)?;
 //! // SAFETY: in bounds, aligned, no other thread.
@@ -43,7 +73,8 @@
 //! unsafe { p.as_ptr().write(8) }; // never written back
 //!
 //! let image = region.persist().crash();
-//! let recovered = Region::from_image(&image, 1, SimConfig::new(0))?;
+//! // SAFETY: as above.
+//! let recovered = unsafe { Region::from_image(&image, 1, SimConfig::new(0)) }?;
 //! // SAFETY: in bounds, aligned, no other thread.
 //! let v = unsafe { recovered.ptr::<u64>(off)?.as_ptr().read() };
 //! assert!(v == 7 || v == 8); // 8 only if the crash happened to write the dirty line back
@@ -212,7 +243,8 @@ impl SimConfig {
 /// ```
 /// use pmem::sim::SimConfig;
 /// use pmem::{Persist, Region};
-/// let region = Region::simulated(1, 4096, SimConfig::new(1))?;
+/// // SAFETY: one thread makes every write to the region and every persistence call.
+/// let region = unsafe { Region::simulated(1, 4096, SimConfig::new(1)) }?;
 /// let sim = region.persist();
 /// assert_eq!(sim.events(), 0);
 /// sim.pfence();
@@ -258,7 +290,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Persist, Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0)) }?;
     /// // SAFETY: the region's first byte, mapped while it lives.
     /// unsafe { r.persist().pwb(r.base().as_ptr(), 1) };
     /// r.persist().psync();
@@ -284,7 +317,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Persist, Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_at(1))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0).crash_at(1)) }?;
     /// r.persist().pfence(); // ticket 0
     /// let before = r.persist().stamp(); // 1
     /// r.persist().pfence(); // ticket 1: crashes
@@ -305,7 +339,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0)) }?;
     /// assert_eq!(r.persist().crash_stamp(), None);
     /// r.persist().crash();
     /// assert_eq!(r.persist().crash_stamp(), Some(0));
@@ -330,7 +365,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_keeps(0.0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0).crash_keeps(0.0)) }?;
     /// let off = r.user_offset();
     /// let p = r.ptr::<u64>(off)?.as_ptr();
     /// // SAFETY: in bounds, aligned, single-threaded.
@@ -352,7 +388,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0)) }?;
     /// assert_eq!(r.persist().evictions(), 0);
     /// # Ok::<(), pmem::RegionError>(())
     /// ```
@@ -368,7 +405,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Persist, Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0).store_points(1.0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0).store_points(1.0)) }?;
     /// let w = r.base().as_ptr().cast::<u64>();
     /// // SAFETY: the region's first word, mapped and aligned while it lives, no other user.
     /// unsafe { w.write(7) };
@@ -389,7 +427,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0)) }?;
     /// let image = r.persist().crash();
     /// assert_eq!(image.len(), 4096);
     /// assert!(r.persist().is_crashed());
@@ -405,7 +444,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Persist, Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0).crash_at(1))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0).crash_at(1)) }?;
     /// r.persist().pfence(); // event 0
     /// assert!(r.persist().crash_image().is_none());
     /// r.persist().pfence(); // event 1: crashes first
@@ -422,7 +462,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// assert!(!Region::simulated(1, 4096, SimConfig::new(0))?.persist().is_crashed());
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// assert!(!unsafe { Region::simulated(1, 4096, SimConfig::new(0)) }?.persist().is_crashed());
     /// # Ok::<(), pmem::RegionError>(())
     /// ```
     pub fn is_crashed(&self) -> bool {
@@ -435,7 +476,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0)) }?;
     /// assert_eq!(r.persist().durable_image().len(), 4096);
     /// # Ok::<(), pmem::RegionError>(())
     /// ```
@@ -449,7 +491,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(0)) }?;
     /// assert_eq!(r.persist().dirty_words(), 0);
     /// # Ok::<(), pmem::RegionError>(())
     /// ```
@@ -463,7 +506,8 @@ impl Simulated {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 4096, SimConfig::new(5))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 4096, SimConfig::new(5)) }?;
     /// assert_eq!(r.persist().config().seed, 5);
     /// # Ok::<(), pmem::RegionError>(())
     /// ```
@@ -478,10 +522,12 @@ impl Simulated {
 ///
 /// ```
 /// use pmem::{Region, sim::{Image, SimConfig}};
-/// let r = Region::simulated(7, 4096, SimConfig::new(0))?;
+/// // SAFETY: one thread makes every write to the region and every persistence call.
+/// let r = unsafe { Region::simulated(7, 4096, SimConfig::new(0)) }?;
 /// let image = r.persist().crash();
 /// let copy = Image::from_bytes(image.as_bytes().to_vec());
-/// assert!(Region::from_image(&copy, 7, SimConfig::new(0)).is_ok());
+/// // SAFETY: as above.
+/// assert!(unsafe { Region::from_image(&copy, 7, SimConfig::new(0)) }.is_ok());
 /// # Ok::<(), pmem::RegionError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -581,7 +627,8 @@ impl Image {
     /// ```
     /// use pmem::{Region, sim::SimConfig};
     /// let dir = tempfile::tempdir()?;
-    /// let r = Region::simulated(3, 4096, SimConfig::new(0))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(3, 4096, SimConfig::new(0)) }?;
     /// r.persist().crash().save(dir.path().join("img"))?;
     /// assert!(Region::open(dir.path().join("img"), 3).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -596,6 +643,33 @@ impl Region<Simulated> {
     /// hold a fresh header (as if the file had been created and persisted before the run), and
     /// the event counter starts at 0.
     ///
+    /// A test facility (see [the module docs](crate::sim)): the simulator reads the region's
+    /// memory concurrently with the program, so the caller promises how the program writes it.
+    ///
+    /// # Safety
+    ///
+    /// The simulator reads the region's memory, never writes it, with 8-byte atomic loads at
+    /// every call of the region's backend from any thread: `pwb`, `pfence`, `psync` and
+    /// `stored` (made on `region.persist()`, on a clone of that [`Simulated`], or by any
+    /// structure built on the region) and [`Simulated::evict_now`], [`Simulated::crash`] and
+    /// [`Simulated::dirty_words`]; each call may read any line of the region. For as long as the
+    /// region or a clone of its backend lives, the caller guarantees that:
+    ///
+    /// - every write to the region's memory that is not ordered by happens-before with each
+    ///   such call made by *another* thread (a write that can run while another thread is in one
+    ///   of these calls) is an atomic write of one aligned 8-byte word: an `AtomicU64` store or
+    ///   read-modify-write, any ordering. A plain store or copy, or an atomic of another size
+    ///   (a 16-byte compare-exchange, `cmpxchg16b`, successful or not), racing with such a call
+    ///   is a data race or a mixed-size atomic race with the simulator's load: undefined
+    ///   behaviour;
+    /// - no `&mut` reference into the region's memory is live across such a call (the simulator
+    ///   reads through its own pointer).
+    ///
+    /// Reads of the region's memory are unrestricted. A program in which one thread makes every
+    /// write to the region's memory and every call of its backend meets the contract whatever
+    /// its writes are (the simulator's reads are sequenced with them), and so does one whose
+    /// threads write region memory only with `AtomicU64` operations.
+    ///
     /// # Errors
     ///
     /// [`RegionError::InvalidSize`], [`RegionError::Io`] (mapping refused).
@@ -604,11 +678,12 @@ impl Region<Simulated> {
     ///
     /// ```
     /// use pmem::{Region, sim::SimConfig};
-    /// let r = Region::simulated(1, 1 << 16, SimConfig::new(9))?;
+    /// // SAFETY: one thread makes every write to the region and every persistence call.
+    /// let r = unsafe { Region::simulated(1, 1 << 16, SimConfig::new(9)) }?;
     /// assert_eq!(r.len(), 1 << 16);
     /// # Ok::<(), pmem::RegionError>(())
     /// ```
-    pub fn simulated(layout: u64, size: u64, cfg: SimConfig) -> Result<Self, RegionError> {
+    pub unsafe fn simulated(layout: u64, size: u64, cfg: SimConfig) -> Result<Self, RegionError> {
         let (map, base) = anonymous_map(size)?;
         // SAFETY:
         // - the mapping is `size >= MIN_REGION_SIZE` bytes, page aligned, writable, unshared.
@@ -622,12 +697,17 @@ impl Region<Simulated> {
     /// Recovery: a simulated region whose view and media are `image` (typically a crash image),
     /// after checking its header exactly as [`Region::open`] checks a file's.
     ///
+    /// # Safety
+    ///
+    /// The contract of [`Region::simulated`], for the region returned.
+    ///
     /// # Errors
     ///
     /// Every header error of [`Region::open`] ([`RegionError::Truncated`],
     /// [`RegionError::BadMagic`], [`RegionError::UnsupportedVersion`],
     /// [`RegionError::BadChecksum`], [`RegionError::WrongLayout`],
-    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`]), and [`RegionError::Io`]:
+    /// [`RegionError::SizeMismatch`], [`RegionError::BadHeader`],
+    /// [`RegionError::ReservedNonzero`]), and [`RegionError::Io`]:
     /// never a panic, whatever the bytes.
     ///
     /// # Examples
@@ -636,11 +716,16 @@ impl Region<Simulated> {
     /// use pmem::{Region, RegionError, sim::{Image, SimConfig}};
     /// let garbage = Image::from_bytes(vec![0xAB; 4096]);
     /// assert!(matches!(
-    ///     Region::from_image(&garbage, 1, SimConfig::new(0)),
+    ///     // SAFETY: no region is built (and one thread would do everything with it).
+    ///     unsafe { Region::from_image(&garbage, 1, SimConfig::new(0)) },
     ///     Err(RegionError::BadMagic { .. })
     /// ));
     /// ```
-    pub fn from_image(image: &Image, layout: u64, cfg: SimConfig) -> Result<Self, RegionError> {
+    pub unsafe fn from_image(
+        image: &Image,
+        layout: u64,
+        cfg: SimConfig,
+    ) -> Result<Self, RegionError> {
         let len = image.len() as u64;
         if len < header::HEADER_SIZE {
             return Err(RegionError::Truncated {

@@ -10,7 +10,8 @@ use crate::{Region, RegionError};
 ///
 /// ```
 /// use pmem::sim::{systematic, SimConfig, SystematicError};
-/// let r = systematic(1, 4096, SimConfig::new(0), |_| {}, |_, _| Err("always fails"));
+/// // SAFETY: the workload writes nothing.
+/// let r = unsafe { systematic(1, 4096, SimConfig::new(0), |_| {}, |_, _| Err("always fails")) };
 /// assert!(matches!(r, Err(SystematicError::Check { crash_at: 0, .. })));
 /// ```
 #[derive(Debug)]
@@ -67,6 +68,11 @@ impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for SystematicErr
 /// Run `k` uses the seed `mix(cfg.seed, k)`, so evictions differ between crash points while the
 /// whole sweep stays reproducible from `cfg.seed`.
 ///
+/// # Safety
+///
+/// The contract of [`Region::simulated`], for every region the workload is given: a workload
+/// that does everything on the thread it is called on (as a deterministic one does) meets it.
+///
 /// # Errors
 ///
 /// The first failing check ([`SystematicError::Check`]), a run that does not reach its crash
@@ -78,40 +84,37 @@ impl<E: std::fmt::Debug + std::fmt::Display> std::error::Error for SystematicErr
 /// the value, at every crash point.
 ///
 /// ```
-/// use pmem::sim::{systematic, SimConfig};
+/// use pmem::sim::{systematic, Image, SimConfig, Simulated};
 /// use pmem::{Offset, Persist, Region};
 ///
 /// const VALUE: Offset = Offset(256);
 /// const FLAG: Offset = Offset(320); // another cache line
-/// let points = systematic(
-///     1,
-///     4096,
-///     SimConfig::new(11),
-///     |r| {
-///         let (v, f) = (r.ptr::<u64>(VALUE).unwrap(), r.ptr::<u64>(FLAG).unwrap());
-///         // SAFETY: in bounds, aligned, single-threaded.
-///         unsafe { v.as_ptr().write(42) };
-///         // SAFETY: inside the region, mapped while it lives.
-///         unsafe { r.persist().pwb(v.as_ptr().cast(), 8) };
-///         r.persist().psync();
-///         // SAFETY: as above.
-///         unsafe { f.as_ptr().write(1) };
-///         // SAFETY: as above.
-///         unsafe { r.persist().pwb(f.as_ptr().cast(), 8) };
-///         r.persist().psync();
-///     },
-///     |k, image| {
-///         let (v, f) = (image.word(VALUE.get()).unwrap(), image.word(FLAG.get()).unwrap());
-///         if f == 1 && v != 42 {
-///             return Err(format!("crash {k}: flag set but value {v}"));
-///         }
-///         Ok(())
-///     },
-/// )?;
+/// let workload = |r: &Region<Simulated>| {
+///     let (v, f) = (r.ptr::<u64>(VALUE).unwrap(), r.ptr::<u64>(FLAG).unwrap());
+///     // SAFETY: in bounds, aligned, single-threaded.
+///     unsafe { v.as_ptr().write(42) };
+///     // SAFETY: inside the region, mapped while it lives.
+///     unsafe { r.persist().pwb(v.as_ptr().cast(), 8) };
+///     r.persist().psync();
+///     // SAFETY: as above.
+///     unsafe { f.as_ptr().write(1) };
+///     // SAFETY: as above.
+///     unsafe { r.persist().pwb(f.as_ptr().cast(), 8) };
+///     r.persist().psync();
+/// };
+/// let check = |k, image: Image| {
+///     let (v, f) = (image.word(VALUE.get()).unwrap(), image.word(FLAG.get()).unwrap());
+///     if f == 1 && v != 42 {
+///         return Err(format!("crash {k}: flag set but value {v}"));
+///     }
+///     Ok(())
+/// };
+/// // SAFETY: the workload runs on the calling thread only.
+/// let points = unsafe { systematic(1, 4096, SimConfig::new(11), workload, check) }?;
 /// assert_eq!(points, 5); // 4 events, crash before each and after the last
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn systematic<E>(
+pub unsafe fn systematic<E>(
     layout: u64,
     size: u64,
     cfg: SimConfig,
@@ -122,7 +125,10 @@ pub fn systematic<E>(
         crash_at: None,
         ..cfg.clone()
     };
-    let region = Region::simulated(layout, size, counting).map_err(SystematicError::Region)?;
+    // SAFETY:
+    // - the caller's guarantee for the workload (the region goes nowhere else).
+    let region =
+        unsafe { Region::simulated(layout, size, counting) }.map_err(SystematicError::Region)?;
     workload(&region);
     let total = region.persist().events();
     drop(region);
@@ -133,7 +139,10 @@ pub fn systematic<E>(
             crash_at: Some(k),
             ..cfg.clone()
         };
-        let region = Region::simulated(layout, size, run).map_err(SystematicError::Region)?;
+        // SAFETY:
+        // - as for the counting run.
+        let region =
+            unsafe { Region::simulated(layout, size, run) }.map_err(SystematicError::Region)?;
         workload(&region);
         let sim = region.persist();
         let image = match sim.crash_image() {
