@@ -9,16 +9,24 @@
 //! cargo run -p mirror-atomic --example persistent_stack
 //! ```
 
+use core::mem::size_of;
 use mirror_atomic::flavor::{Flavor, Mirror, Volatile};
 use mirror_atomic::{Heap, HeapError, Object, PConst, PPtr, Persist, Trace, Tracer};
 
 #[repr(C)]
 struct Node<F: Flavor> {
     value: PConst<u64>,
+    // Zero bytes where the layout would leave a gap before a Mirror pair (16-aligned): a
+    // heap object has no padding, so no uninitialized byte reaches the file.
+    _pad: F::Pad,
     next: F::Atomic<PPtr<Node<F>>>,
 }
-// SAFETY: a `PConst<u64>` and a flavor atomic of a `PPtr`: any bits valid, no drop, no pointers.
-unsafe impl<F: Flavor> Object for Node<F> {}
+// SAFETY: a `PConst<u64>`, the flavor's pad and a flavor atomic of a `PPtr`: any bits valid,
+// no drop, no pointers, and the fields fill the type (`Heap::alloc` checks that at compile time).
+unsafe impl<F: Flavor> Object for Node<F> {
+    const FIELD_BYTES: usize =
+        size_of::<PConst<u64>>() + size_of::<F::Pad>() + size_of::<F::Atomic<PPtr<Node<F>>>>();
+}
 impl<F: Flavor> Trace for Node<F> {
     fn trace(&self, t: &mut Tracer<'_>) {
         t.visit(F::peek(&self.next));
@@ -30,7 +38,9 @@ struct Top<F: Flavor> {
     top: F::Atomic<PPtr<Node<F>>>,
 }
 // SAFETY: one flavor atomic of a `PPtr`.
-unsafe impl<F: Flavor> Object for Top<F> {}
+unsafe impl<F: Flavor> Object for Top<F> {
+    const FIELD_BYTES: usize = size_of::<F::Atomic<PPtr<Node<F>>>>();
+}
 impl<F: Flavor> Trace for Top<F> {
     fn trace(&self, t: &mut Tracer<'_>) {
         t.visit(F::peek(&self.top));
@@ -73,6 +83,7 @@ impl<F: Flavor, P: Persist> Stack<F, P> {
             let top = F::load(self.top(), space);
             let node = self.heap.alloc(Node::<F> {
                 value: PConst::new(value),
+                _pad: F::Pad::default(),
                 next: F::atomic(top),
             })?;
             if F::compare_exchange(self.top(), top, node, space).is_ok() {

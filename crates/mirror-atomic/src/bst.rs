@@ -75,16 +75,26 @@ type NodePtr<F> = PPtr<BstNode<F>>;
 /// A tree node: an internal node (two children) or a leaf (both children null). The key is
 /// immutable; each child edge is a flavor atomic of a [`PPtr`] whose mark bit is the *flag*
 /// and whose tag bit is the *tag* (see [`PPtr`]).
+///
+/// The key is followed by the flavor's zero [`Flavor::Pad`] (in Mirror the 8 bytes that round
+/// the node to its pairs' 16-byte alignment: written as zeros, never padding).
 #[repr(C)]
 pub struct BstNode<F: Flavor> {
     left: Link<F>,
     right: Link<F>,
     key: PConst<u64>,
+    _pad: F::Pad,
 }
 
-// SAFETY: two flavor atomics of `PPtr`s and a `PConst<u64>`: any bits are valid, no drop glue,
-// no Rust pointers.
-unsafe impl<F: Flavor> Object for BstNode<F> {}
+// SAFETY: two flavor atomics of `PPtr`s, a `PConst<u64>` and the flavor's pad: any bits are
+// valid, no drop glue, no Rust pointers, and the fields fill the type (checked below).
+unsafe impl<F: Flavor> Object for BstNode<F> {
+    const FIELD_BYTES: usize = 2 * core::mem::size_of::<Link<F>>()
+        + core::mem::size_of::<PConst<u64>>()
+        + core::mem::size_of::<F::Pad>();
+}
+
+crate::heap::assert_padding_free!(BstNode<F>);
 
 impl<F: Flavor> BstNode<F> {
     fn leaf(key: u64) -> Self {
@@ -92,6 +102,7 @@ impl<F: Flavor> BstNode<F> {
             left: F::atomic(PPtr::null()),
             right: F::atomic(PPtr::null()),
             key: PConst::new(key),
+            _pad: F::Pad::default(),
         }
     }
 
@@ -100,6 +111,7 @@ impl<F: Flavor> BstNode<F> {
             left: F::atomic(left),
             right: F::atomic(right),
             key: PConst::new(key),
+            _pad: F::Pad::default(),
         }
     }
 

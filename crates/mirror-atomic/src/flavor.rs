@@ -88,6 +88,7 @@ use crate::patomic::PConst;
 ///     type Atomic<T: 'static> = PAtomic<T>;
 ///     const NAME: &'static str = "my-mirror";
 ///     const MIRRORED: bool = true;
+///     type Pad = <Mirror as Flavor>::Pad;
 ///     fn atomic<T: Pod>(v: T) -> PAtomic<T> { Mirror::atomic(v) }
 ///     fn load<T: Pod, P: Persist>(a: &PAtomic<T>, s: &Space<P>) -> T { Mirror::load(a, s) }
 ///     fn compare_exchange<T: Pod, P: Persist>(
@@ -125,6 +126,7 @@ use crate::patomic::PConst;
 ///     type Atomic<T: 'static> = PAtomic<T>;
 ///     const NAME: &'static str = "my-mirror";
 ///     const MIRRORED: bool = true;
+///     type Pad = <Mirror as Flavor>::Pad;
 ///     fn atomic<T: Pod>(v: T) -> PAtomic<T> { Mirror::atomic(v) }
 ///     fn load<T: Pod, P: Persist>(a: &PAtomic<T>, s: &Space<P>) -> T { Mirror::load(a, s) }
 ///     fn compare_exchange<T: Pod, P: Persist>(
@@ -155,6 +157,7 @@ use crate::patomic::PConst;
 ///     type Atomic<T: 'static> = Box<PAtomic<T>>;
 ///     const NAME: &'static str = "boxed";
 ///     const MIRRORED: bool = true;
+///     type Pad = <Mirror as Flavor>::Pad;
 ///     fn atomic<T: Pod>(v: T) -> Box<PAtomic<T>> { Box::new(Mirror::atomic(v)) }
 ///     fn load<T: Pod, P: Persist>(a: &Box<PAtomic<T>>, s: &Space<P>) -> T { Mirror::load(a, s) }
 ///     fn compare_exchange<T: Pod, P: Persist>(
@@ -177,6 +180,12 @@ pub unsafe trait Flavor: Sized + Send + Sync + 'static {
     const NAME: &'static str;
     /// Whether objects live in a separate volatile arena mirrored by the region.
     const MIRRORED: bool;
+    /// Zero bytes that widen an 8-byte field to the width of an `Atomic<T>`: 8 bytes where
+    /// the atomic is a 16-byte pair ([`Mirror`]), none where it is 8 bytes. A node type
+    /// places it after an 8-byte field that would otherwise leave a padding gap before a
+    /// pair, or at the end, so that the type has no padding in any flavor (see
+    /// [`Object`]); `Default` gives its zero value.
+    type Pad: Object + Default;
 
     /// A new atomic (to be placed in a heap object by [`Heap::alloc`](crate::Heap::alloc)).
     fn atomic<T: Pod>(value: T) -> Self::Atomic<T>;
@@ -358,6 +367,7 @@ unsafe impl Flavor for Volatile {
     type Atomic<T: 'static> = VAtomic<T>;
     const NAME: &'static str = "volatile";
     const MIRRORED: bool = false;
+    type Pad = [u64; 0];
 
     fn atomic<T: Pod>(value: T) -> VAtomic<T> {
         VAtomic::new(value)
@@ -387,6 +397,7 @@ unsafe impl Flavor for Izraelevitz {
     type Atomic<T: 'static> = VAtomic<T>;
     const NAME: &'static str = "izraelevitz";
     const MIRRORED: bool = false;
+    type Pad = [u64; 0];
 
     fn atomic<T: Pod>(value: T) -> VAtomic<T> {
         VAtomic::new(value)
@@ -431,6 +442,7 @@ unsafe impl Flavor for Mirror {
     type Atomic<T: 'static> = PAtomic<T>;
     const NAME: &'static str = "mirror";
     const MIRRORED: bool = true;
+    type Pad = [u64; 1];
 
     fn atomic<T: Pod>(value: T) -> PAtomic<T> {
         PAtomic::new(value)
@@ -465,7 +477,7 @@ unsafe impl Flavor for Mirror {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::heap::{Heap, Object};
+    use crate::heap::Heap;
     use pmem::sim::{SimConfig, Simulated};
     use pmem::Region;
 
@@ -473,9 +485,13 @@ mod tests {
     #[repr(C, align(64))]
     struct Line {
         w: VAtomic<u64>,
+        rest: [u64; 7],
     }
-    // SAFETY: one 8-byte atomic word and padding: any bits valid, no drop, no pointers.
-    unsafe impl Object for Line {}
+    // SAFETY: one 8-byte atomic word and the rest of the line as explicit zeros: any bits
+    // valid, no drop, no pointers, no padding.
+    unsafe impl Object for Line {
+        const FIELD_BYTES: usize = 64;
+    }
 
     /// The Izraelevitz rule for loads (write back and fence what was read before acting on
     /// it): thread A's CAS on `a` is not yet written back when thread B reads it and then makes
@@ -507,11 +523,13 @@ mod tests {
             let pa = heap
                 .alloc(Line {
                     w: Izraelevitz::atomic(0u64),
+                    rest: [0; 7],
                 })
                 .expect("a");
             let pb = heap
                 .alloc(Line {
                     w: Izraelevitz::atomic(0u64),
+                    rest: [0; 7],
                 })
                 .expect("b");
             // SAFETY: allocated above, never freed.

@@ -14,8 +14,12 @@ pub struct Buckets<F: Flavor, const B: usize> {
     heads: [Head<F>; B],
 }
 
-// SAFETY: an array of flavor atomics of `PPtr`s.
-unsafe impl<F: Flavor, const B: usize> Object for Buckets<F, B> {}
+// SAFETY: an array of flavor atomics of `PPtr`s (no padding between elements).
+unsafe impl<F: Flavor, const B: usize> Object for Buckets<F, B> {
+    const FIELD_BYTES: usize = B * core::mem::size_of::<Head<F>>();
+}
+
+crate::heap::assert_padding_free!(Buckets<F, 1>, Buckets<F, 256>);
 
 impl<F: Flavor, const B: usize> Trace for Buckets<F, B> {
     fn trace(&self, t: &mut Tracer<'_>) {

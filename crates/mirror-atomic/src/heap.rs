@@ -26,30 +26,131 @@ pub const MAX_OBJECT: usize = 32 * 1024;
 
 /// What a heap object may be made of.
 ///
+/// **No padding.** Every byte of an object reaches the region (the Mirror flavor copies the
+/// object to its persistent twin; the others build it in the region itself), and a padding
+/// byte of a Rust value is uninitialized: it would put whatever the stack held (old data,
+/// addresses) in the file. So an object type has no padding: where the layout would leave a
+/// gap, the type names it as a field (the node types use the flavor's [`Flavor::Pad`], zero
+/// bytes that widen an 8-byte field to a pair) and initializes it. [`FIELD_BYTES`] states the
+/// sum of the field sizes; [`Heap::alloc`] refuses, at compile time, a type whose size differs:
+///
+/// ```compile_fail
+/// use mirror_atomic::{flavor::Mirror, Heap, Object, PAtomic, PConst};
+/// #[repr(C)]
+/// struct Gap { next: PAtomic<u64>, key: PConst<u64> } // 24 bytes of fields in 32
+/// // SAFETY: (wrongly) claims the fields fill the type.
+/// unsafe impl Object for Gap {
+///     const FIELD_BYTES: usize = 16 + 8;
+/// }
+/// let heap = Heap::<Mirror, _>::anonymous(1 << 20).unwrap();
+/// let _ = heap.alloc(Gap { next: PAtomic::new(0), key: PConst::new(1) }); // does not build
+/// ```
+///
+/// [`FIELD_BYTES`]: Object::FIELD_BYTES
+///
 /// # Safety
 ///
 /// Implement only for types made of [`Pod`](pmem::Pod) values, flavor atomics,
 /// [`PConst`](crate::PConst)s and [`PPtr`]s (arrays and `repr(C)` structs of them): every bit
 /// pattern must be a valid value (recovery reads objects from a file that may be corrupt), the
-/// type must not need `Drop` (heap objects are never dropped), and it must not contain Rust
-/// pointers or references (the region is mapped elsewhere after a restart).
-pub unsafe trait Object: Sized + Send + Sync + 'static {}
+/// type must not need `Drop` (heap objects are never dropped), it must not contain Rust
+/// pointers or references (the region is mapped elsewhere after a restart), and no byte of it
+/// may be padding ([`FIELD_BYTES`](Object::FIELD_BYTES) is the sum of the sizes of its fields,
+/// each of them padding-free too).
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Flavor, Object, PConst, PPtr};
+/// use core::mem::size_of;
+/// #[repr(C)]
+/// struct Node<F: Flavor> {
+///     key: PConst<u64>,
+///     _pad: F::Pad, // 8 zero bytes in Mirror (the pair below is 16-aligned), none otherwise
+///     next: F::Atomic<PPtr<Node<F>>>,
+/// }
+/// // SAFETY: a `PConst<u64>`, the flavor's pad and a flavor atomic of a `PPtr`: any bits are
+/// // valid, no drop glue, no pointers, and the fields fill the type.
+/// unsafe impl<F: Flavor> Object for Node<F> {
+///     const FIELD_BYTES: usize = size_of::<PConst<u64>>()
+///         + size_of::<F::Pad>()
+///         + size_of::<F::Atomic<PPtr<Node<F>>>>();
+/// }
+/// ```
+pub unsafe trait Object: Sized + Send + Sync + 'static {
+    /// The sum of the sizes of the type's fields (for an array, of its elements): equal to
+    /// `size_of::<Self>()` exactly when the type has no padding, which [`Heap::alloc`] checks
+    /// at compile time.
+    const FIELD_BYTES: usize;
+}
+
+/// Whether `N` has no padding (its fields fill it): usable in constants, so a node type's
+/// module can check each flavor at compile time.
+pub(crate) const fn padding_free<N: Object>() -> bool {
+    core::mem::size_of::<N>() == N::FIELD_BYTES
+}
+
+/// Compile-time check that `N` has no padding, evaluated by [`Heap::alloc`] for every type it
+/// allocates (a build error, not a run-time one).
+struct PaddingFree<N>(PhantomData<N>);
+
+impl<N: Object> PaddingFree<N> {
+    const OK: () = assert!(
+        padding_free::<N>(),
+        "a heap object type has padding (its size is not the sum of its field sizes): add an \
+         explicit padding field (see `Object`)"
+    );
+}
+
+/// Checks at compile time that each listed type, written with `F` for the flavor, has no
+/// padding in every flavor of this crate.
+macro_rules! assert_padding_free {
+    ($($t:ty),* $(,)?) => {
+        $crate::heap::assert_padding_free!(@in Volatile; $($t),*);
+        $crate::heap::assert_padding_free!(@in Mirror; $($t),*);
+        $crate::heap::assert_padding_free!(@in Izraelevitz; $($t),*);
+    };
+    (@in $flavor:ident; $($t:ty),*) => {
+        const _: () = {
+            #[allow(dead_code)]
+            type F = $crate::flavor::$flavor;
+            $(assert!(
+                $crate::heap::padding_free::<$t>(),
+                concat!("heap object type with padding: ", stringify!($t))
+            );)*
+        };
+    };
+}
+pub(crate) use assert_padding_free;
 
 // SAFETY: a 16-byte atomic pair of plain words (`T` is only a `PhantomData<fn() -> T>`; values
 // are read as `T` only by methods that require `T: Pod`): any bits are a value; no drop glue, no
-// pointers. Not bounded by `T: Pod`, so that `Flavor::Atomic<T>: Object` needs no `Pod` proof of
-// a node type still being defined (a struct ending in `F::Atomic<PPtr<Self>>`).
-unsafe impl<T: 'static> Object for crate::PAtomic<T> {}
+// pointers; no padding (one `u128`, every byte written: the value's bits zero-extended to 8
+// bytes and the sequence word). Not bounded by `T: Pod`, so that `Flavor::Atomic<T>: Object`
+// needs no `Pod` proof of a node type still being defined (a struct ending in
+// `F::Atomic<PPtr<Self>>`).
+unsafe impl<T: 'static> Object for crate::PAtomic<T> {
+    const FIELD_BYTES: usize = core::mem::size_of::<u128>();
+}
 // SAFETY: as above, for one 8-byte atomic word.
-unsafe impl<T: 'static> Object for crate::flavor::VAtomic<T> {}
-// SAFETY: a `Pod` value.
-unsafe impl<T: pmem::Pod> Object for crate::PConst<T> {}
-// SAFETY: an array of objects is an object (no padding between elements adds invalid bits).
-unsafe impl<T: Object, const N: usize> Object for [T; N] {}
+unsafe impl<T: 'static> Object for crate::flavor::VAtomic<T> {
+    const FIELD_BYTES: usize = core::mem::size_of::<u64>();
+}
+// SAFETY: a `Pod` value (no padding).
+unsafe impl<T: pmem::Pod> Object for crate::PConst<T> {
+    const FIELD_BYTES: usize = core::mem::size_of::<T>();
+}
+// SAFETY: an array of objects is an object; arrays have no padding between elements (the
+// element size is a multiple of its alignment), so it is padding-free when the element is.
+unsafe impl<T: Object, const N: usize> Object for [T; N] {
+    const FIELD_BYTES: usize = N * T::FIELD_BYTES;
+}
 macro_rules! pod_object {
     ($($t:ty),*) => {$(
         // SAFETY: a `Pod` primitive.
-        unsafe impl Object for $t {}
+        unsafe impl Object for $t {
+            const FIELD_BYTES: usize = core::mem::size_of::<$t>();
+        }
     )*};
 }
 pod_object!(u8, u16, u32, u64, i8, i16, i32, i64, usize, isize);
@@ -62,8 +163,10 @@ pod_object!(u8, u16, u32, u64, i8, i16, i32, i64, usize, isize);
 /// use mirror_atomic::{flavor::{Flavor, Mirror}, Object, PAtomic, PPtr, Trace, Tracer};
 /// #[repr(C)]
 /// struct Cell { next: PAtomic<PPtr<Cell>>, value: PAtomic<u64> }
-/// // SAFETY: made of persistent atomics only.
-/// unsafe impl Object for Cell {}
+/// // SAFETY: made of persistent atomics only, which fill it.
+/// unsafe impl Object for Cell {
+///     const FIELD_BYTES: usize = 2 * core::mem::size_of::<PAtomic<u64>>();
+/// }
 /// impl Trace for Cell {
 ///     fn trace(&self, t: &mut Tracer<'_>) {
 ///         t.visit(Mirror::peek(&self.next));
@@ -77,6 +180,11 @@ pub trait Trace: Object {
 }
 
 /// Owns the volatile arena of a Mirror heap (zeroed, 4 KiB aligned).
+///
+/// Every byte of it is initialized at all times (so that no copy to the region, whatever its
+/// length, moves an uninitialized byte): zeroed at creation, then written only by
+/// [`Heap::alloc`]'s typed writes of padding-free objects, by atomics, and by recovery's copy
+/// of the region (the file's bytes).
 struct Arena {
     ptr: NonNull<u8>,
     layout: Layout,
@@ -426,6 +534,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         value: N,
         publish_len: usize,
     ) -> Result<PPtr<N>, AllocError> {
+        let () = PaddingFree::<N>::OK;
         let size = core::mem::size_of::<N>();
         if size > MAX_OBJECT || core::mem::align_of::<N>() > 64 {
             return Err(AllocError::TooLarge { requested: size });
@@ -436,6 +545,9 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         // - `off` is a free block of at least `size` bytes, aligned to min(block, 64) >= align
         //   of `N`, inside the primary memory; no other thread can reach it (it is not yet
         //   published and was reclaimed only after a grace period).
+        // (`N` has no padding, checked above: every byte this writes, and `publish` copies to
+        // the region, is initialized. The rest of the block is not written, copied or
+        // written back here: it holds bytes of earlier objects, or zeros.)
         unsafe { self.space.primary_at(off).cast::<N>().write(value) };
         // SAFETY: the object at `off` is this heap's and unpublished.
         unsafe { F::publish(&self.space, off, publish_len.min(size)) };

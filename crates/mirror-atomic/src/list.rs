@@ -15,18 +15,34 @@ use crate::flavor::Flavor;
 use crate::heap::{Guard, Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
 use crate::word::PPtr;
+use core::mem::size_of;
 use pmem::{NoPersist, Persist, Region};
 
 /// A list node: the marked `next` pointer, then an immutable key (the pair first: a hop loads
-/// `next` at the node's own address, format 2).
+/// `next` at the node's own address, format 2), then the flavor's zero [`Flavor::Pad`] (in
+/// Mirror the 8 bytes that round the node to its pair's 16-byte alignment: written as zeros,
+/// never padding; format 2 left them unwritten, which is why files written before it may hold
+/// stray bytes there).
 #[repr(C)]
 pub struct Node<F: Flavor> {
     next: F::Atomic<PPtr<Node<F>>>,
     key: PConst<u64>,
+    _pad: F::Pad,
 }
 
-// SAFETY: a `PConst<u64>` and a flavor atomic of a `PPtr`: any bits valid, no drop, no pointers.
-unsafe impl<F: Flavor> Object for Node<F> {}
+// SAFETY: a flavor atomic of a `PPtr`, a `PConst<u64>` and the flavor's pad: any bits valid, no
+// drop, no pointers, and the fields fill the type (checked below).
+unsafe impl<F: Flavor> Object for Node<F> {
+    const FIELD_BYTES: usize =
+        size_of::<F::Atomic<PPtr<Node<F>>>>() + size_of::<PConst<u64>>() + size_of::<F::Pad>();
+}
+
+// SAFETY: one flavor atomic of a `PPtr`.
+unsafe impl<F: Flavor> Object for ListRoot<F> {
+    const FIELD_BYTES: usize = size_of::<Head<F>>();
+}
+
+crate::heap::assert_padding_free!(Node<F>, ListRoot<F>);
 
 impl<F: Flavor> core::fmt::Debug for Node<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -52,9 +68,6 @@ pub type Head<F> = <F as Flavor>::Atomic<PPtr<Node<F>>>;
 pub struct ListRoot<F: Flavor> {
     head: Head<F>,
 }
-
-// SAFETY: one flavor atomic of a `PPtr`.
-unsafe impl<F: Flavor> Object for ListRoot<F> {}
 
 impl<F: Flavor> core::fmt::Debug for ListRoot<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -166,6 +179,7 @@ pub(crate) fn insert<F: Flavor, P: Persist>(
         let node = heap.alloc(Node::<F> {
             key: PConst::new(key),
             next: F::atomic(pos.curr),
+            _pad: F::Pad::default(),
         })?;
         if F::compare_exchange(pos.prev, pos.curr, node, space).is_ok() {
             return Ok(true);

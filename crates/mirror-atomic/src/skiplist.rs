@@ -34,6 +34,7 @@ use crate::heap::{Guard, Heap, Object, Space, Trace, Tracer};
 use crate::patomic::PConst;
 use crate::sync::{thread_random, AtomicWord, Ordering};
 use crate::word::PPtr;
+use core::mem::size_of;
 use pmem::{NoPersist, Persist, Region};
 
 /// Levels of the tallest tower (with 1/4 per extra level: enough for about 4^12 = 16M keys).
@@ -49,18 +50,33 @@ type Link<F> = <F as Flavor>::Atomic<PPtr<SkipNode<F>>>;
 type Tower<F> = [Link<F>; MAX_LEVEL];
 
 /// A skip-list node: an immutable key and height, the handshake counter (DRAM semantics: never
-/// written back, reset by recovery) and the tower of marked forward pointers.
+/// written back, reset by recovery), the flavor's zero [`Flavor::Pad`] (in Mirror the 8 bytes
+/// before the 16-aligned tower, written as zeros) and the tower of marked forward pointers.
 #[repr(C)]
 pub struct SkipNode<F: Flavor> {
     key: PConst<u64>,
     height: PConst<u64>,
     state: VAtomic<u64>,
+    _pad: F::Pad,
     next: Tower<F>,
 }
 
-// SAFETY: `PConst<u64>`s, an 8-byte atomic and an array of flavor atomics of `PPtr`s: any bits
-// are valid, no drop glue, no Rust pointers.
-unsafe impl<F: Flavor> Object for SkipNode<F> {}
+// SAFETY: `PConst<u64>`s, an 8-byte atomic, the flavor's pad and an array of flavor atomics of
+// `PPtr`s: any bits are valid, no drop glue, no Rust pointers, and the fields fill the type
+// (checked below).
+unsafe impl<F: Flavor> Object for SkipNode<F> {
+    const FIELD_BYTES: usize = 2 * size_of::<PConst<u64>>()
+        + size_of::<VAtomic<u64>>()
+        + size_of::<F::Pad>()
+        + size_of::<Tower<F>>();
+}
+
+// SAFETY: an array of flavor atomics of `PPtr`s.
+unsafe impl<F: Flavor> Object for SkipRoot<F> {
+    const FIELD_BYTES: usize = size_of::<Tower<F>>();
+}
+
+crate::heap::assert_padding_free!(SkipNode<F>, SkipRoot<F>);
 
 impl<F: Flavor> SkipNode<F> {
     /// Levels in use, clamped to the array (a corrupt file may hold any height).
@@ -97,9 +113,6 @@ impl<F: Flavor> Trace for SkipNode<F> {
 pub struct SkipRoot<F: Flavor> {
     head: Tower<F>,
 }
-
-// SAFETY: an array of flavor atomics of `PPtr`s.
-unsafe impl<F: Flavor> Object for SkipRoot<F> {}
 
 impl<F: Flavor> Trace for SkipRoot<F> {
     fn trace(&self, t: &mut Tracer<'_>) {
@@ -492,6 +505,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                 height: PConst::new(height as u64),
                 // A single-level node has no tower to build: the inserter is done.
                 state: VAtomic::new(if height == 1 { TOWER_DONE } else { 0 }),
+                _pad: F::Pad::default(),
                 next: core::array::from_fn(|l| {
                     F::atomic(if l < height {
                         pos.succs[l]

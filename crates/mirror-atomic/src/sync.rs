@@ -1,11 +1,13 @@
 //! The one place that names `std::sync`, `std::thread`, `portable_atomic` or `loom`.
 //!
 //! Normally: the standard library, plus [`AtomicPair`], a 16-byte word over `portable-atomic`'s
-//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes) and
-//! `mov` (the 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see
-//! `imp::x86` for why those loads are atomic loads of the pair). Under `--cfg loom`: loom's
-//! replacements, and an `AtomicPair` (and `AtomicWord`) whose bits stay in the object, each
-//! operation one step under a loom mutex that every word shares, behind the same functions.
+//! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes; its
+//! low half is the value half by default) or, with the `value-half-load` feature, `mov` (the
+//! 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see `imp::x86`
+//! for why those loads are atomic loads of the pair, and what the 8-byte one assumes). Under
+//! `--cfg loom`: loom's replacements, and an `AtomicPair` (and `AtomicWord`) whose bits stay in
+//! the object, each operation one step under a loom mutex that every word shares, behind the
+//! same functions (the feature changes nothing there).
 //!
 //! Why the Mutex stand-in is faithful: the Mirror protocol (paper Figure 4) uses the 16-byte
 //! word only through two operations, an atomic 16-byte load and a 16-byte compare-and-swap, both
@@ -61,11 +63,26 @@ mod imp {
         #[inline(always)]
         pub(crate) fn load(&self) -> u128 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if x86::NATIVE_BUILD && x86::wide_loads_are_atomic() {
+            if x86::wide_loads_known_atomic() {
                 // SAFETY:
                 // - `self.0.as_ptr()` is a valid, 16-aligned `u128` (an `AtomicU128`);
-                // - `wide_loads_are_atomic()`: AVX makes `movdqa` one atomic 16-byte access,
-                //   and every write to this word is a `lock cmpxchg16b` (`x86` module docs).
+                // - `wide_loads_known_atomic()`: every write to this word is a `lock
+                //   cmpxchg16b` and AVX makes `movdqa` one atomic 16-byte access (`x86`
+                //   module docs).
+                return unsafe { x86::load_u128(self.0.as_ptr()) };
+            }
+            self.load_checked()
+        }
+
+        /// [`load`](Self::load) when the CPU is not yet known to allow the inline load: checks
+        /// it (detecting it the first time), else `portable-atomic`'s load. Out of line on
+        /// x86_64, so that the fallback's call does not weigh on the callers' loops.
+        #[cfg_attr(all(target_arch = "x86_64", not(miri)), cold, inline(never))]
+        #[cfg_attr(not(all(target_arch = "x86_64", not(miri))), inline(always))]
+        fn load_checked(&self) -> u128 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if x86::wide_loads_are_atomic() {
+                // SAFETY: as in `load`, with the condition checked here.
                 return unsafe { x86::load_u128(self.0.as_ptr()) };
             }
             // SeqCst: the paper's std::atomic default; pairs with every `compare_exchange` on
@@ -75,23 +92,26 @@ mod imp {
 
         /// The low 8 bytes (the value half of a Mirror pair) of an atomic 16-byte load: the
         /// Figure 5 load. Checks the CPU on each call (a cached byte); the traversal path
-        /// uses [`load_low_in`](Self::load_low_in), which needs no check.
+        /// uses [`load_low_in`](Self::load_low_in), which needs no check with the
+        /// `value-half-load` feature.
         #[inline(always)]
         pub(crate) fn load_low(&self) -> u64 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if x86::NATIVE_BUILD && x86::cas_is_native() {
-                // SAFETY: a valid, aligned pair; `cas_is_native()` (see `x86::load_low_at`).
+            if x86::low_loads_are_atomic() {
+                // SAFETY: a valid, 16-aligned pair; `low_loads_are_atomic()` is the condition
+                // of `x86::load_low_at`.
                 return unsafe { x86::load_low_at(self.0.as_ptr().cast::<u8>(), 0) };
             }
-            // SeqCst: see `load`.
-            self.0.load(Ordering::SeqCst) as u64
+            self.load() as u64
         }
 
-        /// [`load_low`](Self::load_low) with no CPU check, for a caller that holds proof that
-        /// [`require_native_pairs`] succeeded (a `Space` of a mirrored heap). The address is
-        /// given to the instruction as `base + (self - base)`, so when the caller computed
-        /// `self` from `base` the compiler folds the offset into the addressing mode (as it
-        /// does for the volatile flavor's plain load).
+        /// [`load_low`](Self::load_low) for a caller that holds proof that
+        /// [`require_native_pairs`] succeeded (a `Space` of a mirrored heap): with the
+        /// `value-half-load` feature no CPU check at all; without it one test of the cached
+        /// AVX bit (none when AVX and `cmpxchg16b` are enabled at compile time). The address is given to the
+        /// instruction as `base + (self - base)`, so when the caller computed `self` from
+        /// `base` the compiler folds the offset into the addressing mode (as it does for the
+        /// volatile flavor's plain load).
         ///
         /// # Safety
         ///
@@ -99,15 +119,16 @@ mod imp {
         #[inline(always)]
         pub(crate) unsafe fn load_low_in(&self, base: *const u8) -> u64 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if x86::NATIVE_BUILD {
+            if x86::VALUE_HALF_LOAD || x86::wide_loads_known_atomic() {
                 let off = (self.0.as_ptr() as usize).wrapping_sub(base as usize);
-                // SAFETY: `base + off` is this pair's (valid, aligned) address, and
-                // `require_native_pairs` succeeded (caller), so `cas_is_native()` holds.
+                // SAFETY: `base + off` is this pair's (valid, 16-aligned) address;
+                // `require_native_pairs` succeeded (caller), so `pairs_are_lock_free()`
+                // holds, and without the feature `wide_loads_known_atomic()` was checked: the
+                // condition of `x86::load_low_at`.
                 return unsafe { x86::load_low_at(base, off) };
             }
             let _ = base;
-            // SeqCst: see `load`.
-            self.0.load(Ordering::SeqCst) as u64
+            self.load_checked() as u64
         }
 
         /// Atomic 16-byte compare-and-swap (Figure 4's DWCAS): `Ok(old)` or `Err(observed)`.
@@ -119,14 +140,14 @@ mod imp {
         }
     }
 
-    /// Checks, once per process, that every 16-byte CAS will be a `lock cmpxchg16b` wherever
-    /// this build reads pairs with inline loads (x86_64): `Err` with the missing instruction
-    /// otherwise (x86_64 CPUs before about 2006). Elsewhere (other targets, builds where
-    /// `portable-atomic` uses its lock-based pair) loads go through `portable-atomic` and this
-    /// always succeeds.
+    /// Checks, once per process, that `portable-atomic`'s `AtomicU128` is lock-free (its
+    /// public `is_lock_free`), i.e. on x86_64 that every 16-byte CAS is one `lock cmpxchg16b`:
+    /// `Err` with the missing instruction otherwise (x86_64 CPUs before about 2006, or a build
+    /// in which `portable-atomic` uses its lock-based fallback). On other targets, and under
+    /// Miri, loads go through `portable-atomic` and this always succeeds.
     pub(crate) fn require_native_pairs() -> Result<(), &'static str> {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        if x86::NATIVE_BUILD && !x86::cas_is_native() {
+        if !x86::pairs_are_lock_free() {
             return Err("cmpxchg16b");
         }
         Ok(())
@@ -134,52 +155,58 @@ mod imp {
 
     /// The inline pair loads and the facts they rest on.
     ///
-    /// Every write to a pair is `portable-atomic`'s `compare_exchange`, which is one `lock
-    /// cmpxchg16b` when the CPU has the instruction, except in builds where `portable-atomic`
-    /// ignores the CPU and uses its lock-based `AtomicU128` ([`NATIVE_BUILD`] is then false
-    /// and no inline load is used). Given that:
+    /// Every write to a pair after it is published is `portable-atomic`'s `compare_exchange`
+    /// (the crate issues no other store to a shared pair). The inline loads are used only when
+    /// `portable_atomic::AtomicU128::is_lock_free()` holds (its public API, checked once;
+    /// `portable-atomic` is pinned in the workspace `Cargo.toml`): on x86_64 its only
+    /// lock-free 16-byte read-modify-write is `lock cmpxchg16b`, so every write to a pair is
+    /// then one `lock cmpxchg16b`. Given that:
     ///
     /// - **16-byte load** (`movdqa`, only with AVX): Intel SDM vol. 3A §9.1.1 and AMD APM
     ///   vol. 2 §7.3.2 guarantee that aligned 16-byte SSE/AVX loads are single atomic accesses
     ///   on processors with AVX, so it is the atomic 16-byte load `portable-atomic` itself
-    ///   issues on such CPUs (there behind a function pointer: a call per load).
-    /// - **8-byte load of the value half** (`mov`, the Figure 5 load on the traversal path):
-    ///   an aligned 8-byte load is a single atomic access on every x86_64 CPU (SDM §9.1.1),
-    ///   and a locked instruction is atomic with respect to every other memory access (SDM
-    ///   §9.1.2.2: "locked operations are atomic with respect to all other memory operations"),
-    ///   so the load returns the low half of the pair as it was before or after each `lock
-    ///   cmpxchg16b`, never a mix. x86-TSO orders it exactly as the 16-byte load (both are
-    ///   plain loads from write-back memory). It therefore returns precisely what "a 16-byte
-    ///   atomic load, keep the low half" returns, and that operation is what the block
-    ///   stands for in the language's memory model. (Written as a Rust 8-byte atomic load it
-    ///   would be a mixed-size race, which the memory model leaves undefined; the asm block
-    ///   is not that operation but the 16-byte one, whose result it computes.) It matters:
-    ///   the vector load plus the move to a general register lengthened each hop of a list
-    ///   traversal by about half (list lookups at 0.54x the volatile flavor; about 1.0x with
-    ///   this load, unchecked on the traversal path; AMD EPYC VM, crate README).
+    ///   issues on such CPUs (there behind a function pointer: a call per load). Same operand
+    ///   size as the `cmpxchg16b` writes: sound by the manuals. Without AVX,
+    ///   `portable-atomic`'s own load (a `lock cmpxchg16b`).
+    /// - **The value half, default build**: the same `movdqa`, keeping the low 8 bytes
+    ///   (`movq`), so the traversal path pays one check of the cached AVX bit per load (none
+    ///   when AVX is enabled at compile time) and a move from a vector register.
+    /// - **The value half with the `value-half-load` feature** (`mov`, the Figure 5 load on
+    ///   the traversal path, with no CPU check): one aligned 8-byte load of the low half.
+    ///   What it **assumes**: that an aligned 8-byte load racing with a `lock cmpxchg16b` on
+    ///   the 16 bytes containing it returns the low half of the pair as it was before or after
+    ///   that instruction, never a mix, in the same order as a 16-byte load would. The
+    ///   manuals say that an aligned 8-byte load is a single atomic access (SDM §9.1.1) and
+    ///   that locked operations are atomic with respect to all other memory operations (SDM
+    ///   §9.1.2.2), but they leave accesses of *different sizes* to the same location
+    ///   unspecified (SDM §9.1.2.2 recommends identical operand lengths for semaphores): no
+    ///   vendor promises this, though no x86 CPU is known to break it (the tests check it on
+    ///   the CPU they run on). Given the assumption, the `mov` returns precisely what "a
+    ///   16-byte atomic load, keep the low half" returns, and that operation is what the asm
+    ///   block stands for in the language's memory model. (Written as a Rust 8-byte atomic
+    ///   load it would be a mixed-size race, which the memory model leaves undefined; the asm
+    ///   block is not that operation but the 16-byte one, whose result it computes.) It is
+    ///   the cheaper load: the crate README's table gives what each costs.
     ///
-    /// Both blocks are neither `pure` nor `readonly`, so the compiler orders every other
+    /// The blocks are neither `pure` nor `readonly`, so the compiler orders every other
     /// memory access around them as around an unknown call; SeqCst needs nothing more on x86
     /// for a load (the locked CAS is the fence).
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     mod x86 {
         use super::Ordering;
 
-        /// Whether `portable-atomic` uses `lock cmpxchg16b` for `AtomicU128` whenever the CPU
-        /// has it. Without compile-time `cmpxchg16b` it uses its lock-based `AtomicU128`
-        /// whatever CPUID says when built with `--cfg portable_atomic_no_outline_atomics` or
-        /// for SGX (`portable-atomic` 1.x, `src/imp/mod.rs`).
-        pub(super) const NATIVE_BUILD: bool = cfg!(any(
-            target_feature = "cmpxchg16b",
-            not(any(portable_atomic_no_outline_atomics, target_env = "sgx"))
-        ));
+        /// Whether the `value-half-load` feature is on (the value half read by an 8-byte
+        /// `mov`, see the module docs for what that assumes).
+        pub(super) const VALUE_HALF_LOAD: bool = cfg!(feature = "value-half-load");
 
-        /// Cache of the CPU checks: bit [`KNOWN`] once computed, then [`CAS`] and [`WIDE`].
+        /// Cache of the CPU checks: bit [`KNOWN`] once computed, then [`LOCK_FREE`] and
+        /// [`WIDE`].
         static CPU: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
         const KNOWN: u8 = 1;
-        const CAS: u8 = 2;
+        const LOCK_FREE: u8 = 2;
         const WIDE: u8 = 4;
 
+        /// The cache, detecting the CPU the first time.
         #[inline(always)]
         fn cpu() -> u8 {
             // Relaxed: a cache of a fact about the CPU; every thread computes the same value.
@@ -194,27 +221,53 @@ mod imp {
         #[cold]
         #[inline(never)]
         fn detect() -> u8 {
-            let cas = std::arch::is_x86_feature_detected!("cmpxchg16b");
+            let lock_free = portable_atomic::AtomicU128::is_lock_free();
             let avx = std::arch::is_x86_feature_detected!("avx");
-            let c = KNOWN | if cas { CAS } else { 0 } | if cas && avx { WIDE } else { 0 };
+            let c = KNOWN
+                | if lock_free { LOCK_FREE } else { 0 }
+                | if lock_free && avx { WIDE } else { 0 };
             // Relaxed: see `cpu`.
             CPU.store(c, Ordering::Relaxed);
             c
         }
 
-        /// The CPU has `cmpxchg16b` (so, in a [`NATIVE_BUILD`], every pair write uses it).
+        /// `portable-atomic`'s `AtomicU128` is lock-free: every pair write is a `lock
+        /// cmpxchg16b` (module docs).
         #[inline(always)]
-        pub(super) fn cas_is_native() -> bool {
-            cfg!(target_feature = "cmpxchg16b") || cpu() & CAS != 0
+        pub(super) fn pairs_are_lock_free() -> bool {
+            portable_atomic::AtomicU128::is_always_lock_free() || cpu() & LOCK_FREE != 0
         }
 
-        /// [`cas_is_native`] and AVX (16-byte vector loads are atomic).
+        /// [`pairs_are_lock_free`] and AVX (16-byte vector loads are atomic).
         #[inline(always)]
         pub(super) fn wide_loads_are_atomic() -> bool {
-            if cfg!(all(target_feature = "avx", target_feature = "cmpxchg16b")) {
-                return true; // known at compile time (e.g. `-C target-cpu=native`): no check
+            wide_at_compile_time() || cpu() & WIDE != 0
+        }
+
+        /// [`wide_loads_are_atomic`] as far as known without detecting the CPU: one test of
+        /// the cached byte (false until the first detection; the callers then take the path
+        /// that detects). Nothing at all when known at compile time.
+        #[inline(always)]
+        pub(super) fn wide_loads_known_atomic() -> bool {
+            // Relaxed: see `cpu`.
+            wide_at_compile_time() || CPU.load(Ordering::Relaxed) & WIDE != 0
+        }
+
+        /// AVX and `cmpxchg16b` enabled at compile time (e.g. `-C target-cpu=native`).
+        #[inline(always)]
+        fn wide_at_compile_time() -> bool {
+            cfg!(target_feature = "avx") && portable_atomic::AtomicU128::is_always_lock_free()
+        }
+
+        /// The condition of [`load_low_at`]: [`pairs_are_lock_free`] with the
+        /// `value-half-load` feature, [`wide_loads_known_atomic`] without it.
+        #[inline(always)]
+        pub(super) fn low_loads_are_atomic() -> bool {
+            if VALUE_HALF_LOAD {
+                pairs_are_lock_free()
+            } else {
+                wide_loads_known_atomic()
             }
-            cpu() & WIDE != 0
         }
 
         /// One atomic 16-byte load (`movdqa`), both halves.
@@ -222,7 +275,7 @@ mod imp {
         /// # Safety
         ///
         /// - `src` is valid for reads of 16 bytes and 16-aligned;
-        /// - [`NATIVE_BUILD`] and [`wide_loads_are_atomic`] hold.
+        /// - [`wide_loads_are_atomic`] (or [`wide_loads_known_atomic`]) holds.
         #[inline(always)]
         pub(super) unsafe fn load_u128(src: *const u128) -> u128 {
             let (lo, hi): (u64, u64);
@@ -246,20 +299,37 @@ mod imp {
             (u128::from(hi) << 64) | u128::from(lo)
         }
 
-        /// The low half of a pair at `base + off`, by one aligned 8-byte `mov`.
+        /// The low half of a pair at `base + off`: by default one atomic 16-byte load
+        /// (`movdqa`) whose low 8 bytes are kept; with the `value-half-load` feature one
+        /// aligned 8-byte `mov` (module docs for what it assumes).
         ///
         /// # Safety
         ///
         /// - `base + off` is a pair: valid for reads of 16 bytes and 16-aligned;
-        /// - [`NATIVE_BUILD`] and [`cas_is_native`] hold.
+        /// - [`low_loads_are_atomic`] holds (by default [`wide_loads_known_atomic`], with the
+        ///   feature [`pairs_are_lock_free`]).
         #[inline(always)]
         pub(super) unsafe fn load_low_at(base: *const u8, off: usize) -> u64 {
             let lo: u64;
             // SAFETY:
-            // - `base + off` is readable and 8-aligned (caller);
-            // - every write to the pair is one `lock cmpxchg16b` (caller), so this load
-            //   returns the low half of one of the pair's values in its modification order,
-            //   exactly as the atomic 16-byte load it stands for (module docs).
+            // - `base + off` is readable and 16-aligned (caller), as `movdqa` requires;
+            // - every write to the pair is one `lock cmpxchg16b` (caller), so this is the
+            //   pair's atomic 16-byte load in the memory model: by the manuals for `movdqa`
+            //   (AVX, caller), under the assumption the module docs state for `mov`.
+            #[cfg(not(feature = "value-half-load"))]
+            unsafe {
+                core::arch::asm!(
+                    "movdqa {x}, xmmword ptr [{b} + {o}]",
+                    "movq {lo}, {x}",
+                    b = in(reg) base,
+                    o = in(reg) off,
+                    x = out(xmm_reg) _,
+                    lo = out(reg) lo,
+                    options(nostack, preserves_flags),
+                );
+            }
+            // SAFETY: as above.
+            #[cfg(feature = "value-half-load")]
             unsafe {
                 core::arch::asm!(
                     "mov {lo}, qword ptr [{b} + {o}]",
@@ -502,21 +572,26 @@ mod tests {
         assert_eq!(unsafe { p.load_low_in(base) }, hi);
     }
 
-    /// The 8-byte value-half loads, racing with 16-byte CASes that step `{k, k}` to
-    /// `{k + 1, k + 1}`, see the values in modification order (never smaller than an earlier
-    /// read) and only written ones (never past the writer); the 16-byte load never sees the
-    /// halves disagree. A torn pair or loads out of order fail it (how much the two threads
-    /// overlap depends on the scheduler, so it is not asserted: under load the writer can run
-    /// all its steps between two reads).
+    /// The value-half loads (the 8-byte `mov` with the `value-half-load` feature, the low
+    /// half of a 16-byte load without it), racing with 16-byte CASes that step
+    /// `{value k, sequence k ^ SEQ}` to `{k + 1, (k + 1) ^ SEQ}`, return the value half (never
+    /// the sequence half: it differs in every step), see values in modification order (never
+    /// smaller than an earlier read) and only written ones (never past the writer); the
+    /// 16-byte load never sees the halves disagree. A torn pair, loads out of order or a
+    /// load of the wrong half fail it (how much the two threads overlap depends on the
+    /// scheduler, so it is not asserted: under load the writer can run all its steps between
+    /// two reads).
     #[test]
     fn value_half_loads_follow_the_pair_cas_order() {
         const STEPS: u64 = 200_000;
-        let pair = AtomicPair::new(0);
-        let both = |k: u64| (u128::from(k) << 64) | u128::from(k);
+        /// XORed into the sequence half, so that no step has equal halves.
+        const SEQ: u64 = 0x5e90_0000_0000_0000;
+        let pair_of = |k: u64| (u128::from(k ^ SEQ) << 64) | u128::from(k);
+        let pair = AtomicPair::new(pair_of(0));
         std::thread::scope(|s| {
             s.spawn(|| {
                 for k in 0..STEPS {
-                    assert!(pair.compare_exchange(both(k), both(k + 1)).is_ok());
+                    assert!(pair.compare_exchange(pair_of(k), pair_of(k + 1)).is_ok());
                 }
             });
             super::require_native_pairs().expect("this CPU has cmpxchg16b");
@@ -526,8 +601,12 @@ mod tests {
                 let v = unsafe { pair.load_low_in(core::ptr::null()) };
                 let w = pair.load_low();
                 let full = pair.load();
-                assert!(v >= last && w >= v && w <= STEPS, "{last} {v} {w}");
-                assert_eq!(full as u64, (full >> 64) as u64, "torn pair {full:#x}");
+                assert!(v >= last && w >= v && w <= STEPS, "{last} {v:#x} {w:#x}");
+                assert_eq!(
+                    full as u64 ^ SEQ,
+                    (full >> 64) as u64,
+                    "torn pair {full:#x}"
+                );
                 assert!(full as u64 >= w);
                 last = full as u64;
             }

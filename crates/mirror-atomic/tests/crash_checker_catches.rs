@@ -18,6 +18,7 @@ unsafe impl Flavor for UnflushedNodes {
     type Atomic<T: 'static> = PAtomic<T>;
     const NAME: &'static str = "mirror-unflushed-nodes";
     const MIRRORED: bool = true;
+    type Pad = <Mirror as Flavor>::Pad;
     fn atomic<T: Pod>(v: T) -> PAtomic<T> {
         Mirror::atomic(v)
     }
