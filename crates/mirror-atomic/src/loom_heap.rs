@@ -20,8 +20,10 @@ use pmem::NoPersist;
 struct Cell {
     value: PAtomic<u64>,
 }
-// SAFETY: one persistent atomic of a `u64`: any bits valid, no drop, no pointers.
-unsafe impl Object for Cell {}
+// SAFETY: one persistent atomic of a `u64`: any bits valid, no drop, no pointers, no padding.
+unsafe impl Object for Cell {
+    const FIELD_BYTES: usize = core::mem::size_of::<PAtomic<u64>>();
+}
 
 type MirrorHeap = Heap<Mirror, NoPersist>;
 
