@@ -462,7 +462,9 @@ impl<F: Flavor> Heap<F, pmem::Hardware> {
     ///
     /// # Errors
     ///
-    /// [`HeapError::Region`] when the file exists or cannot be created.
+    /// [`HeapError::Region`] when the file exists or cannot be created, or (wrapping
+    /// `pmem::RegionError::Locked`) when another process holds it. The heap owns the file until
+    /// it is dropped (see `pmem::Region::create`).
     pub fn create(path: impl AsRef<Path>, layout: u64, size: u64) -> Result<Self, HeapError> {
         Self::new(Region::create(path, layout, size)?)
     }
@@ -472,7 +474,9 @@ impl<F: Flavor> Heap<F, pmem::Hardware> {
     /// # Errors
     ///
     /// Every [`HeapError`] of `recover`, and [`HeapError::Region`] when the file is missing,
-    /// truncated, corrupt or of another layout.
+    /// truncated, corrupt or of another layout, or already owned: by a live region of this
+    /// process (`pmem::RegionError::AlreadyOpen`) or by another process
+    /// (`pmem::RegionError::Locked`). The heap owns the file until it is dropped.
     pub fn open(
         path: impl AsRef<Path>,
         layout: u64,
