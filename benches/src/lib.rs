@@ -9,6 +9,7 @@ pub mod figures;
 pub mod method;
 pub mod pcomb_bench;
 pub mod report;
+pub mod scaling;
 mod rng;
 pub mod sweep;
 mod sync;
