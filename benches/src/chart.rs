@@ -204,7 +204,12 @@ fn draw_panel<'a, DB: DrawingBackend + 'a>(
 ) -> Result<(), BenchError> {
     let max_threads = spec.points.iter().map(|p| p.threads).max().unwrap_or(1);
     let x = 0.5f64..max_threads as f64 + 0.5;
-    let high = spec.points.iter().map(|p| p.max).fold(0.0, f64::max).max(1e-3);
+    let high = spec
+        .points
+        .iter()
+        .map(|p| p.max)
+        .fold(0.0, f64::max)
+        .max(1e-3);
     let low = spec
         .points
         .iter()
@@ -330,9 +335,11 @@ where
             )
             .map_err(chart_err)?;
         chart
-            .draw_series(line.iter().map(|&(x, _, lo, hi)| {
-                PathElement::new([(x, lo), (x, hi)], color.stroke_width(1))
-            }))
+            .draw_series(
+                line.iter().map(|&(x, _, lo, hi)| {
+                    PathElement::new([(x, lo), (x, hi)], color.stroke_width(1))
+                }),
+            )
             .map_err(chart_err)?;
     }
     if text {

@@ -209,7 +209,11 @@ pub fn write_rows(rows: &[Row], dir: &Path) -> Result<Vec<PathBuf>, BenchError> 
             }
         }
         for panel in panels {
-            let mine: Vec<Throughput> = points.iter().filter(|p| p.panel == panel).cloned().collect();
+            let mine: Vec<Throughput> = points
+                .iter()
+                .filter(|p| p.panel == panel)
+                .cloned()
+                .collect();
             let group = format!("{figure}/{panel}");
             charts.push(write_group(dir, &group, &mine, &methods, cores)?);
         }
@@ -223,13 +227,7 @@ pub fn write_rows(rows: &[Row], dir: &Path) -> Result<Vec<PathBuf>, BenchError> 
 fn criterion_dir_name(s: &str) -> String {
     let mut out: String = s
         .chars()
-        .map(|c| {
-            if "?\"/\\*<>:|^".contains(c) {
-                '_'
-            } else {
-                c
-            }
-        })
+        .map(|c| if "?\"/\\*<>:|^".contains(c) { '_' } else { c })
         .collect();
     let mut end = out.len().min(64);
     while !out.is_char_boundary(end) {
@@ -296,7 +294,10 @@ mod tests {
 
     #[test]
     fn criterion_names_match_its_directories() {
-        assert_eq!(criterion_dir_name("hashmap/10% writes"), "hashmap_10% writes");
+        assert_eq!(
+            criterion_dir_name("hashmap/10% writes"),
+            "hashmap_10% writes"
+        );
         assert_eq!(criterion_dir_name(&"x".repeat(70)).len(), 64);
     }
 

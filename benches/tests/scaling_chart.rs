@@ -24,7 +24,9 @@ fn synthetic() -> (Vec<Throughput>, Vec<String>) {
         points.push(point("mirror", t, 5.0 * t as f64));
         points.push(point("izraelevitz", t, 0.1 * t as f64));
     }
-    let methods = ["volatile", "mirror", "izraelevitz"].map(String::from).to_vec();
+    let methods = ["volatile", "mirror", "izraelevitz"]
+        .map(String::from)
+        .to_vec();
     (points, methods)
 }
 
@@ -38,7 +40,16 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 fn texts(svg: &str) -> Vec<String> {
     svg.split("<text")
         .skip(1)
-        .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string()))
+        .filter_map(|t| {
+            Some(
+                t.split_once('>')?
+                    .1
+                    .split_once("</text>")?
+                    .0
+                    .trim()
+                    .to_string(),
+            )
+        })
         .collect()
 }
 
@@ -50,9 +61,16 @@ fn chart_has_threads_on_x_one_series_per_method_and_marks_oversubscription() {
         .expect("chart written");
     assert_eq!(svg, dir.join("mirror_fig6_list_80_10_10.svg"));
     let text = texts(&std::fs::read_to_string(&svg).expect("svg"));
-    assert!(text.iter().any(|t| t == "threads"), "x axis label: {text:?}");
+    assert!(
+        text.iter().any(|t| t == "threads"),
+        "x axis label: {text:?}"
+    );
     for m in &methods {
-        assert_eq!(text.iter().filter(|t| *t == m).count(), 1, "one legend entry for {m}");
+        assert_eq!(
+            text.iter().filter(|t| *t == m).count(),
+            1,
+            "one legend entry for {m}"
+        );
     }
     // The x ticks are the thread counts, not criterion's 1.5 / 2.5 / 3.5.
     for t in ["1", "2", "4"] {
@@ -82,7 +100,10 @@ fn no_oversubscribed_mark_within_the_cpus_and_linear_axis_for_close_methods() {
     let svg = scaling::write_group(&dir, "hashmap/10% writes", &points, &methods, 4)
         .expect("chart written");
     let text = texts(&std::fs::read_to_string(&svg).expect("svg"));
-    assert!(text.iter().all(|t| !t.contains("oversubscribed")), "{text:?}");
+    assert!(
+        text.iter().all(|t| !t.contains("oversubscribed")),
+        "{text:?}"
+    );
     assert!(text.iter().any(|t| t == "Mops/s"), "{text:?}");
     assert!(text.iter().any(|t| t == "threads"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -109,7 +130,10 @@ fn sweep_rows_give_one_chart_per_panel_and_an_index() {
     assert!(text.iter().any(|t| t == "NR") && text.iter().any(|t| t == "SL"));
     assert!(text.iter().any(|t| t == "oversubscribed"), "{text:?}");
     let index = std::fs::read_to_string(dir.join("index.html")).expect("index");
-    assert!(index.contains("<img src=\"hashmap_10_writes.svg\""), "{index}");
+    assert!(
+        index.contains("<img src=\"hashmap_10_writes.svg\""),
+        "{index}"
+    );
     assert!(index.contains("hashmap_10_writes.csv"));
     let _ = std::fs::remove_dir_all(&dir);
 }
