@@ -1,6 +1,8 @@
 //! What every criterion bench file of the workspace shares: its [`Criterion`] configuration
-//! ([`config`]), thread-count panels ([`panel`], [`bench_threads`]), the default-or-full switch
-//! ([`full`]) and the closing line that says where the report is ([`finish`]).
+//! ([`config`]), thread-count panels ([`panel`], [`bench_threads`]) whose [`Panel::finish`]
+//! draws the group's scaling chart (Mops/s against threads, [`crate::scaling`]), the
+//! default-or-full switch ([`full`]) and the closing lines that say where the charts and the
+//! report are ([`finish`]).
 //!
 //! # Why throughput is counted in elements of 1,000 operations per thread
 //!
