@@ -36,6 +36,20 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The crossed points of an SVG chart: each cross is two 2-pixel `<line>`s (the mesh's lines
+/// are 1 pixel wide; series, bars and legend are `<polyline>`s).
+fn crosses(svg: &str) -> usize {
+    svg.split("<line")
+        .skip(1)
+        .filter(|l| {
+            l.split('>')
+                .next()
+                .is_some_and(|a| a.contains("stroke-width=\"2\""))
+        })
+        .count()
+        / 2
+}
+
 /// The `<text>` elements of an SVG file, in order.
 fn texts(svg: &str) -> Vec<String> {
     svg.split("<text")
@@ -60,7 +74,10 @@ fn chart_has_threads_on_x_one_series_per_method_and_marks_oversubscription() {
     let svg = scaling::write_group(&dir, "mirror_fig6/list_80_10_10", &points, &methods, 2)
         .expect("chart written");
     assert_eq!(svg, dir.join("mirror_fig6_list_80_10_10.svg"));
-    let text = texts(&std::fs::read_to_string(&svg).expect("svg"));
+    let svg = std::fs::read_to_string(&svg).expect("svg");
+    // One crossed point per method, at 4 threads.
+    assert_eq!(crosses(&svg), 3);
+    let text = texts(&svg);
     assert!(
         text.iter().any(|t| t == "threads"),
         "x axis label: {text:?}"
@@ -99,7 +116,9 @@ fn no_oversubscribed_mark_within_the_cpus_and_linear_axis_for_close_methods() {
     let methods = ["NR", "SL"].map(String::from).to_vec();
     let svg = scaling::write_group(&dir, "hashmap/10% writes", &points, &methods, 4)
         .expect("chart written");
-    let text = texts(&std::fs::read_to_string(&svg).expect("svg"));
+    let svg = std::fs::read_to_string(&svg).expect("svg");
+    assert_eq!(crosses(&svg), 0);
+    let text = texts(&svg);
     assert!(
         text.iter().all(|t| !t.contains("oversubscribed")),
         "{text:?}"
