@@ -1,7 +1,7 @@
 //! Scaling curves for your own structure: implement the benches' `Workload` for a `Dispatch`
 //! type, sweep every method (NR, spinlock, RwLock, flat combining, FC+RwLock) at 1 and 2
-//! threads, and write the chart (`target/scaling/counter_10_adds.svg`, Mops/s against threads,
-//! one line per method) and its index page (`target/scaling/index.html`).
+//! threads, and write the chart (`target/scaling/leaderboard_10_writes.svg`, Mops/s against
+//! threads, one line per method) and its index page (`target/scaling/index.html`).
 //!
 //! `cargo run -p examples --example scaling` (about a second; `cargo test` runs it too). For
 //! real numbers: `--release`, more threads and a longer duration.
@@ -12,50 +12,65 @@ use benches::sweep::Sweep;
 use benches::{Op, Replicas, Rng, Workload, WorkloadInfo};
 use nr_core::Dispatch;
 
-/// Your sequential structure: a counter (reads return it, writes add to it).
+/// Your sequential structure: the best 100 scores, kept sorted.
 #[derive(Default)]
-struct Counter(u64);
+struct Leaderboard(Vec<u64>);
 
-impl Dispatch for Counter {
-    type ReadOperation<'a> = ();
+impl Dispatch for Leaderboard {
+    /// A read: how many kept scores beat this one.
+    type ReadOperation<'a> = u64;
+    /// A write: record a score (the lowest drops out past 100).
     type WriteOperation = u64;
-    type Response = u64;
-    fn dispatch(&self, _: ()) -> u64 {
-        self.0
+    type Response = usize;
+
+    fn dispatch(&self, score: u64) -> usize {
+        self.0.len() - self.0.partition_point(|&s| s <= score)
     }
-    fn dispatch_mut(&mut self, add: u64) -> u64 {
-        self.0 += add;
-        self.0
+
+    fn dispatch_mut(&mut self, score: u64) -> usize {
+        let at = self.0.partition_point(|&s| s <= score);
+        self.0.insert(at, score);
+        if self.0.len() > 100 {
+            self.0.remove(0);
+        }
+        self.0.len()
     }
 }
 
-/// Its workload: 10% adds, 90% reads, from an empty counter.
-struct Adds;
+/// Its workload: 10% new scores, 90% rank queries, scores 0-9999, 100 scores to start with.
+struct Scores;
 
-impl Workload for Adds {
-    type D = Counter;
-    type Read = ();
-    fn make(&self) -> Counter {
-        Counter::default()
+impl Workload for Scores {
+    type D = Leaderboard;
+    type Read = u64;
+
+    fn make(&self) -> Leaderboard {
+        Leaderboard::default()
     }
+
     fn prefill(&self) -> Vec<u64> {
-        Vec::new()
+        (0..100).map(|i| i * 97).collect()
     }
-    fn next_op(&self, rng: &mut Rng) -> Op<(), u64> {
+
+    fn next_op(&self, rng: &mut Rng) -> Op<u64, u64> {
+        let score = rng.next_u64() % 10_000;
         if rng.percent(10) {
-            Op::Write(1)
+            Op::Write(score)
         } else {
-            Op::Read(())
+            Op::Read(score)
         }
     }
-    fn read_op(&self, _: &()) {}
+
+    fn read_op(&self, score: &u64) -> u64 {
+        *score
+    }
+
     fn info(&self) -> WorkloadInfo {
-        let s = |s: &str| s.to_string();
         WorkloadInfo {
-            panel: s("10% adds"),
-            size: s("1 word"),
-            mix: s("10% adds"),
-            distribution: s("-"),
+            panel: "10% writes".into(),
+            size: "100 scores".into(),
+            mix: "10% new scores".into(),
+            distribution: "uniform".into(),
         }
     }
 }
@@ -70,10 +85,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         topology,
         Replicas::PerNode,
     )?;
-    let prepared = sweep.prepare(Adds);
+    let prepared = sweep.prepare(Scores);
     let mut methods = Vec::new();
     sweep.add_black_box(&mut methods, &prepared)?;
-    let rows = sweep.run_panel("counter", &prepared.workload.info(), &mut methods)?;
+    let rows = sweep.run_panel("leaderboard", &prepared.workload.info(), &mut methods)?;
     for chart in benches::scaling::write_rows(&rows, &benches::scaling::dir())? {
         println!("scaling chart: {}", chart.display());
     }
