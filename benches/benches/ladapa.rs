@@ -1,7 +1,9 @@
 //! Criterion curves for Ladapa (paper Figures 7-9, scaled): one group per panel (mix x key
-//! distribution), the thread count as the parameter, throughput in operations; Ladapa (async
-//! and adaptive metadata), kvbase, CR and dashmap in every group. 4 virtual nodes (sharing
-//! CPUs where there are fewer), 4096 keys of 4 KiB, scrambled Zipfian 0.99.
+//! distribution), the thread count as the parameter, throughput in elements of 1,000
+//! operations per thread (`Kelem/s` = Mops/s, as in every group: `benches::crit`); Ladapa
+//! (sync, async and adaptive metadata), kvbase, CR and dashmap in every group. 4 virtual nodes
+//! (sharing CPUs where there are fewer), 4096 keys of 4 KiB, scrambled Zipfian 0.99. Each group
+//! also leaves its scaling chart (`target/scaling/<group>.svg`, `benches::scaling`).
 //!
 //! `cargo bench -p benches --bench ladapa`; paper-style tables: the `ladapa_ycsb` binary.
 
@@ -11,7 +13,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, Throughput};
+use criterion::Criterion;
 use ladapa::ycsb::{self, spread, KeyDist, Mix, Rng};
 use ladapa::{Cr, DashMapKv, KvBase, KvSession, KvStore, MetadataMode, Store};
 use nr_core::Topology;
@@ -19,11 +21,9 @@ use nr_core::Topology;
 const NODES: usize = 4;
 const KEYS: u64 = 4096;
 const VALUE: usize = 4096;
-/// Operations per thread per criterion iteration.
-const OPS: u64 = 256;
 
-/// Runs `iters` x `OPS` operations on each of `threads` threads; the elapsed wall time.
-fn timed<S: KvStore>(store: &S, threads: usize, mix: Mix, dist: &KeyDist, iters: u64) -> Duration {
+/// Runs `ops` operations on each of `threads` threads; the elapsed wall time.
+fn timed<S: KvStore>(store: &S, threads: usize, mix: Mix, dist: &KeyDist, ops: u64) -> Duration {
     let barrier = std::sync::Barrier::new(threads + 1);
     std::thread::scope(|scope| {
         for t in 0..threads {
@@ -35,7 +35,7 @@ fn timed<S: KvStore>(store: &S, threads: usize, mix: Mix, dist: &KeyDist, iters:
                 let mut rng = Rng::new(t as u64 + 1);
                 let mut buf = vec![0u8; VALUE];
                 barrier.wait();
-                for _ in 0..iters * OPS {
+                for _ in 0..ops {
                     let key = dist.sample(&mut rng);
                     if rng.below(100) < u64::from(mix.read_pct) {
                         black_box(session.get(key, &mut buf).expect("get"));
@@ -71,6 +71,7 @@ fn bench(c: &mut Criterion) {
         ycsb::load(&store, KEYS).expect("load");
         store
     };
+    let sync_store = ladapa(MetadataMode::Sync);
     let async_store = ladapa(MetadataMode::Async);
     let adaptive = ladapa(MetadataMode::Adaptive);
     let kvbase = KvBase::new(VALUE, NODES);
@@ -80,35 +81,36 @@ fn bench(c: &mut Criterion) {
     let dash = DashMapKv::new(VALUE, NODES);
     ycsb::load(&dash, KEYS).expect("load");
     let dist = KeyDist::scrambled_zipfian(KEYS);
+    let cpus = topology.num_cpus();
+    let stores: [(&str, &dyn Run); 6] = [
+        ("ladapa-sync", &sync_store),
+        ("ladapa-async", &async_store),
+        ("ladapa-adaptive", &adaptive),
+        ("kvbase", &kvbase),
+        ("cr", &cr),
+        ("dashmap", &dash),
+    ];
     for mix in [Mix::WRITE_ONLY, Mix::READ_ONLY, Mix::BALANCED] {
-        let mut group = c.benchmark_group(format!("ladapa/{mix}/zipf"));
-        group
-            .sample_size(10)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(1));
+        let mut group = benches::crit::panel(c, format!("ladapa/{mix}/zipf"));
         for threads in [1usize, 2, 4] {
-            group.throughput(Throughput::Elements(threads as u64 * OPS));
-            group.bench_with_input(
-                BenchmarkId::new("ladapa-async", threads),
-                &threads,
-                |b, &t| b.iter_custom(|iters| timed(&async_store, t, mix, &dist, iters)),
-            );
-            group.bench_with_input(
-                BenchmarkId::new("ladapa-adaptive", threads),
-                &threads,
-                |b, &t| b.iter_custom(|iters| timed(&adaptive, t, mix, &dist, iters)),
-            );
-            group.bench_with_input(BenchmarkId::new("kvbase", threads), &threads, |b, &t| {
-                b.iter_custom(|iters| timed(&kvbase, t, mix, &dist, iters))
-            });
-            group.bench_with_input(BenchmarkId::new("cr", threads), &threads, |b, &t| {
-                b.iter_custom(|iters| timed(&cr, t, mix, &dist, iters))
-            });
-            group.bench_with_input(BenchmarkId::new("dashmap", threads), &threads, |b, &t| {
-                b.iter_custom(|iters| timed(&dash, t, mix, &dist, iters))
-            });
+            for (name, store) in stores {
+                benches::crit::bench_threads(&mut group, name, threads, cpus, |t, ops| {
+                    Ok::<_, std::convert::Infallible>(store.run(t, mix, &dist, ops))
+                });
+            }
         }
         group.finish();
+    }
+}
+
+/// [`timed`] for any store, so one list holds them all.
+trait Run {
+    fn run(&self, threads: usize, mix: Mix, dist: &KeyDist, ops: u64) -> Duration;
+}
+
+impl<S: KvStore> Run for S {
+    fn run(&self, threads: usize, mix: Mix, dist: &KeyDist, ops: u64) -> Duration {
+        timed(self, threads, mix, dist, ops)
     }
 }
 

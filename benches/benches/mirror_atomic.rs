@@ -1,9 +1,11 @@
 //! Criterion benches for the `mirror-atomic` row of `BENCHMARKS.md` (Mirror PLDI'21 Figure 6,
 //! scaled): one group per panel (list, hash set, skip list, BST at 80/10/10), the thread count as the
-//! parameter, throughput in operations, the three flavors (volatile, Mirror, Izraelevitz) of
-//! the same structure code as the compared functions. Each iteration runs N threads for
-//! `OPS_PER_THREAD` operations each (`iter_custom`, timed from a barrier). Persistent flavors use a
-//! mapped file with real write-backs (on DRAM: no NVMM here).
+//! parameter, throughput in elements of 1,000 operations per thread (`Kelem/s` = Mops/s, as in
+//! every group: `benches::crit`), the three flavors (volatile, Mirror, Izraelevitz) of the same
+//! structure code as the compared functions. A sample runs N threads for criterion's iteration
+//! count x 1,000 operations each (`iter_custom`, timed from a barrier). Persistent flavors use
+//! a mapped file with real write-backs (on DRAM: no NVMM here). Each group also leaves its
+//! scaling chart (`target/scaling/<group>.svg`, log y axis: Izraelevitz is far slower).
 //!
 //! ```sh
 //! cargo bench -p benches --bench mirror_atomic -- --quick
@@ -12,15 +14,12 @@
 // A benchmark driver: its threads and barrier are the harness, not code under test.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods, missing_docs)]
 
-use criterion::{BenchmarkId, Criterion, Throughput};
+use criterion::Criterion;
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{Bst, HashSet, Heap, List, Persist, SkipList};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-/// Operations each thread runs per iteration (throughput = threads x this, so criterion's
-/// throughput-against-threads chart has a line to draw).
-const OPS_PER_THREAD: u64 = 5_000;
 const BUCKETS: usize = 1024;
 const SIZE: u64 = 256 + 256 * 65536;
 
@@ -79,29 +78,26 @@ fn mix(x: &mut u64) -> u64 {
     *x
 }
 
-fn run(set: &dyn Set, threads: usize, range: u64, iters: u64) -> Duration {
-    let mut total = Duration::ZERO;
-    let per = OPS_PER_THREAD;
-    for i in 0..iters {
-        let barrier = Barrier::new(threads + 1);
-        let barrier = &barrier;
-        let start = std::thread::scope(|s| {
-            for t in 0..threads {
-                s.spawn(move || {
-                    let mut x = (i * 977 + t as u64) | 1;
-                    barrier.wait();
-                    for _ in 0..per {
-                        set.op(mix(&mut x), range);
-                    }
-                });
-            }
-            barrier.wait();
-            Instant::now()
-            // The scope joins every worker before it returns.
-        });
-        total += start.elapsed();
-    }
-    total
+/// Runs `ops` operations on each of `threads` threads, thread `t` drawing from seed
+/// `seed + t`; the time from the start barrier to the last worker's end.
+fn run(set: &dyn Set, threads: usize, range: u64, ops: u64, seed: u64) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    let barrier = &barrier;
+    let start = std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let mut x = (seed * 977 + t as u64) | 1;
+                barrier.wait();
+                for _ in 0..ops {
+                    set.op(mix(&mut x), range);
+                }
+            });
+        }
+        barrier.wait();
+        Instant::now()
+        // The scope joins every worker before it returns.
+    });
+    start.elapsed()
 }
 
 fn prefill(set: &dyn Set, range: u64) {
@@ -167,6 +163,7 @@ fn build(structure: &str, flavor: &str, dir: &std::path::Path) -> Box<dyn Set> {
 fn mirror_fig6(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("mirror-criterion-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     // The skip list's and the BST's key range is larger than the list's (the paper's Figure 6
     // uses larger sets for the logarithmic structures).
     for (structure, range) in [
@@ -175,14 +172,15 @@ fn mirror_fig6(c: &mut Criterion) {
         ("skip", 16_384),
         ("bst", 16_384),
     ] {
-        let mut group = c.benchmark_group(format!("mirror_fig6/{structure}_80_10_10"));
+        let mut group = benches::crit::panel(c, format!("mirror_fig6/{structure}_80_10_10"));
         for threads in [1usize, 2, 4] {
-            group.throughput(Throughput::Elements(threads as u64 * OPS_PER_THREAD));
             for flavor in ["volatile", "mirror", "izraelevitz"] {
                 let set = build(structure, flavor, &dir);
                 prefill(&*set, range);
-                group.bench_with_input(BenchmarkId::new(flavor, threads), &threads, |b, &t| {
-                    b.iter_custom(|iters| run(&*set, t, range, iters))
+                let mut seed = 0;
+                benches::crit::bench_threads(&mut group, flavor, threads, cpus, |t, ops| {
+                    seed += 1;
+                    Ok::<_, std::convert::Infallible>(run(&*set, t, range, ops, seed))
                 });
             }
         }

@@ -1,6 +1,8 @@
 //! What every criterion bench file of the workspace shares: its [`Criterion`] configuration
-//! ([`config`]), thread-count panels ([`panel`], [`bench_threads`]), the default-or-full switch
-//! ([`full`]) and the closing line that says where the report is ([`finish`]).
+//! ([`config`]), thread-count panels ([`panel`], [`bench_threads`]) whose [`Panel::finish`]
+//! draws the group's scaling chart (Mops/s against threads, [`crate::scaling`]), the
+//! default-or-full switch ([`full`]) and the closing lines that say where the charts and the
+//! report are ([`finish`]).
 //!
 //! # Why throughput is counted in elements of 1,000 operations per thread
 //!
@@ -22,8 +24,10 @@
 //! oversubscribed points (more threads than CPUs) interleave their threads instead of running
 //! them one after another.
 
+use std::cell::Cell;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
@@ -109,20 +113,105 @@ pub fn threads() -> Vec<usize> {
     }
 }
 
+/// One benchmark group (a figure panel) whose benchmarks are thread counts: criterion's group
+/// plus what [`Panel::finish`] needs to draw the group's scaling chart. Make one with [`panel`],
+/// add benchmarks with [`bench_threads`], end it with [`Panel::finish`].
+pub struct Panel<'c> {
+    group: BenchmarkGroup<'c, WallTime>,
+    name: String,
+    started: SystemTime,
+    benchmarks: Vec<Entry>,
+}
+
+/// One benchmark of a [`Panel`]: method, threads, CPUs, criterion's value label, and whether
+/// criterion ran it (a filter skips the others).
+struct Entry {
+    method: String,
+    threads: usize,
+    cpus: usize,
+    label: String,
+    ran: Rc<Cell<bool>>,
+}
+
+impl std::fmt::Debug for Panel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Panel")
+            .field("name", &self.name)
+            .field("benchmarks", &self.benchmarks.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// A benchmark group for one figure panel: flat sampling (see the module docs). Add one
-/// benchmark per (method, thread count) with [`bench_threads`].
+/// benchmark per (method, thread count) with [`bench_threads`], then call [`Panel::finish`].
 ///
 /// # Examples
 ///
 /// ```no_run
 /// let mut c = benches::crit::config();
-/// let mut g = benches::crit::panel(&mut c, "example/panel");
+/// let g = benches::crit::panel(&mut c, "example/panel");
 /// g.finish();
 /// ```
-pub fn panel<'c>(c: &'c mut Criterion, name: impl Into<String>) -> BenchmarkGroup<'c, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sampling_mode(SamplingMode::Flat);
-    g
+pub fn panel(c: &mut Criterion, name: impl Into<String>) -> Panel<'_> {
+    let name = name.into();
+    let mut group = c.benchmark_group(name.clone());
+    group.sampling_mode(SamplingMode::Flat);
+    Panel {
+        group,
+        name,
+        started: SystemTime::now(),
+        benchmarks: Vec::new(),
+    }
+}
+
+impl Panel<'_> {
+    /// Ends criterion's group, then (in a real `cargo bench` run, not test mode) draws the
+    /// group's scaling chart from the estimates criterion saved for it in this run: throughput
+    /// in Mops/s against threads, one line per method, oversubscribed thread counts marked;
+    /// into [`crate::scaling::dir`] (`<group>.svg` and `<group>.csv`, see
+    /// [`crate::scaling::write_group`]). Benchmarks a filter skipped are left out; a group with
+    /// none measured draws nothing. A chart that cannot be written is reported on stderr, not
+    /// fatal: the measurements are in criterion's report either way.
+    ///
+    /// # Examples
+    ///
+    /// See [`panel`].
+    pub fn finish(self) {
+        self.group.finish();
+        if test_mode() {
+            return;
+        }
+        let report = report_dir();
+        let mut methods: Vec<String> = Vec::new();
+        let mut points = Vec::new();
+        let mut cores = usize::MAX;
+        for b in self.benchmarks.iter().filter(|b| b.ran.get()) {
+            let id = (self.name.as_str(), b.method.as_str(), b.label.as_str());
+            let ops = b.threads as u64 * OPS_PER_ELEMENT;
+            match crate::scaling::criterion_point(&report, id, b.threads, ops, self.started) {
+                Some(p) => {
+                    if !methods.contains(&b.method) {
+                        methods.push(b.method.clone());
+                    }
+                    cores = cores.min(b.cpus);
+                    points.push(p);
+                }
+                None => eprintln!(
+                    "scaling chart: no estimate of {}/{}/{} saved by criterion in this run \
+                     (--discard-baseline or --load-baseline save none); left out",
+                    id.0, id.1, id.2
+                ),
+            }
+        }
+        if points.is_empty() {
+            return;
+        }
+        let dir = crate::scaling::dir();
+        match crate::scaling::write_group(&dir, &self.name, &points, &methods, cores) {
+            Ok(svg) => println!("scaling chart: {}", svg.display()),
+            Err(e) => eprintln!("scaling chart of {} not written: {e}", self.name),
+        }
+    }
 }
 
 /// The parameter label of a thread count: `4-oversubscribed` when it exceeds `cpus`.
@@ -141,7 +230,7 @@ pub fn thread_label(threads: usize, cpus: usize) -> String {
     }
 }
 
-/// Adds the benchmark `method` at `threads` threads to `group`: throughput `threads` elements
+/// Adds the benchmark `method` at `threads` threads to `panel`: throughput `threads` elements
 /// per iteration (x = threads in criterion's line chart; `Kelem/s` = Mops/s), parameter label
 /// from [`thread_label`]. `run(threads, ops_per_thread)` must run exactly `threads` threads of
 /// `ops_per_thread` operations each on a structure in the state every sample starts from, and
@@ -169,15 +258,25 @@ pub fn thread_label(threads: usize, cpus: usize) -> String {
 /// g.finish();
 /// ```
 pub fn bench_threads<E: std::fmt::Debug>(
-    group: &mut BenchmarkGroup<'_, WallTime>,
+    panel: &mut Panel<'_>,
     method: &str,
     threads: usize,
     cpus: usize,
     mut run: impl FnMut(usize, u64) -> Result<Duration, E>,
 ) {
-    group.throughput(Throughput::Elements(threads as u64));
-    let id = BenchmarkId::new(method, thread_label(threads, cpus));
-    group.bench_function(id, |b| {
+    let label = thread_label(threads, cpus);
+    let ran = Rc::new(Cell::new(false));
+    panel.benchmarks.push(Entry {
+        method: method.to_string(),
+        threads,
+        cpus,
+        label: label.clone(),
+        ran: Rc::clone(&ran),
+    });
+    panel.group.throughput(Throughput::Elements(threads as u64));
+    let id = BenchmarkId::new(method, label);
+    panel.group.bench_function(id, |b| {
+        ran.set(true);
         b.iter_custom(|iters| match run(threads, iters * OPS_PER_ELEMENT) {
             Ok(elapsed) => elapsed,
             Err(e) => panic!("benchmark {method} at {threads} threads failed: {e:?}"),
@@ -209,8 +308,9 @@ pub fn report_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("target/criterion"))
 }
 
-/// Ends a bench binary: criterion's final summary, then the report's path (when this was a
-/// real `cargo bench` run, not test mode).
+/// Ends a bench binary: criterion's final summary, then (in a real `cargo bench` run, not test
+/// mode) the scaling charts' index page ([`crate::scaling::write_index`]) and where the charts
+/// and criterion's report are.
 ///
 /// # Examples
 ///
@@ -221,14 +321,25 @@ pub fn report_dir() -> PathBuf {
 /// ```
 pub fn finish(c: &Criterion) {
     c.final_summary();
-    if !test_mode() {
-        let index = report_dir().join("report").join("index.html");
-        println!(
-            "criterion report: {} (per group: {}/<group>/report/index.html; throughput: \
-             nr_core and pcomb groups count 1 element per 1,000 ops (Kelem/s = Mops/s), \
-             ladapa and mirror_atomic groups 1 element per op (Melem/s = Mops/s))",
-            index.display(),
-            report_dir().display()
-        );
+    if test_mode() {
+        return;
     }
+    let dir = crate::scaling::dir();
+    if dir.is_dir() {
+        match crate::scaling::write_index(&dir) {
+            Ok(page) => println!(
+                "scaling charts (Mops/s against threads, one line per method, one chart per \
+                 group): {}",
+                page.display()
+            ),
+            Err(e) => eprintln!("scaling index not written: {e}"),
+        }
+    }
+    let index = report_dir().join("report").join("index.html");
+    println!(
+        "criterion report: {} (per group: {}/<group>/report/index.html; throughput: 1 element \
+         = 1,000 operations, so Kelem/s is Mops/s and elem/s is kops/s)",
+        index.display(),
+        report_dir().display()
+    );
 }

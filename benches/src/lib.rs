@@ -10,6 +10,7 @@ pub mod method;
 pub mod pcomb_bench;
 pub mod report;
 mod rng;
+pub mod scaling;
 pub mod sweep;
 mod sync;
 pub mod workload;

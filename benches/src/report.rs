@@ -303,11 +303,12 @@ pub struct Throughput {
     pub threads: usize,
     /// Method.
     pub method: String,
-    /// Median Mops/s over repetitions.
+    /// The central Mops/s: the median over repetitions in a runner sweep; criterion's own
+    /// estimate (the one its report prints) in a `cargo bench` scaling chart.
     pub median: f64,
-    /// Lowest Mops/s.
+    /// Lowest Mops/s (a sweep's slowest repetition; criterion's lower confidence bound).
     pub min: f64,
-    /// Highest Mops/s.
+    /// Highest Mops/s (a sweep's fastest repetition; criterion's upper confidence bound).
     pub max: f64,
 }
 
@@ -415,6 +416,19 @@ impl Summary {
     /// ```
     pub fn methods(&self, figure: &str) -> Vec<String> {
         self.methods.get(figure).cloned().unwrap_or_default()
+    }
+
+    /// The thread counts of `figure` that ran oversubscribed (more threads than CPUs), in the
+    /// order first seen.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = benches::report::Summary::from_rows(&[benches::report::Row::example()]);
+    /// assert_eq!(s.oversubscribed("hashmap"), [4]);
+    /// ```
+    pub fn oversubscribed(&self, figure: &str) -> Vec<usize> {
+        self.oversubscribed.get(figure).cloned().unwrap_or_default()
     }
 
     /// Median, min and max Mops/s of every (panel, threads, method) of `figure`.
