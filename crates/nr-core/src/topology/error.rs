@@ -188,7 +188,7 @@ impl fmt::Display for TopologyError {
             Self::SysfsUnavailable { path, .. } => {
                 write!(f, "no NUMA node directory under {}", path.display())
             }
-            Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Self::Io { path, .. } => write!(f, "cannot read {}", path.display()),
             Self::InvalidCpuList {
                 input,
                 reason,
@@ -253,7 +253,7 @@ impl fmt::Display for TopologyError {
             Self::CpuNotAllowed { cpus } => {
                 write!(f, "this thread may not run on CPUs {cpus:?}")
             }
-            Self::Affinity { operation, source } => write!(f, "{operation} failed: {source}"),
+            Self::Affinity { operation, .. } => write!(f, "{operation} failed"),
             Self::Unsupported { operation } => {
                 write!(f, "{operation} is not supported on this OS")
             }
