@@ -225,6 +225,11 @@ pub fn demo_topology() -> Result<Topology, TopologyError> {
 /// Largest over smallest repetition above which a series is too spread to read.
 pub const MAX_SPREAD: f64 = 1.5;
 
+/// How far from 1 per-repetition ratios must lie, on both sides, to disagree in direction:
+/// one repetition at least 5% ahead and another at least 5% behind. Ratios within 5% of 1 on
+/// both sides say "about equal", and agree.
+pub const DIRECTION_MARGIN: f64 = 1.05;
+
 /// Why a ratio of two measured series is not a result.
 ///
 /// # Examples
@@ -245,7 +250,8 @@ pub enum Unreliable {
         /// Its largest over its smallest repetition.
         spread: f64,
     },
-    /// The per-repetition ratios disagree in direction: some above 1, some below.
+    /// The per-repetition ratios disagree in direction: one above [`DIRECTION_MARGIN`],
+    /// another below its inverse.
     Direction {
         /// The smallest per-repetition ratio.
         min: f64,
@@ -294,7 +300,8 @@ pub fn median(values: &[f64]) -> f64 {
 
 /// The ratio of the medians of two series measured in interleaved repetitions
 /// (`numerator[i]` and `denominator[i]` side by side), or why it is not a result: a series
-/// spread wider than [`MAX_SPREAD`], per-repetition ratios on both sides of 1, or a median
+/// spread wider than [`MAX_SPREAD`], per-repetition ratios on both sides of 1 by more than
+/// [`DIRECTION_MARGIN`], or a median
 /// ratio above `ceiling` (pass `Some(1.0)` where the numerator cannot beat the denominator,
 /// such as NR against the bare structure at 1 thread).
 ///
@@ -343,7 +350,7 @@ pub fn judge_ratio(
         .collect();
     let min = ratios.iter().copied().fold(f64::MAX, f64::min);
     let max = ratios.iter().copied().fold(f64::MIN, f64::max);
-    if min < 1.0 && max > 1.0 {
+    if min < 1.0 / DIRECTION_MARGIN && max > DIRECTION_MARGIN {
         return Err(Unreliable::Direction { min, max });
     }
     let ratio = median(numerator) / median(denominator);
@@ -393,6 +400,11 @@ mod tests {
         );
         // All on one side (or exactly 1) is a direction.
         assert!(judge_ratio(&[1.0, 1.1], &[1.0, 1.0], None).is_ok());
+        // Within the margin on both sides is "about equal" (the demo's NR/Mutex at 100%
+        // writes, 2 threads: 0.98x to 1.01x), and so is just one side beyond it.
+        assert!(judge_ratio(&[0.98, 1.01, 1.0], &[1.0, 1.0, 1.0], None).is_ok());
+        assert!(judge_ratio(&[0.97, 1.2], &[1.0, 1.0], None).is_ok());
+        assert!(judge_ratio(&[0.94, 1.06], &[1.0, 1.0], None).is_err());
     }
 
     #[test]
