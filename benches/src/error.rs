@@ -5,6 +5,10 @@ use std::fmt;
 /// Why a benchmark could not run as asked. Benchmarks fail loudly rather than run something
 /// other than what was asked (see `BENCHMARKS.md`: exact thread counts).
 ///
+/// The binaries' top-level error, printed once as `error: {e}`: its `Display` folds in the
+/// whole cause chain of a wrapped error ([`error_chain`]) and `source()` is `None`, so every
+/// cause is printed exactly once.
+///
 /// # Examples
 ///
 /// ```
@@ -51,28 +55,43 @@ impl fmt::Display for BenchError {
         match self {
             Self::Config(m) => write!(f, "invalid benchmark configuration: {m}"),
             Self::Pcomb(m) => write!(f, "pcomb: {m}"),
-            Self::Build(e) => write!(f, "building the NR object failed: {e}"),
-            Self::Register(e) => write!(f, "registering a thread failed: {e}"),
-            Self::Topology(e) => write!(f, "topology: {e}"),
+            Self::Build(e) => write!(f, "building the NR object failed: {}", error_chain(e)),
+            Self::Register(e) => write!(f, "registering a thread failed: {}", error_chain(e)),
+            Self::Topology(e) => write!(f, "topology: {}", error_chain(e)),
             Self::Poisoned => f.write_str("the object is poisoned (a panic in user code)"),
             Self::ThreadPanicked => f.write_str("a benchmark thread panicked"),
-            Self::Io(e) => write!(f, "writing results failed: {e}"),
+            Self::Io(e) => write!(f, "writing results failed: {}", error_chain(e)),
             Self::Chart(m) => write!(f, "drawing a chart failed: {m}"),
             Self::Parse(m) => write!(f, "parsing a CSV row failed: {m}"),
         }
     }
 }
 
-impl std::error::Error for BenchError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Build(e) => Some(e),
-            Self::Register(e) => Some(e),
-            Self::Topology(e) => Some(e),
-            Self::Io(e) => Some(e),
-            _ => None,
-        }
+/// Its causes are part of its `Display` (see the type's docs), so it has no `source()`.
+impl std::error::Error for BenchError {}
+
+/// An error's message followed by each of its causes' (`source()` chain), joined by `": "`:
+/// the text for a message that has no `source()` of its own to carry them.
+///
+/// # Examples
+///
+/// ```
+/// let err = nr_core::Topology::single_node(vec![0])?.with_virtual_nodes(0).unwrap_err();
+/// let err = benches::BenchError::Topology(err);
+/// assert_eq!(err.to_string(), "topology: cannot split the CPUs into 0 virtual nodes");
+/// let io = std::io::Error::other("disk full");
+/// assert_eq!(benches::error_chain(&io), "disk full");
+/// # Ok::<(), nr_core::TopologyError>(())
+/// ```
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(err) = cause {
+        text.push_str(": ");
+        text.push_str(&err.to_string());
+        cause = err.source();
     }
+    text
 }
 
 impl From<nr_core::BuildError> for BenchError {

@@ -5,18 +5,25 @@
 //! ```text
 //! cargo run --release -p examples --example demo            # about 15 s
 //! cargo run --release -p examples --example demo -- --quick # about 2 s (CI smoke)
+//! cargo run --release -p examples --example demo -- --help  # flags, environment, exit status
 //! NR_VIRTUAL_NODES=2 cargo run --release -p examples --example demo
 //! ```
+//!
+//! The command line, the error report and the rule that prints a ratio as `noisy` rather
+//! than as a result live in [`examples::demo_cli`], where they are tested.
 //!
 //! On a one-node machine the demo splits the CPUs into virtual nodes (one replica each) unless
 //! `NR_VIRTUAL_NODES` says otherwise: that exercises multi-replica code paths, it cannot show
 //! NUMA speedups (there is no remote memory to avoid).
 
+use std::error::Error;
+use std::process::ExitCode;
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+use examples::demo_cli::{demo_topology, judge_ratio, main_with, median, Unreliable};
 use examples::{KvMap, KvRead, KvWrite, Rng};
-use nr_core::{pin_current_thread, NodeReplicated, Topology, VIRTUAL_NODES_ENV};
+use nr_core::{pin_current_thread, NodeReplicated, Topology};
 use parking_lot::RwLock;
 
 const KEYS: u64 = 10_000;
@@ -137,11 +144,6 @@ fn measure(
     total as f64 / dur.as_secs_f64() / 1e6
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// The bare map on one thread, no synchronization: the cost baseline.
 fn bare(write_pct: u64, dur: Duration) -> f64 {
     let mut m = KvMap::with_keys(KEYS);
@@ -162,23 +164,35 @@ fn bare(write_pct: u64, dur: Duration) -> f64 {
     n as f64 / dur.as_secs_f64() / 1e6
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let quick = std::env::args().any(|a| a == "--quick");
+fn main() -> ExitCode {
+    let code = main_with(
+        std::env::args().skip(1),
+        run,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    );
+    ExitCode::from(code)
+}
+
+/// A ratio column: the figure, or `noisy` (the reason goes to `notes`).
+fn ratio_cell(judged: Result<f64, Unreliable>, what: String, notes: &mut Vec<String>) -> String {
+    match judged {
+        Ok(ratio) => format!("{ratio:.2}x"),
+        Err(why) => {
+            notes.push(format!("{what}: {why}"));
+            "noisy".to_owned()
+        }
+    }
+}
+
+fn run(quick: bool) -> Result<(), Box<dyn Error>> {
     let (dur, reps) = if quick {
         (Duration::from_millis(50), 1)
     } else {
         (Duration::from_millis(250), 3)
     };
 
-    let detected = Topology::detect()?;
-    let topo = if std::env::var_os(VIRTUAL_NODES_ENV).is_none()
-        && detected.num_nodes() == 1
-        && detected.num_cpus() >= 2
-    {
-        detected.with_virtual_nodes(2)?
-    } else {
-        detected
-    };
+    let topo = demo_topology()?;
     let cpus = topo.num_cpus();
     println!("Node Replication demo: a sequential HashMap<u64, u64> ({KEYS} keys) made concurrent");
     println!(
@@ -220,6 +234,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:>8} {:>7} {:>9} {:>9} {:>9} {:>10} {:>11}",
         "writes", "threads", "NR", "Mutex", "RwLock", "NR/Mutex", "NR/RwLock"
     );
+    let mut notes = Vec::new();
     for write_pct in [10, 100] {
         for threads in [1, 2, 4] {
             let mut runs = vec![Vec::new(); methods.len()];
@@ -228,16 +243,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     runs[m].push(measure(method.as_ref(), &topo, threads, write_pct, dur));
                 }
             }
-            let med: Vec<f64> = runs.into_iter().map(median).collect();
+            let at = format!("{write_pct}% writes, {threads} threads");
+            let vs_mutex = ratio_cell(
+                judge_ratio(&runs[0], &runs[1], None),
+                format!("NR/Mutex at {at}"),
+                &mut notes,
+            );
+            let vs_rwlock = ratio_cell(
+                judge_ratio(&runs[0], &runs[2], None),
+                format!("NR/RwLock at {at}"),
+                &mut notes,
+            );
             println!(
-                "{:>7}% {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9.2}x {:>10.2}x",
+                "{:>7}% {:>7} {:>9.2} {:>9.2} {:>9.2} {:>10} {:>11}",
                 write_pct,
                 threads,
-                med[0],
-                med[1],
-                med[2],
-                med[0] / med[1],
-                med[0] / med[2]
+                median(&runs[0]),
+                median(&runs[1]),
+                median(&runs[2]),
+                vs_mutex,
+                vs_rwlock
             );
         }
     }
@@ -258,11 +283,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             b.push(bare(write_pct, dur));
             n.push(measure(&nr1, &one, 1, write_pct, dur));
         }
-        let (b, n) = (median(b), median(n));
-        println!(
-            "  {write_pct:>3}% writes: bare {b:>7.2}  NR {n:>7.2}  NR/bare {:.2}x",
-            n / b
+        // NR wraps the bare map: at 1 thread it cannot be faster.
+        let ratio = ratio_cell(
+            judge_ratio(&n, &b, Some(1.0)),
+            format!("NR/bare at {write_pct}% writes"),
+            &mut notes,
         );
+        println!(
+            "  {write_pct:>3}% writes: bare {:>7.2}  NR {:>7.2}  NR/bare {ratio}",
+            median(&b),
+            median(&n),
+        );
+    }
+    if quick {
+        println!(
+            "\n--quick: one short repetition per point, so the spread is unchecked: a smoke \
+             test, not figures to read"
+        );
+    }
+    if !notes.is_empty() {
+        println!(
+            "\nthe machine is noisy: the figures marked `noisy` are not results (rerun on a quiet \
+             machine{}):",
+            if quick { ", without --quick" } else { "" }
+        );
+        for note in notes {
+            println!("  {note}");
+        }
     }
     Ok(())
 }

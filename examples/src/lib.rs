@@ -18,6 +18,8 @@ use std::collections::HashMap;
 
 use nr_core::Dispatch;
 
+pub mod demo_cli;
+
 /// A sequential map from `u64` to `u64`: the structure the demo makes concurrent.
 #[derive(Debug, Clone, Default)]
 pub struct KvMap {

@@ -280,7 +280,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let args = Args::parse();
     if let Err(e) = run(args) {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", benches::error_chain(e.as_ref()));
         std::process::exit(1);
     }
 }

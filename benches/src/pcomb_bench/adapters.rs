@@ -11,16 +11,18 @@ use pcomb::structures::{
 use pcomb::{PBComb1Handle, PBCombHandle, PWFCombHandle};
 
 use super::structures::PairOps;
-use crate::BenchError;
+use crate::{error_chain, BenchError};
 
 /// A built pcomb object, or why not.
-pub(super) fn built<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, BenchError> {
-    r.map_err(|e| BenchError::Pcomb(format!("build: {e}")))
+pub(super) fn built<T, E: std::error::Error + 'static>(r: Result<T, E>) -> Result<T, BenchError> {
+    r.map_err(|e| BenchError::Pcomb(format!("build: {}", error_chain(&e))))
 }
 
 /// A registered pcomb handle, or why not.
-pub(super) fn register<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, BenchError> {
-    r.map_err(|e| BenchError::Pcomb(format!("register: {e}")))
+pub(super) fn register<T, E: std::error::Error + 'static>(
+    r: Result<T, E>,
+) -> Result<T, BenchError> {
+    r.map_err(|e| BenchError::Pcomb(format!("register: {}", error_chain(&e))))
 }
 
 fn full(e: pcomb::structures::Full) -> BenchError {

@@ -230,7 +230,7 @@ impl TempRegion {
         ));
         let size = (bytes + 16384).div_ceil(4096) * 4096;
         let region = Region::create(&path, LAYOUT, size as u64)
-            .map_err(|e| BenchError::Pcomb(format!("region file {}: {e}", path.display())))?;
+            .map_err(|e| BenchError::Pcomb(format!("region file: {}", crate::error_chain(&e))))?;
         Ok((Self { path }, region))
     }
 }

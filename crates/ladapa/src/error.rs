@@ -114,8 +114,8 @@ impl fmt::Display for ConfigError {
             Self::TooManyNodes { nodes } => {
                 write!(f, "{nodes} nodes exceed the limit of {}", crate::MAX_NODES)
             }
-            Self::Topology(e) => write!(f, "topology: {e}"),
-            Self::Spawn(e) => write!(f, "cannot start a background thread: {e}"),
+            Self::Topology(_) => f.write_str("the store's topology is unusable"),
+            Self::Spawn(_) => f.write_str("cannot start a background thread"),
         }
     }
 }

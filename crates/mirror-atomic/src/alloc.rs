@@ -17,7 +17,7 @@ pub(crate) const CHUNK: u64 = 64 * 1024;
 /// Bytes of the chunk header (`{CHUNK_TAG, block size}`, padded to a cache line).
 pub(crate) const CHUNK_HEADER: u64 = 64;
 /// Tag of a chunk header ("MIRROR02": format 2, list nodes `{next, key}`).
-pub(crate) const CHUNK_TAG: u64 = 0x4d49_5252_4f52_3032;
+pub(crate) const CHUNK_TAG: u64 = pmem::kinds::MIRROR_CHUNK_TAG;
 /// Tag of a format-1 chunk header ("MIRRORCK": list nodes `{key, next}`), recognized only to
 /// name the problem ([`HeapError::OldFormat`](crate::HeapError::OldFormat)).
 pub(crate) const OLD_CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;

@@ -258,6 +258,7 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
     /// anything but a user leaf, or a tag is not next to a flag.
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
+        crate::heap::check_kind(&region, "mirror-atomic Bst", Some(BST_ROOT_SLOT))?;
         let heap = Heap::recover(region, |t| {
             root = t.root::<BstNode<F>>(BST_ROOT_SLOT)?;
             Ok(())

@@ -107,6 +107,17 @@ pub enum HeapError {
     /// hash-set nodes were `{key, next}`; format 2 puts `next` first). Remedy: rebuild the
     /// structure from its source data; format 1 was never released.
     OldFormat,
+    /// The region holds a file of another known kind (a pcomb object or structure, or another
+    /// mirror-atomic structure; see [`pmem::kinds`]), not the `expected` one. The flavor is
+    /// not recorded in the file, so opening a file with another flavor than it was written
+    /// with is not caught here. Remedy: open it with the type named by `found`, or open the
+    /// file meant for this type.
+    WrongKind {
+        /// What the region holds, e.g. `"pcomb PBStack"` or `"mirror-atomic List"`.
+        found: &'static str,
+        /// What was being opened, e.g. `"mirror-atomic SkipList"`.
+        expected: &'static str,
+    },
     /// The CPU lacks an instruction the heap needs: on x86_64, `cmpxchg16b` (the lock-free
     /// 16-byte CAS of every Mirror pair; missing only on x86_64 CPUs from before about 2006).
     /// Remedy: another machine.
@@ -119,7 +130,7 @@ pub enum HeapError {
 impl fmt::Display for HeapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Region(e) => write!(f, "region: {e}"),
+            Self::Region(_) => write!(f, "the heap's region could not be used"),
             Self::NotEmpty => write!(
                 f,
                 "the region already holds allocations; recover it instead"
@@ -136,11 +147,14 @@ impl fmt::Display for HeapError {
             }
             Self::MissingRoot { slot } => write!(f, "root slot {slot} is empty or out of range"),
             Self::Malformed { what } => write!(f, "recovered structure is malformed: {what}"),
-            Self::Alloc(e) => write!(f, "allocating the root: {e}"),
+            Self::Alloc(_) => write!(f, "allocating the root failed"),
             Self::OldFormat => write!(
                 f,
                 "region written by format 1 of mirror-atomic (this version reads format 2)"
             ),
+            Self::WrongKind { found, expected } => {
+                write!(f, "this is a {found} file, expected a {expected}")
+            }
             Self::Unsupported { instruction } => {
                 write!(
                     f,
@@ -207,7 +221,7 @@ impl fmt::Display for BstError {
                 "key {key:#x} is a reserved BST sentinel (keys are at most {:#x})",
                 crate::BST_MAX_KEY
             ),
-            Self::Alloc(e) => write!(f, "BST insert: {e}"),
+            Self::Alloc(_) => write!(f, "a BST insert could not allocate its nodes"),
         }
     }
 }

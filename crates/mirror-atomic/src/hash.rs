@@ -101,6 +101,7 @@ impl<F: Flavor, P: Persist, const B: usize> HashSet<F, P, B> {
     /// are not strictly increasing.
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
+        crate::heap::check_kind(&region, "mirror-atomic HashSet", Some(HASH_ROOT_SLOT))?;
         let heap = Heap::recover(region, |t| {
             root = t.root::<Buckets<F, B>>(HASH_ROOT_SLOT)?;
             Ok(())

@@ -707,6 +707,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         region: Region<P>,
         roots: impl FnOnce(&mut Tracer<'_>) -> Result<(), HeapError>,
     ) -> Result<Self, HeapError> {
+        check_kind(&region, "mirror-atomic heap", None)?;
         let space = Space::new(region, F::MIRRORED)?;
         let (chunks, marked) = trace_region(&space, roots)?;
         space.mirror_region();
@@ -742,6 +743,37 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     pub fn live_blocks(&self) -> usize {
         self.alloc.live()
     }
+}
+
+/// Refuses a region that [`pmem::kinds`] recognises as another kind of file than `expected`:
+/// anything but a mirror-atomic heap, or (given the structure's root `slot`) a heap whose
+/// `slot` is empty while it holds another structure.
+///
+/// # Errors
+///
+/// [`HeapError::WrongKind`] naming what the region holds.
+pub(crate) fn check_kind<P: Persist>(
+    region: &Region<P>,
+    expected: &'static str,
+    slot: Option<usize>,
+) -> Result<(), HeapError> {
+    let Some(kind) = region.kind() else {
+        return Ok(());
+    };
+    let (is_heap, is_structure) = match kind.signature {
+        pmem::kinds::Signature::HeapTag { slot, .. } => (true, slot.is_some()),
+        pmem::kinds::Signature::RootTag { .. } => (false, false),
+    };
+    // A heap with no structure root (a crash inside a structure's `new`) is left to the
+    // structure's recovery, which reports the missing root.
+    let slot_empty = slot.is_some_and(|slot| matches!(region.root_slot(slot), Ok(None)));
+    if !is_heap || (is_structure && slot_empty && kind.name != expected) {
+        return Err(HeapError::WrongKind {
+            found: kind.name,
+            expected,
+        });
+    }
+    Ok(())
 }
 
 /// Validates the chunk area and every chunk header of `space`'s region, then traces from

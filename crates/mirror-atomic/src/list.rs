@@ -363,6 +363,7 @@ impl<F: Flavor, P: Persist> List<F, P> {
     /// list root; [`HeapError::Malformed`] if the keys are not strictly increasing.
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
+        crate::heap::check_kind(&region, "mirror-atomic List", Some(LIST_ROOT_SLOT))?;
         let heap = Heap::recover(region, |t| {
             root = t.root::<ListRoot<F>>(LIST_ROOT_SLOT)?;
             Ok(())

@@ -217,6 +217,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// included) or a node is linked at a level above its height.
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
+        crate::heap::check_kind(&region, "mirror-atomic SkipList", Some(SKIP_ROOT_SLOT))?;
         let heap = Heap::recover(region, |t| {
             root = t.root::<SkipRoot<F>>(SKIP_ROOT_SLOT)?;
             Ok(())

@@ -91,7 +91,7 @@ impl fmt::Display for BuildError {
                 "{replicas} replicas were asked for, but the topology has {nodes} nodes (one \
                  replica per node); set only one, or split the topology into virtual nodes"
             ),
-            BuildError::Topology(e) => write!(f, "topology: {e}"),
+            BuildError::Topology(_) => write!(f, "the topology could not be built or used"),
         }
     }
 }

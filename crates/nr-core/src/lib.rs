@@ -18,5 +18,5 @@ pub use error::{BuildError, Poisoned, RegisterError};
 pub use nr::{Builder, NodeReplicated, ThreadHandle};
 pub use topology::{
     allowed_cpus, parse_cpu_list, parse_virtual_nodes, pin_current_thread, NumaNode, Topology,
-    TopologyError, TopologySource, CPU_ID_LIMIT, VIRTUAL_NODES_ENV,
+    TopologyError, TopologySource, CPU_ID_LIMIT, MAX_VIRTUAL_NODES_PER_CPU, VIRTUAL_NODES_ENV,
 };

@@ -8,7 +8,9 @@
 mod common;
 
 use common::{Kv, KvWrite};
-use nr_core::{pin_current_thread, BuildError, NodeReplicated, Topology};
+use nr_core::{
+    pin_current_thread, BuildError, NodeReplicated, Topology, MAX_VIRTUAL_NODES_PER_CPU,
+};
 
 #[test]
 fn invalid_configurations_are_errors() {
@@ -44,7 +46,7 @@ fn invalid_configurations_are_errors() {
     ));
     let cpus = Topology::detect_hardware().unwrap().num_cpus();
     assert!(matches!(
-        build(NodeReplicated::builder().virtual_nodes(cpus + 1)),
+        build(NodeReplicated::builder().virtual_nodes(cpus * MAX_VIRTUAL_NODES_PER_CPU + 1)),
         Err(BuildError::Topology(_))
     ));
     // Every error explains itself.

@@ -61,7 +61,8 @@ fn up_to_the_cpu_count_the_shared_split_is_the_plain_split() {
         err,
         TopologyError::TooManyVirtualNodes {
             requested: 7,
-            cpus: 6
+            cpus: 6,
+            limit: 6
         }
     ));
     assert!(

@@ -214,7 +214,8 @@ fn virtual_split_rejects_impossible_counts() {
         one.with_virtual_nodes(9),
         Err(TopologyError::TooManyVirtualNodes {
             requested: 9,
-            cpus: 8
+            cpus: 8,
+            limit: 8
         })
     ));
     let two = Topology::from_nodes(vec![(0, vec![0, 1]), (1, vec![2, 3])]).unwrap();

@@ -133,6 +133,31 @@ pub enum BuildError {
     },
     /// The region library refused an operation (see the source). Remedy: see the source error.
     Region(Box<dyn std::error::Error + Send + Sync>),
+    /// The region holds a file of another known kind (another pcomb object or structure, or a
+    /// mirror-atomic heap; see [`pmem::kinds`]), not the `expected` one. Remedy: open it with
+    /// the type named by `found`, or open the file meant for this type.
+    WrongKind {
+        /// What the region holds, e.g. `"pcomb PBQueue"` or `"mirror-atomic List"`.
+        found: &'static str,
+        /// The pcomb type being opened, e.g. `"PBStack"`.
+        expected: &'static str,
+    },
+}
+
+/// [`BuildError::WrongKind`] if `found` is a known file kind, else `otherwise`: what a
+/// mismatch says when the file is recognised as something else.
+pub(crate) fn wrong_kind(
+    found: Option<&'static pmem::kinds::FileKind>,
+    expected: &'static str,
+    otherwise: BuildError,
+) -> BuildError {
+    match found {
+        Some(kind) => BuildError::WrongKind {
+            found: kind.name,
+            expected,
+        },
+        None => otherwise,
+    }
 }
 
 impl fmt::Display for BuildError {
@@ -171,7 +196,10 @@ impl fmt::Display for BuildError {
                 "the region holds a {kind} in persistent format {found}; this version reads \
                  format 2 only (re-create the object)"
             ),
-            Self::Region(e) => write!(f, "region error: {e}"),
+            Self::Region(_) => write!(f, "the region library refused the operation"),
+            Self::WrongKind { found, expected } => {
+                write!(f, "this is a {found} file, expected a pcomb {expected}")
+            }
         }
     }
 }

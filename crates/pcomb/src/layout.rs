@@ -60,8 +60,8 @@ pub(crate) enum Kind {
 impl Kind {
     pub(crate) fn magic(self) -> u64 {
         match self {
-            Kind::PBComb => u64::from_le_bytes(*b"PBCOMB02"),
-            Kind::PWFComb => u64::from_le_bytes(*b"PWFCOMB2"),
+            Kind::PBComb => pmem::kinds::PBCOMB_TAG,
+            Kind::PWFComb => pmem::kinds::PWFCOMB_TAG,
         }
     }
 

@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 
 use pmem::{Offset, Persist, Region};
 
-use crate::error::BuildError;
+use crate::error::{wrong_kind, BuildError};
 use crate::layout::{header, Kind, RecordLayout, LINE_WORDS};
 use crate::sync::{words_at, AtomicU64, Ordering};
 use crate::words;
@@ -92,9 +92,15 @@ impl<P: Persist> Memory<P> {
         region: &Region<P>,
         kind: &'static str,
     ) -> Result<(Offset, [u64; N]), BuildError> {
-        let off = region.root().ok_or(BuildError::LayoutMismatch {
-            kind,
-            detail: "the region has no root object",
+        let off = region.root().ok_or_else(|| {
+            wrong_kind(
+                region.kind(),
+                kind,
+                BuildError::LayoutMismatch {
+                    kind,
+                    detail: "the region has no root object",
+                },
+            )
         })?;
         let head = region.ptr_array::<u64>(off, N as u64).map_err(region_err)?;
         let mut values = [0u64; N];
@@ -157,10 +163,14 @@ impl<P: Persist> Memory<P> {
                 return Err(BuildError::OldFormat { kind, found: 1 })
             }
             _ => {
-                return Err(BuildError::LayoutMismatch {
+                return Err(wrong_kind(
+                    region.kind(),
                     kind,
-                    detail: "wrong magic (another protocol, or not an object root)",
-                })
+                    BuildError::LayoutMismatch {
+                        kind,
+                        detail: "wrong magic (another protocol, or not an object root)",
+                    },
+                ))
             }
         };
         let len = record_words
@@ -253,7 +263,14 @@ impl<P: Persist> Memory<P> {
             .collect();
         let want = header_values(kind, layout, sizes);
         if got[header::MAGIC] != want[header::MAGIC] {
-            return mismatch("wrong magic (another protocol, or not an object root)");
+            return Err(wrong_kind(
+                pmem::kinds::by_root_tag(got[header::MAGIC]),
+                name,
+                BuildError::LayoutMismatch {
+                    kind: name,
+                    detail: "wrong magic (another protocol, or not an object root)",
+                },
+            ));
         }
         if got[header::CHECKSUM] != checksum(&got[..header::CHECKSUM]) {
             return mismatch("header checksum does not match (corrupt header)");

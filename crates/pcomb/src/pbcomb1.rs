@@ -10,7 +10,7 @@ use crossbeam_utils::CachePadded;
 use nr_core::{Dispatch, Poisoned};
 
 use crate::config::MAX_THREADS;
-use crate::error::{BuildError, RegisterError};
+use crate::error::{wrong_kind, BuildError, RegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::recovered::Recovered;
 use crate::slots::Slots;
@@ -42,7 +42,7 @@ mod header {
     pub(super) const CHECKED: usize = 6;
     pub(super) const CHECKSUM: usize = 6;
     pub(super) const TYPE_ID: usize = 7;
-    pub(super) const MAGIC_VALUE: u64 = u64::from_le_bytes(*b"PBCOMB1L");
+    pub(super) const MAGIC_VALUE: u64 = pmem::kinds::PBCOMB1_TAG;
 }
 
 /// Where the words of one record are, for `threads` threads.
@@ -588,13 +588,19 @@ where
     /// ```
     pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
         let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
-        let off = region
-            .root()
-            .ok_or(mismatch("the region has no root object"))?;
+        let off = region.root().ok_or_else(|| {
+            wrong_kind(
+                region.kind(),
+                KIND,
+                mismatch("the region has no root object"),
+            )
+        })?;
         let head = read_words(&region, off, LINE_WORDS)?;
         if head[header::MAGIC] != header::MAGIC_VALUE {
-            return Err(mismatch(
-                "wrong magic (another protocol, or not an object root)",
+            return Err(wrong_kind(
+                region.kind(),
+                KIND,
+                mismatch("wrong magic (another protocol, or not an object root)"),
             ));
         }
         if head[header::CHECKSUM] != fnv(&head[..header::CHECKED]) {

@@ -512,8 +512,12 @@ fn open_checks_protocol_and_type() {
         }
         other => panic!("opened as another type: {other:?}"),
     };
+    // Another protocol's file is named (issue 22).
     let err = PBComb::<Counter, _>::open(region).unwrap_err();
-    assert!(matches!(err, BuildError::LayoutMismatch { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "this is a pcomb PBComb1 object file, expected a pcomb PBComb"
+    );
     let paper = PBComb::create(
         Region::anonymous(LAYOUT, SIZE).expect("region"),
         Counter::new(3),
@@ -521,7 +525,16 @@ fn open_checks_protocol_and_type() {
     )
     .expect("fits");
     let err = PBComb1::<Counter, _>::open(paper.into_region().expect("persistent")).unwrap_err();
-    assert!(matches!(err, BuildError::LayoutMismatch { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            BuildError::WrongKind {
+                found: "pcomb PBComb object",
+                expected: "PBComb1"
+            }
+        ),
+        "{err}"
+    );
     assert!(matches!(
         PBComb1::new(Counter::default(), 0),
         Err(BuildError::InvalidMaxThreads { requested: 0, .. })

@@ -44,11 +44,15 @@ pub enum RegionError {
         /// The path that was opened or created.
         path: PathBuf,
     },
-    /// Any other I/O failure (permissions, no space, mapping refused). Remedy: see `source`.
+    /// Any other I/O failure (permissions, no space, mapping refused). Remedy: see `source`
+    /// (the operating system's reason) and `path` (the file it concerned).
     Io {
         /// What was being done (`"open"`, `"set_len"`, `"map"`, ...).
         op: &'static str,
-        /// The operating system's error.
+        /// The region file, or `None` for an anonymous mapping.
+        path: Option<PathBuf>,
+        /// The operating system's error: the `source()` of this error, so not repeated in its
+        /// `Display`.
         source: std::io::Error,
     },
     /// The requested size cannot hold a region. Remedy: pass a multiple of 64 bytes of at least
@@ -163,7 +167,14 @@ impl std::fmt::Display for RegionError {
                 "region file {} is locked by another process",
                 path.display()
             ),
-            Self::Io { op, source } => write!(f, "region I/O failed ({op}): {source}"),
+            Self::Io {
+                op,
+                path: Some(path),
+                ..
+            } => write!(f, "region I/O failed ({op}) on {}", path.display()),
+            Self::Io { op, path: None, .. } => {
+                write!(f, "region I/O failed ({op}) on an anonymous mapping")
+            }
             Self::InvalidSize { size } => write!(
                 f,
                 "invalid region size {size}: need a multiple of 64 bytes, at least {}",

@@ -3,6 +3,7 @@
 mod alloc;
 mod error;
 mod header;
+pub mod kinds;
 mod ownership;
 mod persist;
 mod pod;

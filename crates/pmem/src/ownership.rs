@@ -59,6 +59,7 @@ impl FileOwner {
     pub(crate) fn acquire(file: File, path: &Path) -> Result<Self, RegionError> {
         let meta = file.metadata().map_err(|e| RegionError::Io {
             op: "metadata",
+            path: Some(path.to_path_buf()),
             source: e,
         })?;
         let id = FileId {
@@ -102,6 +103,7 @@ impl FileOwner {
                 _ => {
                     return Err(RegionError::Io {
                         op: "flock",
+                        path: Some(path.to_path_buf()),
                         source: err,
                     })
                 }

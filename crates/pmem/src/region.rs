@@ -4,7 +4,7 @@
 
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
 use memmap2::{MmapMut, MmapRaw};
@@ -33,6 +33,8 @@ pub(crate) enum Backing {
     File {
         /// The mapping.
         map: MmapRaw,
+        /// The file's path, for errors.
+        path: PathBuf,
         /// Never read: holding it is the point.
         _owner: FileOwner,
     },
@@ -541,11 +543,12 @@ impl Region<Hardware> {
                 },
                 _ => RegionError::Io {
                     op: "create",
+                    path: Some(path.to_path_buf()),
                     source: e,
                 },
             })?;
         let created = FileOwner::acquire(file, path)
-            .and_then(|owner| Self::init_file(owner, layout, size, hw));
+            .and_then(|owner| Self::init_file(path, owner, layout, size, hw));
         if created.is_err() {
             // The file is ours (`create_new`) and holds no valid header: remove it, so that a
             // retry can create it and nothing finds a headerless region. A failure to remove is
@@ -557,6 +560,7 @@ impl Region<Hardware> {
 
     /// Sizes the freshly created, owned file, maps it, writes and persists the header.
     fn init_file(
+        path: &Path,
         owner: FileOwner,
         layout: u64,
         size: u64,
@@ -565,21 +569,25 @@ impl Region<Hardware> {
         let file = owner.file();
         file.set_len(size).map_err(|e| RegionError::Io {
             op: "set_len",
+            path: Some(path.to_path_buf()),
             source: e,
         })?;
         // The file is owned (locked) since its creation: the mapping covers the length just set.
         let map = MmapRaw::map_raw(file).map_err(|e| RegionError::Io {
             op: "map",
+            path: Some(path.to_path_buf()),
             source: e,
         })?;
         if map.len() as u64 != size {
             return Err(RegionError::Io {
                 op: "map",
+                path: Some(path.to_path_buf()),
                 source: std::io::Error::other("the mapping does not cover the requested size"),
             });
         }
         let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
             op: "map",
+            path: Some(path.to_path_buf()),
             source: std::io::Error::other("null mapping"),
         })?;
         // SAFETY:
@@ -594,9 +602,14 @@ impl Region<Hardware> {
         map.flush_range(0, HEADER_SIZE as usize)
             .map_err(|e| RegionError::Io {
                 op: "msync",
+                path: Some(path.to_path_buf()),
                 source: e,
             })?;
-        let backing = Backing::File { map, _owner: owner };
+        let backing = Backing::File {
+            map,
+            path: path.to_path_buf(),
+            _owner: owner,
+        };
         // SAFETY:
         // - `base` points to the `size`-byte mapping kept alive by `backing`;
         // - the header was just written for `size` and `layout`, which `validate` accepts.
@@ -680,6 +693,7 @@ impl Region<Hardware> {
                 },
                 _ => RegionError::Io {
                     op: "open",
+                    path: Some(path.to_path_buf()),
                     source: e,
                 },
             })?;
@@ -690,6 +704,7 @@ impl Region<Hardware> {
             .metadata()
             .map_err(|e| RegionError::Io {
                 op: "metadata",
+                path: Some(path.to_path_buf()),
                 source: e,
             })?
             .len();
@@ -708,17 +723,23 @@ impl Region<Hardware> {
         // `len`, which such a process may have changed since.
         let map = MmapRaw::map_raw(file).map_err(|e| RegionError::Io {
             op: "map",
+            path: Some(path.to_path_buf()),
             source: e,
         })?;
         let len = map.len() as u64;
         let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
             op: "map",
+            path: Some(path.to_path_buf()),
             source: std::io::Error::other("null mapping"),
         })?;
         // SAFETY:
         // - `base` points to the `len`-byte mapping, page aligned, readable.
         unsafe { header::validate(base.as_ptr(), len, layout) }?;
-        let backing = Backing::File { map, _owner: owner };
+        let backing = Backing::File {
+            map,
+            path: path.to_path_buf(),
+            _owner: owner,
+        };
         // SAFETY:
         // - `base` points to the `len`-byte mapping kept alive by `backing`;
         // - the header was validated for `len` and `layout` just above.
@@ -744,8 +765,9 @@ impl Region<Hardware> {
     /// ```
     pub fn sync_file(&self) -> Result<(), RegionError> {
         match &self.backing {
-            Backing::File { map, .. } => map.flush().map_err(|e| RegionError::Io {
+            Backing::File { map, path, .. } => map.flush().map_err(|e| RegionError::Io {
                 op: "msync",
+                path: Some(path.clone()),
                 source: e,
             }),
             Backing::Anonymous { .. } | Backing::Domain { .. } => Ok(()),
@@ -794,10 +816,12 @@ pub(crate) fn anonymous_map(size: u64) -> Result<(MmapRaw, NonNull<u8>), RegionE
 pub(crate) fn anonymous_map_raw(len: usize) -> Result<(MmapRaw, NonNull<u8>), RegionError> {
     let map = MmapRaw::from(MmapMut::map_anon(len.max(1)).map_err(|e| RegionError::Io {
         op: "map_anon",
+        path: None,
         source: e,
     })?);
     let base = NonNull::new(map.as_mut_ptr()).ok_or(RegionError::Io {
         op: "map_anon",
+        path: None,
         source: std::io::Error::other("null mapping"),
     })?;
     Ok((map, base))

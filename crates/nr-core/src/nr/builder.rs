@@ -148,8 +148,13 @@ impl<D> Builder<D> {
 
     /// Split the topology (the one given to [`topology`](Self::topology), else the detected
     /// hardware one, ignoring `NR_VIRTUAL_NODES`) into `n` virtual nodes, one replica each; see
-    /// [`Topology::with_virtual_nodes`]. Virtual nodes keep their real memory node, so placement
-    /// stays real; they exercise multi-replica behaviour, not NUMA speedups.
+    /// [`Topology::with_shared_virtual_nodes`]. Virtual nodes keep their real memory node, so
+    /// placement stays real; they exercise multi-replica behaviour, not NUMA speedups.
+    ///
+    /// `n` is checked by the same rule, with the same error, as the `NR_VIRTUAL_NODES`
+    /// override: at least the number of real nodes, at most
+    /// [`MAX_VIRTUAL_NODES_PER_CPU`](crate::MAX_VIRTUAL_NODES_PER_CPU) per CPU (beyond the
+    /// CPU count, virtual nodes share CPUs).
     ///
     /// # Examples
     ///
@@ -164,8 +169,9 @@ impl<D> Builder<D> {
     /// let nr = NodeReplicated::builder().virtual_nodes(cpus).build(|_| S)?;
     /// assert_eq!(nr.replicas(), cpus);
     ///
-    /// // More virtual nodes than CPUs is impossible: an error, not a panic.
-    /// assert!(NodeReplicated::builder().virtual_nodes(cpus + 1).build(|_| S).is_err());
+    /// // More than MAX_VIRTUAL_NODES_PER_CPU per CPU is refused: an error, not a panic.
+    /// let too_many = cpus * nr_core::MAX_VIRTUAL_NODES_PER_CPU + 1;
+    /// assert!(NodeReplicated::builder().virtual_nodes(too_many).build(|_| S).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn virtual_nodes(mut self, n: usize) -> Self {
@@ -402,8 +408,8 @@ where
         }
         let explicit = match (self.topology, self.virtual_nodes) {
             (t, None) => t,
-            (Some(t), Some(n)) => Some(t.with_virtual_nodes(n)?),
-            (None, Some(n)) => Some(Topology::detect_hardware()?.with_virtual_nodes(n)?),
+            (Some(t), Some(n)) => Some(t.with_shared_virtual_nodes(n)?),
+            (None, Some(n)) => Some(Topology::detect_hardware()?.with_shared_virtual_nodes(n)?),
         };
         let topology = match (explicit, self.replicas) {
             (_, Some(0)) => return Err(BuildError::Zero("replicas")),

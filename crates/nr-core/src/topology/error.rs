@@ -104,17 +104,23 @@ pub enum TopologyError {
     ///
     /// Remedy: ask for at least 1 (the number of real nodes or more).
     ZeroVirtualNodes,
-    /// [`Topology::with_virtual_nodes`] was asked for more nodes than there are CPUs, which
-    /// would leave a node without CPUs.
+    /// More virtual nodes were asked for than the split allows: more than
+    /// [`MAX_VIRTUAL_NODES_PER_CPU`](super::MAX_VIRTUAL_NODES_PER_CPU) per CPU from
+    /// `NR_VIRTUAL_NODES`, `Builder::virtual_nodes` or [`Topology::with_shared_virtual_nodes`]
+    /// (every virtual node is a replica applying every write, so many per CPU measure the
+    /// scheduler, not the structure), or more than one per CPU from
+    /// [`Topology::with_virtual_nodes`], which never shares a CPU.
     ///
-    /// Remedy: ask for at most [`Topology::num_cpus`] nodes, or use
-    /// [`Topology::with_shared_virtual_nodes`] (or the `NR_VIRTUAL_NODES` override), which
-    /// lets several virtual nodes share a CPU.
+    /// Remedy: ask for at most `limit` nodes (a count such as 2 or 4 exercises every
+    /// multi-replica path); from [`Topology::with_virtual_nodes`], use
+    /// [`Topology::with_shared_virtual_nodes`] to let nodes share CPUs.
     TooManyVirtualNodes {
         /// The number of nodes asked for.
         requested: usize,
         /// The number of CPUs available.
         cpus: usize,
+        /// The most nodes this split allows: `cpus` times the nodes allowed per CPU.
+        limit: usize,
     },
     /// [`Topology::with_virtual_nodes`] was asked for fewer nodes than there are real memory
     /// nodes. Merging real nodes would give a virtual node CPUs whose memory lies on two
@@ -182,7 +188,7 @@ impl fmt::Display for TopologyError {
             Self::SysfsUnavailable { path, .. } => {
                 write!(f, "no NUMA node directory under {}", path.display())
             }
-            Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Self::Io { path, .. } => write!(f, "cannot read {}", path.display()),
             Self::InvalidCpuList {
                 input,
                 reason,
@@ -209,10 +215,25 @@ impl fmt::Display for TopologyError {
                 super::CPU_ID_LIMIT
             ),
             Self::ZeroVirtualNodes => write!(f, "cannot split the CPUs into 0 virtual nodes"),
-            Self::TooManyVirtualNodes { requested, cpus } => write!(
+            Self::TooManyVirtualNodes {
+                requested,
+                cpus,
+                limit,
+            } if limit == cpus => write!(
                 f,
                 "cannot split {cpus} CPUs into {requested} virtual nodes: at most one node per CPU \
                  (with_shared_virtual_nodes lets nodes share CPUs)"
+            ),
+            Self::TooManyVirtualNodes {
+                requested,
+                cpus,
+                limit,
+            } => write!(
+                f,
+                "cannot split {cpus} CPUs into {requested} virtual nodes: the limit is {limit} \
+                 ({} per CPU; every virtual node is a replica that applies every write, so \
+                 more would only time-share the CPUs)",
+                super::MAX_VIRTUAL_NODES_PER_CPU
             ),
             Self::TooFewVirtualNodes {
                 requested,
@@ -232,7 +253,7 @@ impl fmt::Display for TopologyError {
             Self::CpuNotAllowed { cpus } => {
                 write!(f, "this thread may not run on CPUs {cpus:?}")
             }
-            Self::Affinity { operation, source } => write!(f, "{operation} failed: {source}"),
+            Self::Affinity { operation, .. } => write!(f, "{operation} failed"),
             Self::Unsupported { operation } => {
                 write!(f, "{operation} is not supported on this OS")
             }

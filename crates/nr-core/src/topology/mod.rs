@@ -31,7 +31,7 @@ use std::fmt;
 pub use error::TopologyError;
 pub use pin::{allowed_cpus, pin_current_thread};
 pub use sysfs::parse_cpu_list;
-pub use virtual_nodes::{parse_virtual_nodes, VIRTUAL_NODES_ENV};
+pub use virtual_nodes::{parse_virtual_nodes, MAX_VIRTUAL_NODES_PER_CPU, VIRTUAL_NODES_ENV};
 
 /// CPU ids must be below this bound (65,536; Linux supports at most 8,192 CPUs).
 ///

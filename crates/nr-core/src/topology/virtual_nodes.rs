@@ -23,11 +23,66 @@ use super::{Topology, TopologyError, TopologySource};
 /// ```
 pub const VIRTUAL_NODES_ENV: &str = "NR_VIRTUAL_NODES";
 
+/// The most virtual nodes that may share one CPU: a topology of `c` CPUs splits into at most
+/// `MAX_VIRTUAL_NODES_PER_CPU * c` virtual nodes, whether the count comes from
+/// [`VIRTUAL_NODES_ENV`], [`Builder::virtual_nodes`](crate::Builder::virtual_nodes) or
+/// [`Topology::with_shared_virtual_nodes`] (all three are checked by one function, with one
+/// error, [`TopologyError::TooManyVirtualNodes`]).
+///
+/// Why a limit: every virtual node is a replica that holds a whole copy of the structure and
+/// applies every write, and its combiner needs CPU time to keep up with the log, whose
+/// slowest replica holds back every appender. Beyond a few replicas per CPU a run measures
+/// the scheduler rather than the structure (1,000 virtual nodes on 2 CPUs ran the demo for
+/// about 100 s), so a larger count is refused as a likely typo. Four per CPU covers the
+/// uses in this workspace (4 virtual nodes on a 1-CPU test machine).
+///
+/// # Examples
+///
+/// ```
+/// use nr_core::{Topology, TopologyError, MAX_VIRTUAL_NODES_PER_CPU};
+///
+/// let two_cpus = Topology::single_node(vec![0, 1])?;
+/// assert!(two_cpus.with_shared_virtual_nodes(2 * MAX_VIRTUAL_NODES_PER_CPU).is_ok());
+/// let err = two_cpus.with_shared_virtual_nodes(1000).unwrap_err();
+/// assert!(matches!(err, TopologyError::TooManyVirtualNodes { requested: 1000, limit: 8, .. }));
+/// # Ok::<(), TopologyError>(())
+/// ```
+pub const MAX_VIRTUAL_NODES_PER_CPU: usize = 4;
+
+/// The one check of a virtual-node count: `n` nodes out of `cpus` CPUs on `real_nodes` real
+/// nodes, at most `per_cpu` nodes per CPU (1 for [`Topology::with_virtual_nodes`],
+/// [`MAX_VIRTUAL_NODES_PER_CPU`] for the shared split and everything built on it).
+fn check_virtual_nodes(
+    n: usize,
+    cpus: usize,
+    real_nodes: usize,
+    per_cpu: usize,
+) -> Result<(), TopologyError> {
+    if n == 0 {
+        return Err(TopologyError::ZeroVirtualNodes);
+    }
+    if n < real_nodes {
+        return Err(TopologyError::TooFewVirtualNodes {
+            requested: n,
+            real_nodes,
+        });
+    }
+    let limit = cpus.saturating_mul(per_cpu);
+    if n > limit {
+        return Err(TopologyError::TooManyVirtualNodes {
+            requested: n,
+            cpus,
+            limit,
+        });
+    }
+    Ok(())
+}
+
 /// Parses a value of [`VIRTUAL_NODES_ENV`]: a positive decimal integer, surrounding
 /// whitespace allowed.
 ///
 /// Whether the number fits the machine is checked later, by
-/// [`Topology::with_shared_virtual_nodes`].
+/// [`Topology::with_shared_virtual_nodes`] (at most [`MAX_VIRTUAL_NODES_PER_CPU`] per CPU).
 ///
 /// # Errors
 ///
@@ -60,8 +115,9 @@ pub fn parse_virtual_nodes(value: &str) -> Result<usize, TopologyError> {
 }
 
 /// The node count asked for by [`VIRTUAL_NODES_ENV`], or `None` if it is unset.
-/// [`Topology::detect`] splits with [`Topology::with_shared_virtual_nodes`], so any positive
-/// count at least the number of real nodes is accepted.
+/// [`Topology::detect`] splits with [`Topology::with_shared_virtual_nodes`], so the count is
+/// checked by the same rule as `Builder::virtual_nodes`: at least the number of real nodes, at
+/// most [`MAX_VIRTUAL_NODES_PER_CPU`] per CPU.
 pub(super) fn virtual_nodes_from_env() -> Result<Option<usize>, TopologyError> {
     let Some(value) = env::var_os(VIRTUAL_NODES_ENV) else {
         return Ok(None);
@@ -96,7 +152,8 @@ impl Topology {
     /// # Errors
     ///
     /// - [`TopologyError::ZeroVirtualNodes`] if `n == 0`;
-    /// - [`TopologyError::TooManyVirtualNodes`] if `n > self.num_cpus()`;
+    /// - [`TopologyError::TooManyVirtualNodes`] if `n > self.num_cpus()` (its `limit` is then
+    ///   the CPU count);
     /// - [`TopologyError::TooFewVirtualNodes`] if `n` is less than the number of real nodes:
     ///   merging real nodes would give a virtual node remote memory, so it is refused.
     ///
@@ -115,11 +172,7 @@ impl Topology {
     ///
     /// [`NumaNode::memory_node`]: super::NumaNode::memory_node
     pub fn with_virtual_nodes(&self, n: usize) -> Result<Topology, TopologyError> {
-        let cpus = self.num_cpus();
-        if n > cpus {
-            return Err(TopologyError::TooManyVirtualNodes { requested: n, cpus });
-        }
-        self.split(n)
+        self.split(n, 1)
     }
 
     /// Like [`Topology::with_virtual_nodes`], but `n` may exceed the number of CPUs: several
@@ -136,7 +189,9 @@ impl Topology {
     /// # Errors
     ///
     /// - [`TopologyError::ZeroVirtualNodes`] if `n == 0`;
-    /// - [`TopologyError::TooFewVirtualNodes`] if `n` is less than the number of real nodes.
+    /// - [`TopologyError::TooFewVirtualNodes`] if `n` is less than the number of real nodes;
+    /// - [`TopologyError::TooManyVirtualNodes`] if `n` exceeds [`MAX_VIRTUAL_NODES_PER_CPU`]
+    ///   times the number of CPUs.
     ///
     /// # Examples
     ///
@@ -152,22 +207,15 @@ impl Topology {
     /// # Ok::<(), nr_core::TopologyError>(())
     /// ```
     pub fn with_shared_virtual_nodes(&self, n: usize) -> Result<Topology, TopologyError> {
-        self.split(n)
+        self.split(n, MAX_VIRTUAL_NODES_PER_CPU)
     }
 
-    /// The split behind both public methods; shares CPUs only when `n > self.num_cpus()`.
-    fn split(&self, n: usize) -> Result<Topology, TopologyError> {
+    /// The split behind both public methods, at most `per_cpu` virtual nodes per CPU; shares
+    /// CPUs only when `n > self.num_cpus()`.
+    fn split(&self, n: usize, per_cpu: usize) -> Result<Topology, TopologyError> {
         let real = self.real_nodes();
         let cpus = self.num_cpus();
-        if n == 0 {
-            return Err(TopologyError::ZeroVirtualNodes);
-        }
-        if n < real.len() {
-            return Err(TopologyError::TooFewVirtualNodes {
-                requested: n,
-                real_nodes: real.len(),
-            });
-        }
+        check_virtual_nodes(n, cpus, real.len(), per_cpu)?;
         let sizes: Vec<usize> = real.iter().map(|(_, cpus)| cpus.len()).collect();
         let groups = plan_groups(&sizes, n);
         let mut nodes = Vec::with_capacity(n);

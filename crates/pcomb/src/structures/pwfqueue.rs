@@ -50,7 +50,7 @@ use crate::sync::UnsafeCell;
 use crate::Recovered;
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PWFQUEU2");
+const MAGIC: u64 = pmem::kinds::PWFQUEUE_TAG;
 const KIND: &str = "PWFQueue";
 
 /// `st` of the enqueuers' records: the two linking pointers, the tail, and the number of

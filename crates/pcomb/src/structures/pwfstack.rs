@@ -42,7 +42,7 @@ use crate::sync::UnsafeCell;
 use crate::Recovered;
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PWFSTAK2");
+const MAGIC: u64 = pmem::kinds::PWFSTACK_TAG;
 const KIND: &str = "PWFStack";
 
 /// `st` of a PWFstack record: the top node's link and the number of values.

@@ -37,7 +37,7 @@ use crate::sync::{AtomicU64, Ordering, UnsafeCell};
 use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PBQUEUE2");
+const MAGIC: u64 = pmem::kinds::PBQUEUE_TAG;
 const KIND: &str = "PBQueue";
 
 /// The enqueuers' instance: state `Tail`, request = the value.

@@ -33,7 +33,7 @@ use crate::sync::UnsafeCell;
 use crate::{Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Pod, Region};
 
-const MAGIC: u64 = u64::from_le_bytes(*b"PBSTACK2");
+const MAGIC: u64 = pmem::kinds::PBSTACK_TAG;
 const KIND: &str = "PBStack";
 
 type StackInstance = Instance<StackState, StackOp, Ret>;

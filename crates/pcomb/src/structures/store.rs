@@ -17,7 +17,7 @@
 
 use pmem::{Persist, Region};
 
-use crate::error::BuildError;
+use crate::error::{wrong_kind, BuildError};
 use crate::layout::LINE_WORDS;
 use crate::memory::{checksum, Memory};
 use crate::sync::{AtomicU64, Ordering};
@@ -83,8 +83,10 @@ impl<P: Persist> Memory<P> {
             return Err(BuildError::OldFormat { kind, found: 1 });
         }
         if v[header::MAGIC] != magic {
-            return Err(mismatch(
-                "wrong magic (another structure, or not a structure root)",
+            return Err(wrong_kind(
+                region.kind(),
+                kind,
+                mismatch("wrong magic (another structure, or not a structure root)"),
             ));
         }
         if v[header::CHECKSUM] != checksum(&v[..header::CHECKED]) {
