@@ -296,6 +296,15 @@ impl<T> Log<T> {
         if tail & FROZEN != 0 || tail < seg.start {
             return Grow::Retry;
         }
+        // Grow only a log that is full now. A caller may have found it "full" only because it
+        // was frozen by another grower, which has since published a segment with room: growing
+        // again would double the log for nothing (and, at the largest size, leave the earlier
+        // segment's room unused for good). Acquire: as in `try_reserve`, pairs with the Release
+        // in `advance_head`.
+        let head = self.head.load(Ordering::Acquire);
+        if tail + n <= head.max(seg.start) + seg.size {
+            return Grow::Retry;
+        }
         // Allocated before the freeze, so that other appenders are held up only for the
         // publication below. No user code runs here (empty entries).
         let grown = Box::into_raw(Box::new(Segment::new(tail, size, std::ptr::null_mut())));
@@ -625,6 +634,26 @@ mod tests {
             assert_eq!(got, (0..TOTAL).collect::<Vec<_>>(), "round {round}");
             assert_eq!(log.size(), 64);
         }
+    }
+
+    /// An appender that found the log "full" only because another grower had frozen the tail
+    /// must not grow it again once that grower has published a segment with room (before the
+    /// fix it doubled the log for nothing, and `concurrent_growers_never_reserve_an_index_twice`
+    /// could spin forever: the wasted room made the log reach its largest size before index
+    /// 126).
+    #[test]
+    fn growing_a_log_with_room_is_a_retry() {
+        let log: Log<u32> = Log::with_growth(2, 8, 1);
+        assert_eq!(log.try_reserve(2), Ok(0));
+        assert_eq!(log.try_reserve(1), Err(LogFull));
+        assert_eq!(log.try_grow(1), Grow::Reserved(2));
+        assert_eq!((log.size(), log.tail()), (4, 3));
+        // The new segment (indices 2..6) has room: a late grower retries instead of growing.
+        assert_eq!(log.try_grow(1), Grow::Retry);
+        assert_eq!((log.size(), log.tail()), (4, 3));
+        assert_eq!(log.try_reserve(3), Ok(3));
+        assert_eq!(log.try_grow(1), Grow::Reserved(6));
+        assert_eq!(log.size(), 8);
     }
 
     #[test]
