@@ -219,18 +219,21 @@ pub unsafe trait Flavor: Sized + Send + Sync + 'static {
 /// ```compile_fail
 /// // The plumbing is not a method of `Space` (not even an unsafe one).
 /// let heap = mirror_atomic::Heap::<mirror_atomic::flavor::Mirror, _>::anonymous(1 << 20)?;
+/// // SAFETY: none needed: this must not compile (`copy_to_twin` is not a method of `Space`).
 /// unsafe { heap.space().copy_to_twin(4096, 16) };
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// ```compile_fail
 /// let heap = mirror_atomic::Heap::<mirror_atomic::flavor::Mirror, _>::anonymous(1 << 20)?;
+/// // SAFETY: none needed: this must not compile (`flush_twin` is not a method of `Space`).
 /// unsafe { heap.space().flush_twin(4096, 16) };
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// ```compile_fail
 /// let heap = mirror_atomic::Heap::<mirror_atomic::flavor::Mirror, _>::anonymous(1 << 20)?;
+/// // SAFETY: none needed: this must not compile (`flush_primary` is not a method of `Space`).
 /// unsafe { heap.space().flush_primary(4096, 16) };
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -299,9 +299,11 @@ impl<T> Log<T> {
         // Grow only a log that is full now. A caller may have found it "full" only because it
         // was frozen by another grower, which has since published a segment with room: growing
         // again would double the log for nothing (and, at the largest size, leave the earlier
-        // segment's room unused for good). Acquire: as in `try_reserve`, pairs with the Release
-        // in `advance_head`.
-        let head = self.head.load(Ordering::Acquire);
+        // segment's room unused for good). Relaxed (deliberately, unlike `try_reserve`): the
+        // head only decides between growing and retrying, and a stale one is smaller than the
+        // real head, so it can only make the log look fuller (a growth, as before this check).
+        // Nothing is written into entries a replica may still read: the new segment is fresh.
+        let head = self.head.load(Ordering::Relaxed);
         if tail + n <= head.max(seg.start) + seg.size {
             return Grow::Retry;
         }
