@@ -3,6 +3,7 @@
 mod background;
 mod baselines;
 mod config;
+mod dispatch;
 mod doorbell;
 mod error;
 mod meta;
@@ -22,7 +23,8 @@ pub use config::{
     Builder, MetadataMode, ReplicationScope, ValueReplication, MAX_CAPACITY, MAX_NODES,
     MAX_VALUE_SIZE,
 };
-pub use error::{BackgroundPanic, BackgroundThread, ConfigError, StoreError};
+pub use dispatch::DispatchValue;
+pub use error::{BackgroundPanic, BackgroundThread, CodecError, ConfigError, StoreError};
 pub use meta::WAYS;
 pub use pool::Binding;
 pub use stats::{MemoryUsage, Stats};

@@ -564,7 +564,7 @@ impl L2Table {
     }
 }
 
-/// Read-locks, ignoring poison (nothing panics under these locks).
+/// Read-locks, ignoring poison (see [`write`]: what a poisoned lock guards is intact).
 #[inline]
 pub(crate) fn read<T>(lock: &RwLock<T>) -> crate::sync::RwLockReadGuard<'_, T> {
     match lock.read() {
@@ -573,7 +573,10 @@ pub(crate) fn read<T>(lock: &RwLock<T>) -> crate::sync::RwLockReadGuard<'_, T> {
     }
 }
 
-/// Write-locks, ignoring poison (nothing panics under these locks).
+/// Write-locks, ignoring poison. The only code that may panic under a lock is the caller's
+/// operation in [`NodeHandle::update`](crate::NodeHandle::update), which runs under a set's
+/// write lock before the write changes anything in the set (see `NodeHandle::write_version`):
+/// the set a poisoned lock guards is intact.
 #[inline]
 pub(crate) fn write<T>(lock: &RwLock<T>) -> crate::sync::RwLockWriteGuard<'_, T> {
     match lock.write() {

@@ -12,15 +12,16 @@
 // Tests run real threads, outside the loom shim.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod common;
+
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
-use nr_core::Topology;
+use common::{lagging_store, pumper, spin, xorshift, NODES};
+use ladapa::{MetadataMode, ValueReplication};
 use testkit::lin::{check, EventKind, History, Recorder};
 use testkit::models::{Register, RegisterOp, RegisterRet};
 
-const NODES: usize = 4;
 const THREADS: usize = 8;
 const KEYS: u64 = 2;
 const OPS_PER_THREAD: usize = 24;
@@ -57,32 +58,8 @@ fn overlap(history: &Hist) -> (usize, usize) {
     (overlapping, intervals.len())
 }
 
-/// Busy-waits about `n` iterations.
-fn spin(n: u64) {
-    for _ in 0..n {
-        std::hint::spin_loop();
-    }
-}
-
 fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize, usize) {
-    let topology = Topology::detect_hardware()
-        .unwrap()
-        .with_shared_virtual_nodes(NODES)
-        .unwrap();
-    let store = Arc::new(
-        Store::builder()
-            .topology(topology)
-            // Every virtual node its own domain, so that replicas exist and lag.
-            .replication_scope(ReplicationScope::Node)
-            .value_size(8)
-            .capacity(16)
-            .l1_entries(1) // one way for two keys: every write of the other key evicts
-            .metadata_mode(mode)
-            .value_replication(replication)
-            .manual_pump()
-            .build()
-            .unwrap(),
-    );
+    let store = lagging_store(mode, replication);
     let recorders: Vec<Recorder<RegisterOp, RegisterRet>> =
         (0..KEYS).map(|_| Recorder::new()).collect();
     let start = Arc::new(Barrier::new(THREADS));
@@ -96,9 +73,7 @@ fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize
             let mut rng = seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             start.wait();
             for i in 0..OPS_PER_THREAD {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
+                rng = xorshift(rng);
                 let key = rng % KEYS;
                 let rec = &mut recs[key as usize];
                 let (before, after) = (rng >> 20 & 2047, rng >> 32 & 2047);
@@ -131,24 +106,7 @@ fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize
             }
         }));
     }
-    // The pumper: lagging replication on purpose — a little, sometimes, one node at a time.
-    let pumper = {
-        let store = Arc::clone(&store);
-        thread::spawn(move || {
-            for i in 0..OPS_PER_THREAD * 4 {
-                match i % 4 {
-                    0 => {
-                        store.pump_propagator();
-                    }
-                    1 => {
-                        store.pump_replicator(i % NODES);
-                    }
-                    2 => store.pump_adapters(),
-                    _ => thread::yield_now(),
-                }
-            }
-        })
-    };
+    let pumper = pumper(&store, OPS_PER_THREAD * 4);
     for w in workers {
         w.join().unwrap();
     }
