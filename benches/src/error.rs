@@ -41,6 +41,10 @@ pub enum BenchError {
     Pcomb(String),
     /// A benchmark thread panicked. Remedy: see the panic message printed above.
     ThreadPanicked,
+    /// A key-value store of the YCSB driver ([`kv`](crate::kv): ladapa's store or a baseline)
+    /// refused an operation (a wrong value size, a full store, no such node). Remedy: see
+    /// the wrapped error.
+    Store(ladapa::StoreError),
     /// Writing results (CSV, chart) failed. Remedy: check the output directory.
     Io(std::io::Error),
     /// Drawing a chart failed. Remedy: see the message.
@@ -60,6 +64,7 @@ impl fmt::Display for BenchError {
             Self::Topology(e) => write!(f, "topology: {}", error_chain(e)),
             Self::Poisoned => f.write_str("the object is poisoned (a panic in user code)"),
             Self::ThreadPanicked => f.write_str("a benchmark thread panicked"),
+            Self::Store(e) => write!(f, "key-value store: {}", error_chain(e)),
             Self::Io(e) => write!(f, "writing results failed: {}", error_chain(e)),
             Self::Chart(m) => write!(f, "drawing a chart failed: {m}"),
             Self::Parse(m) => write!(f, "parsing a CSV row failed: {m}"),
@@ -109,6 +114,12 @@ impl From<nr_core::RegisterError> for BenchError {
 impl From<nr_core::TopologyError> for BenchError {
     fn from(e: nr_core::TopologyError) -> Self {
         Self::Topology(e)
+    }
+}
+
+impl From<ladapa::StoreError> for BenchError {
+    fn from(e: ladapa::StoreError) -> Self {
+        Self::Store(e)
     }
 }
 

@@ -258,14 +258,6 @@ pub enum StoreError {
         /// What the type's codec reported.
         source: CodecError,
     },
-    /// A baseline's own error (for [`Cr`](crate::Cr): `nr-core` refused to register the
-    /// thread — too many threads on a replica — or the object is poisoned).
-    ///
-    /// Remedy: see the message; give `Cr` fewer threads per node.
-    Baseline {
-        /// The baseline's error, as text.
-        message: String,
-    },
 }
 
 impl fmt::Display for StoreError {
@@ -288,7 +280,6 @@ impl fmt::Display for StoreError {
                 )
             }
             Self::BackgroundPanicked(p) => write!(f, "{p}; writes are refused"),
-            Self::Baseline { message } => write!(f, "baseline: {message}"),
             Self::Codec { key, type_name, .. } => {
                 write!(
                     f,
