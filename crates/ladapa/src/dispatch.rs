@@ -22,8 +22,9 @@
 //!   as a new block with a new version, in the updating node's pool, exactly as a `put`
 //!   (linearized under the same lock, so concurrent updates of a key never lose one another).
 //!   The operation runs while the lock is held: it blocks the other writers of the keys of the
-//!   set (up to [`WAYS`](crate::WAYS) hot keys), so keep it short. A panic in it leaves the
-//!   key as it was and the store usable.
+//!   set (up to [`WAYS`](crate::WAYS) hot keys), so keep it short, and it must not use the
+//!   store (an operation on a key of the same set would wait for that lock forever). A panic
+//!   in it leaves the key as it was and the store usable.
 
 use nr_core::Dispatch;
 
@@ -195,6 +196,10 @@ impl NodeHandle<'_> {
     ///
     /// As [`Store::update`].
     ///
+    /// # Panics
+    ///
+    /// As [`Store::update`].
+    ///
     /// # Examples
     ///
     /// ```
@@ -312,13 +317,19 @@ impl Store {
     /// applies [`Dispatch::dispatch_mut`], and stores the encoded result as the key's next
     /// version, all under the key's lock (so concurrent updates never lose one another; see
     /// the module docs). `Ok(None)`, with nothing written, if the key is absent: create it
-    /// with [`Store::put_value`].
+    /// with [`Store::put_value`]. `decode`, the operation and `encode` run under that lock:
+    /// they must not use the store (a key of the same set would wait for the lock forever).
     ///
     /// # Errors
     ///
     /// [`StoreError::Codec`] if the value's bytes are not a `D` or the new state does not
     /// encode (either way the key keeps its value); [`StoreError::OutOfBlocks`],
     /// [`StoreError::BackgroundPanicked`] as for [`Store::put`].
+    ///
+    /// # Panics
+    ///
+    /// When `D`'s `decode`, `dispatch_mut` or `encode` panics: the panic reaches the caller,
+    /// the key keeps its value, and the store stays usable.
     ///
     /// # Examples
     ///
