@@ -1,6 +1,6 @@
 //! The commit hook (`Builder::commit_log`): order, exactly-once and grouping of the indexes the
 //! hook sees, poisoning on `Err` and on a panic, and no read of an uncommitted write.
-//! `tests/loom_commit.rs` model-checks the hand-off itself.
+//! The loom models `commit_before_apply_*` (`tests/loom_combiner.rs`) check the hand-off itself.
 
 // Integration tests drive the crate from real std threads; the loom-shim rule of clippy.toml
 // applies to the library, not to its callers.
