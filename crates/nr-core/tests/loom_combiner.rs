@@ -159,7 +159,10 @@ impl Dispatch for Checked {
         self.sum
     }
     fn dispatch_mut(&mut self, v: u64) -> u64 {
-        assert!(self.log.is_committed(v), "write {v} applied before its commit returned");
+        assert!(
+            self.log.is_committed(v),
+            "write {v} applied before its commit returned"
+        );
         self.sum += v;
         self.sum
     }
@@ -200,7 +203,11 @@ fn commit_before_apply(replicas: usize) {
         assert!(log.is_committed(1), "write 1 returned before its commit");
         other.join().unwrap();
         assert_eq!(h.execute(()).unwrap(), 3);
-        assert_eq!(nr.with_replica_state(replicas - 1, |c, n| (c.sum, n)).unwrap(), (3, 2));
+        assert_eq!(
+            nr.with_replica_state(replicas - 1, |c, n| (c.sum, n))
+                .unwrap(),
+            (3, 2)
+        );
     });
 }
 
