@@ -106,12 +106,14 @@ fn builder(replicas: usize, log: Arc<Recorder>) -> nr_core::Builder<Seen> {
         .commit_log(log)
 }
 
-/// The options that change the write path, each with the hook: none, log growth, `MIN_BATCH`.
+/// The options that change the write path, each with the hook: none, log growth, `MIN_BATCH`,
+/// dedicated combiners (the caller runs them).
 fn with_option(b: nr_core::Builder<Seen>, option: usize) -> nr_core::Builder<Seen> {
     match option {
         0 => b,
         1 => b.log_growth(1024),
-        _ => b.min_batch(3, std::time::Duration::from_micros(50)),
+        2 => b.min_batch(3, std::time::Duration::from_micros(50)),
+        _ => b.dedicated_combiners(true),
     }
 }
 
@@ -127,7 +129,7 @@ fn a_write_returns_after_its_commit() {
 }
 
 /// Many threads on 1-3 replicas (a small log, so that it wraps and fills), with no other
-/// option, with log growth and with `MIN_BATCH`: the hook sees indexes 0, 1, 2, ... each once,
+/// option, with log growth, with `MIN_BATCH` and with dedicated combiners: the hook sees indexes 0, 1, 2, ... each once,
 /// in order, with every write once; every replica applied them in that order, and
 /// `with_replica_state` reports how many. Fails if a write skips the hook (with one replica: if
 /// the log-free single-replica path is not turned off) or if two combiners commit at once.
@@ -135,22 +137,35 @@ fn a_write_returns_after_its_commit() {
 fn commit_sees_every_index_once_in_order() {
     const THREADS: u64 = 6;
     const WRITES: u64 = 300;
-    for (replicas, option) in (1..=3).flat_map(|r| (0..3).map(move |o| (r, o))) {
+    for (replicas, option) in (1..=3).flat_map(|r| (0..4).map(move |o| (r, o))) {
         let log = Recorder::new(OnFail::Err);
         let nr = with_option(builder(replicas, log.clone()), option)
             .build(|_| Seen::default())
             .expect("build");
         let replicas = format!("{replicas} (option {option})");
+        let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
-            for t in 0..THREADS {
-                let nr = &nr;
-                s.spawn(move || {
-                    let mut h = nr.register(t as usize % nr.replicas()).unwrap();
-                    for i in 0..WRITES {
-                        h.execute_mut(t * 1000 + i).unwrap();
-                    }
-                });
+            if option == 3 {
+                for r in 0..nr.replicas() {
+                    let (nr, stop) = (&nr, &stop);
+                    s.spawn(move || nr.run_combiner(r, || stop.load(Ordering::Relaxed)).unwrap());
+                }
             }
+            let writers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let nr = &nr;
+                    s.spawn(move || {
+                        let mut h = nr.register(t as usize % nr.replicas()).unwrap();
+                        for i in 0..WRITES {
+                            h.execute_mut(t * 1000 + i).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
         });
         let calls = log.calls();
         let mut next = 0;
