@@ -19,7 +19,7 @@ mod wait;
 mod words;
 
 pub use config::MAX_THREADS;
-pub use error::{BuildError, RegisterError};
+pub use error::{CombBuildError, CombRegisterError};
 pub use fingerprint::type_fingerprint;
 pub use nr_core::{Dispatch, Poisoned};
 pub use pbcomb::{PBComb, PBCombHandle};

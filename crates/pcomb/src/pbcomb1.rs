@@ -10,7 +10,7 @@ use crossbeam_utils::CachePadded;
 use nr_core::{Dispatch, Poisoned};
 
 use crate::config::MAX_THREADS;
-use crate::error::{wrong_kind, BuildError, RegisterError};
+use crate::error::{wrong_kind, CombBuildError, CombRegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::recovered::Recovered;
 use crate::slots::Slots;
@@ -413,7 +413,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+    /// [`CombBuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
     /// [`MAX_THREADS`](crate::MAX_THREADS).
     ///
     /// # Examples
@@ -427,7 +427,7 @@ where
     /// assert_eq!(f64::from_bits(h.execute(())), 2.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
+    pub fn new(init: D, max_threads: usize) -> Result<Self, CombBuildError> {
         Self::with_persist(init, max_threads, NoPersist)
     }
 }
@@ -443,7 +443,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+    /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`.
     ///
     /// # Examples
     ///
@@ -458,7 +458,7 @@ where
     /// assert_eq!((s.pwbs, s.pfences, s.psyncs), (1, 0, 1)); // one line, one fence
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
+    pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, CombBuildError> {
         let layout = Self::layout_for(max_threads)?;
         let len = layout.total_words();
         let words = words::reserve(len + LINE_WORDS - 1)?;
@@ -484,8 +484,8 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
-    /// [`BuildError::RegionTooSmall`] if the region has no room, [`BuildError::Region`] if the
+    /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`,
+    /// [`CombBuildError::RegionTooSmall`] if the region has no room, [`CombBuildError::Region`] if the
     /// region refuses the allocation or the root.
     ///
     /// # Examples
@@ -499,7 +499,7 @@ where
     /// assert_eq!(c.register()?.execute(()), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+    pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, CombBuildError> {
         Self::create_with_type_id(region, init, max_threads, type_fingerprint::<D>())
     }
 
@@ -528,7 +528,7 @@ where
         init: D,
         max_threads: usize,
         type_id: u64,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, CombBuildError> {
         let layout = Self::layout_for(max_threads)?;
         let len = layout.total_words();
         let off = crate::memory::alloc_words(&region, len)?;
@@ -549,23 +549,23 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PBComb1` of these types
+    /// [`CombBuildError::LayoutMismatch`] if the root is missing, is not a `PBComb1` of these types
     /// (magic, header checksum, sizes, thread count, type fingerprint) or holds no valid record;
-    /// [`BuildError::Region`] if the root lies outside the region.
+    /// [`CombBuildError::Region`] if the root lies outside the region.
     ///
     /// # Examples
     ///
     /// ```
-    /// use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, BuildError, PBComb1};
+    /// use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, CombBuildError, PBComb1};
     ///
     /// let c = PBComb1::create(Region::anonymous(7, 1 << 16)?, Counter::default(), 2)?;
     /// let region = c.into_region().expect("created in a region");
     /// let err = PBComb1::<AtomicFloat, _>::open(Region::anonymous(7, 1 << 16)?).unwrap_err();
-    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// assert!(matches!(err, CombBuildError::LayoutMismatch { .. }));
     /// assert!(PBComb1::<Counter, _>::open(region).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+    pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         Self::open_with_type_id(region, type_fingerprint::<D>())
     }
 
@@ -574,7 +574,7 @@ where
     ///
     /// # Errors
     ///
-    /// As [`open`](Self::open); [`BuildError::LayoutMismatch`] when the object was created with
+    /// As [`open`](Self::open); [`CombBuildError::LayoutMismatch`] when the object was created with
     /// another type id.
     ///
     /// # Examples
@@ -586,8 +586,8 @@ where
     /// assert!(PBComb1::<Counter, _>::open_with_type_id(region, 9).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
-        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, CombBuildError> {
+        let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let off = region.root().ok_or_else(|| {
             wrong_kind(
                 region.kind(),
@@ -696,7 +696,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+    /// [`CombRegisterError::TooManyThreads`] if `max_threads` handles are alive.
     ///
     /// # Examples
     ///
@@ -708,7 +708,7 @@ where
     /// assert!(c.register().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn register(&self) -> Result<PBComb1Handle<'_, D, P>, RegisterError> {
+    pub fn register(&self) -> Result<PBComb1Handle<'_, D, P>, CombRegisterError> {
         let id = self.slots.claim_any()?;
         Ok(self.handle(id))
     }
@@ -718,26 +718,26 @@ where
     ///
     /// # Errors
     ///
-    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
+    /// [`CombRegisterError::OutOfRange`] if `id >= max_threads`, [`CombRegisterError::InUse`] if `id`
     /// has a live handle.
     ///
     /// # Examples
     ///
     /// ```
-    /// # use pcomb::{objects::Counter, PBComb1, RegisterError};
+    /// # use pcomb::{objects::Counter, PBComb1, CombRegisterError};
     /// let c = PBComb1::new(Counter::default(), 2)?;
     /// let h = c.register_as(1)?;
-    /// assert_eq!(c.register_as(1).unwrap_err(), RegisterError::InUse { id: 1 });
+    /// assert_eq!(c.register_as(1).unwrap_err(), CombRegisterError::InUse { id: 1 });
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn register_as(&self, id: usize) -> Result<PBComb1Handle<'_, D, P>, RegisterError> {
+    pub fn register_as(&self, id: usize) -> Result<PBComb1Handle<'_, D, P>, CombRegisterError> {
         self.slots.claim(id)?;
         Ok(self.handle(id))
     }
 
-    fn layout_for(max_threads: usize) -> Result<Layout, BuildError> {
+    fn layout_for(max_threads: usize) -> Result<Layout, CombBuildError> {
         if max_threads == 0 || max_threads > MAX_THREADS {
-            return Err(BuildError::InvalidMaxThreads {
+            return Err(CombBuildError::InvalidMaxThreads {
                 requested: max_threads,
                 limit: MAX_THREADS,
             });
@@ -1259,7 +1259,7 @@ fn read_words<P: Persist>(
     region: &Region<P>,
     off: Offset,
     n: usize,
-) -> Result<Vec<u64>, BuildError> {
+) -> Result<Vec<u64>, CombBuildError> {
     let ptr = region.ptr_array::<u64>(off, n as u64).map_err(region_err)?;
     // SAFETY:
     // - `ptr_array` checked that `n` words at `ptr` are in bounds and aligned, and the mapping
@@ -1270,8 +1270,8 @@ fn read_words<P: Persist>(
     Ok(view.iter().map(|w| w.load(Ordering::Relaxed)).collect())
 }
 
-fn region_err(e: pmem::RegionError) -> BuildError {
-    BuildError::Region(Box::new(e))
+fn region_err(e: pmem::RegionError) -> CombBuildError {
+    CombBuildError::Region(Box::new(e))
 }
 
 #[cfg(all(test, not(loom)))]

@@ -95,7 +95,7 @@ macro_rules! protocol {
                     Ok(obj) => obj,
                     // Crashed before `create` persisted the root: fine if no op completed. Only
                     // a missing root is: a root naming an unpersisted object is a violation.
-                    Err(pcomb::BuildError::LayoutMismatch {
+                    Err(pcomb::CombBuildError::LayoutMismatch {
                         detail: "the region has no root object",
                         ..
                     }) if logs.iter().all(|l| l.completed == 0) => return Ok(()),

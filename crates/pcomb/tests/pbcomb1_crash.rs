@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use pcomb::objects::{AtomicFloat, Counter};
 use pcomb::pmem::sim::{Image, SimConfig, Simulated};
 use pcomb::pmem::{Hardware, Region};
-use pcomb::{BuildError, Dispatch, PBComb, PBComb1, Pod, Recovered};
+use pcomb::{CombBuildError, Dispatch, PBComb, PBComb1, Pod, Recovered};
 
 const LAYOUT: u64 = 0x5043_4231;
 const SIZE: u64 = 1 << 13;
@@ -100,7 +100,7 @@ where
     let region = sim_region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
     let obj = match PBComb1::<D, Simulated>::open(region) {
         Ok(obj) => obj,
-        Err(BuildError::LayoutMismatch {
+        Err(CombBuildError::LayoutMismatch {
             detail: "the region has no root object",
             ..
         }) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
@@ -243,7 +243,7 @@ fn mix(dst: &Image, src: &Image, at: usize, n: usize, mask: u64) -> Image {
     Image::from_bytes(bytes)
 }
 
-fn counter_in(image: &Image) -> Result<u64, BuildError> {
+fn counter_in(image: &Image) -> Result<u64, CombBuildError> {
     let region = sim_region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
     let obj = PBComb1::<Counter, Simulated>::open(region)?;
     let v = obj.register().expect("slot").execute(());
@@ -322,7 +322,7 @@ fn a_record_in_the_wrong_slot_is_rejected() {
     bytes[s0..s0 + 64].copy_from_slice(&pass1); // pass 1 in slot 0
     bytes[s1 + 8] ^= 0xff; // slot 1 torn
     match counter_in(&Image::from_bytes(bytes)) {
-        Err(BuildError::LayoutMismatch { .. }) => {}
+        Err(CombBuildError::LayoutMismatch { .. }) => {}
         other => panic!("a pass-1 record in slot 0 was accepted: {other:?}"),
     }
 }
@@ -479,7 +479,7 @@ fn damaged_images_give_typed_errors() {
                 let v = h.execute(());
                 assert_eq!(h.execute_mut(1), v);
             }
-            Err(BuildError::LayoutMismatch { .. } | BuildError::Region(_)) => refused += 1,
+            Err(CombBuildError::LayoutMismatch { .. } | CombBuildError::Region(_)) => refused += 1,
             Err(e) => panic!("unexpected error {e}"),
         }
     }
@@ -501,7 +501,7 @@ fn open_checks_protocol_and_type() {
     .expect("fits");
     let region = c.into_region().expect("persistent");
     let region = match PBComb1::<AtomicFloat, _>::open(region) {
-        Err(BuildError::LayoutMismatch { detail, .. }) => {
+        Err(CombBuildError::LayoutMismatch { detail, .. }) => {
             assert!(detail.contains("type fingerprint"), "{detail}");
             let c = PBComb1::create(
                 Region::anonymous(LAYOUT, SIZE).expect("region"),
@@ -528,7 +528,7 @@ fn open_checks_protocol_and_type() {
     assert!(
         matches!(
             err,
-            BuildError::WrongKind {
+            CombBuildError::WrongKind {
                 found: "pcomb PBComb object",
                 expected: "PBComb1"
             }
@@ -537,11 +537,11 @@ fn open_checks_protocol_and_type() {
     );
     assert!(matches!(
         PBComb1::new(Counter::default(), 0),
-        Err(BuildError::InvalidMaxThreads { requested: 0, .. })
+        Err(CombBuildError::InvalidMaxThreads { requested: 0, .. })
     ));
     assert!(matches!(
         PBComb1::new(Counter::default(), pcomb::MAX_THREADS + 1),
-        Err(BuildError::InvalidMaxThreads { .. })
+        Err(CombBuildError::InvalidMaxThreads { .. })
     ));
     let big = PBComb1::new(Counter::default(), pcomb::MAX_THREADS).expect("any thread count");
     assert!(big.record_lines() > 1);
