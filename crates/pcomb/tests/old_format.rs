@@ -14,7 +14,7 @@ use pcomb::objects::Counter;
 use pcomb::pmem::sim::{Image, SimConfig, Simulated};
 use pcomb::pmem::Region;
 use pcomb::structures::{Options, PBQueue, PBStack, PWFQueue, PWFStack};
-use pcomb::{CombBuildError, PBComb, PWFComb};
+use pcomb::{CombBuildError, PBComb, PBComb1, PWFComb};
 
 const LAYOUT: u64 = 0x01D_F0A7;
 const SIZE: u64 = 1 << 16;
@@ -49,6 +49,15 @@ fn combining_objects_refuse_format_1() {
     let c = PWFComb::create(region(), Counter::new(5), 2).expect("room");
     let r = with_magic(c.into_region().expect("in a region"), b"PWFCOMB1");
     assert_old(PWFComb::<Counter, _>::open(r));
+}
+
+/// PBComb1's format 1 (magic `PBCOMB1L`: `Deactivate` bits, no sequence numbers, no `Base`
+/// words) would misread as format 2 (its bits taken for 16-bit numbers).
+#[test]
+fn pbcomb1_refuses_format_1() {
+    let c = PBComb1::create(region(), Counter::new(5), 2).expect("room");
+    let r = with_magic(c.into_region().expect("in a region"), b"PBCOMB1L");
+    assert_old(PBComb1::<Counter, _>::open(r));
 }
 
 #[test]

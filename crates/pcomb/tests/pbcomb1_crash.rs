@@ -7,7 +7,9 @@
 //! so a record being built reaches the media torn word by word), and the reopened object must
 //! hold every operation that returned before the crash, each pending one entirely or not at
 //! all, and `recover(op, seq)` must say `Applied` exactly when the pending operation is in the
-//! recovered state, with the response it had.
+//! recovered state, with the response it had; a reopened handle's `seq()` and
+//! `last_applied()` must name the thread's last operation in the recovered state, and threads
+//! resuming from `seq() + 1` must end with exactly `OPS` operations each.
 //!
 //! `PCOMB1_CRASH_POINTS` (else `PCOMB_CRASH_POINTS`, else 500) sets the random crash points per
 //! object; the issue's figure (>= 10,000 each for the counter and the AtomicFloat) is a release
@@ -109,6 +111,18 @@ where
     let state = obj.register().map_err(|e| e.to_string())?.execute(());
     for (t, log) in logs.iter().enumerate() {
         let n = D::count(state, t);
+        // Recovery from the persisted numbers alone (format 2): the reopened handle knows the
+        // number of the thread's last operation that took effect, and its response.
+        let h = obj.register_as(t).map_err(|e| e.to_string())?;
+        let (last, r) = h.last_applied();
+        if h.seq() != n || last != n || (n > 0 && D::count(r, t) != n - 1) {
+            return Err(format!(
+                "thread {t}: the reopened handle says seq {} (last applied {last}, response \
+                 {r:#x}), but the state holds {n} of its ops",
+                h.seq()
+            ));
+        }
+        drop(h);
         let applied = n == log.completed + 1 && log.pending.is_some();
         if n != log.completed && !applied {
             return Err(format!(
@@ -136,6 +150,24 @@ where
             return Err(format!(
                 "thread {t}: {} ops after recovery, want {want}",
                 D::count(after, t)
+            ));
+        }
+    }
+    // Resuming without user-kept numbers: each thread runs its operations `seq() + 1..=OPS`;
+    // every thread then has exactly `OPS` in the state.
+    for t in 0..logs.len() {
+        let mut h = obj.register_as(t).map_err(|e| e.to_string())?;
+        for _ in h.seq()..D::OPS {
+            h.execute_mut(D::op(t));
+        }
+    }
+    let done = obj.register().map_err(|e| e.to_string())?.execute(());
+    for t in 0..logs.len() {
+        if D::count(done, t) != D::OPS {
+            return Err(format!(
+                "thread {t}: resumed from its seq() to {} ops, want {}",
+                D::count(done, t),
+                D::OPS
             ));
         }
     }
