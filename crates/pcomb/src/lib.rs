@@ -15,6 +15,7 @@ mod recovered;
 mod slots;
 pub mod structures;
 mod sync;
+mod volatile;
 mod wait;
 mod words;
 
@@ -27,3 +28,4 @@ pub use pbcomb1::{PBComb1, PBComb1Handle};
 pub use pmem::{self, NoPersist, Persist, Pod};
 pub use pwfcomb::{PWFComb, PWFCombHandle};
 pub use recovered::Recovered;
+pub use volatile::{VolatilePBComb, VolatilePBCombHandle};
