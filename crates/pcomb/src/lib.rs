@@ -15,6 +15,7 @@ mod recovered;
 mod slots;
 pub mod structures;
 mod sync;
+mod unlock;
 mod volatile;
 mod wait;
 mod words;

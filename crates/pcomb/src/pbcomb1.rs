@@ -14,7 +14,7 @@ use crate::error::{wrong_kind, CombBuildError, CombRegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::recovered::Recovered;
 use crate::slots::Slots;
-use crate::sync::{panicking, words_at, AtomicBool, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{words_at, AtomicBool, AtomicU64, Ordering, UnsafeCell};
 use crate::wait::Waiter;
 use crate::words::{self, words_for};
 use pmem::{NoPersist, Offset, Persist, Pod, Region};
@@ -1056,13 +1056,9 @@ where
     P: Persist,
 {
     fn drop(&mut self) {
-        if panicking() {
-            // Release: pairs with the Acquire in `check_poison`.
-            self.obj.poisoned.store(true, Ordering::Release);
-        }
-        // Release: pairs with the Acquire loads of `Lock` in `perform`, `wait_while_lock_is`
-        // and the next combiner's CAS.
-        self.obj.lock.store(self.lval + 1, Ordering::Release);
+        // The Release pairs with the Acquire loads of `Lock` in `perform`,
+        // `wait_while_lock_is` and the next combiner's CAS.
+        crate::unlock::release(&self.obj.lock, &self.obj.poisoned, self.lval);
     }
 }
 

@@ -10,7 +10,7 @@ use nr_core::{Dispatch, Poisoned};
 use crate::config::MAX_THREADS;
 use crate::error::{CombBuildError, CombRegisterError};
 use crate::slots::{Seat, Slots};
-use crate::sync::{panicking, AtomicBool, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, UnsafeCell};
 use crate::wait::Waiter;
 
 /// One thread's request slot (Algorithm 1's `RequestRec`, with the response beside it).
@@ -402,13 +402,9 @@ struct Unlock<'a, D: Dispatch + Send> {
 
 impl<D: Dispatch + Send> Drop for Unlock<'_, D> {
     fn drop(&mut self) {
-        if panicking() {
-            // Release: pairs with the Acquire in `check_poison`.
-            self.obj.poisoned.store(true, Ordering::Release);
-        }
-        // Release: pairs with the next holder's Acquire CAS in `try_lock`: it sees the state
-        // and the `served` words as this holder left them.
-        self.obj.lock.store(self.lval + 1, Ordering::Release);
+        // The Release pairs with the next holder's Acquire CAS in `try_lock`: it sees the
+        // state and the `served` words as this holder left them.
+        crate::unlock::release(&self.obj.lock, &self.obj.poisoned, self.lval);
     }
 }
 

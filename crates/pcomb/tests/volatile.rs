@@ -1,45 +1,33 @@
-//! `VolatilePBComb` over a `HashMap`-based map (a state that is not `Pod`, which `PBComb` and
-//! `PWFComb` refuse): sequential runs against testkit's map model (proptest), concurrent
-//! histories checked for linearizability (threads started in lockstep, the share of
-//! overlapping operations reported and required), and poisoning.
+//! `VolatilePBComb` over seqds's `HashMapKv` (the workspace's `HashMap`-based map, not `Pod`,
+//! which `PBComb` and `PWFComb` refuse): sequential runs against testkit's map model
+//! (proptest), concurrent histories checked for linearizability (threads started in lockstep,
+//! the share of overlapping operations reported and required), and poisoning.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use std::collections::HashMap;
 use std::sync::Barrier;
 
-use pcomb::{Dispatch, Poisoned, VolatilePBComb};
+use pcomb::{Dispatch, Poisoned, VolatilePBComb, VolatilePBCombHandle};
 use proptest::prelude::*;
+use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 use testkit::lin::{check, Model, Recorder};
 use testkit::models::{KvMap, KvOp, KvRet};
 
-/// The structure under test: a `HashMap` (heap-allocated, not `Pod`); reads are `Get`, writes
-/// are `Put` and `Remove`.
-#[derive(Default, Debug)]
-struct HashKv(HashMap<u64, u64>);
-
-impl Dispatch for HashKv {
-    type ReadOperation<'a> = u64;
-    type WriteOperation = KvOp;
-    type Response = KvRet;
-
-    fn dispatch(&self, key: u64) -> KvRet {
-        KvRet::Get(self.0.get(&key).copied())
-    }
-
-    fn dispatch_mut(&mut self, op: KvOp) -> KvRet {
-        match op {
-            KvOp::Put(k, v) => KvRet::Put(self.0.insert(k, v)),
-            KvOp::Remove(k) => KvRet::Remove(self.0.remove(&k)),
-            KvOp::Get(k) => KvRet::Get(self.0.get(&k).copied()),
-        }
-    }
-}
-
-/// `op` through handle `h`: `Get` as a read (`execute`), the others as writes.
-fn run(h: &mut pcomb::VolatilePBCombHandle<'_, HashKv>, op: &KvOp) -> KvRet {
+/// The model's `op` through handle `h`: `Get` as a read (`execute`), the others as writes;
+/// the response in the model's terms.
+fn run(h: &mut VolatilePBCombHandle<'_, HashMapKv>, op: &KvOp) -> KvRet {
     match *op {
-        KvOp::Get(k) => h.execute(k),
-        _ => h.execute_mut(op.clone()),
+        KvOp::Get(k) => match h.execute(MapRead::Get(k)) {
+            MapResponse::Get(v) => KvRet::Get(v),
+            other => panic!("Get answered {other:?}"),
+        },
+        KvOp::Put(k, v) => match h.execute_mut(MapWrite::Put(k, v)) {
+            MapResponse::Put(old) => KvRet::Put(old),
+            other => panic!("Put answered {other:?}"),
+        },
+        KvOp::Remove(k) => match h.execute_mut(MapWrite::Remove(k)) {
+            MapResponse::Removed(old) => KvRet::Remove(old),
+            other => panic!("Remove answered {other:?}"),
+        },
     }
 }
 
@@ -57,7 +45,7 @@ proptest! {
     /// Every response equals the sequential model's, through two handles taking turns.
     #[test]
     fn a_hashmap_behaves_as_the_sequential_map(ops in prop::collection::vec(op(), 1..80)) {
-        let obj = VolatilePBComb::new(HashKv::default(), 2).expect("valid");
+        let obj = VolatilePBComb::new(HashMapKv::new(), 2).expect("valid");
         let mut hs = [obj.register().expect("slot"), obj.register().expect("slot")];
         let mut model = KvMap::new();
         for (i, op) in ops.iter().enumerate() {
@@ -98,7 +86,7 @@ fn concurrent_histories_are_linearizable() {
                     .collect()
             })
             .collect();
-        let obj = VolatilePBComb::new(HashKv::default(), 3).expect("valid");
+        let obj = VolatilePBComb::new(HashMapKv::new(), 3).expect("valid");
         let recorder = Recorder::new();
         let start = Barrier::new(3);
         std::thread::scope(|s| {
@@ -135,22 +123,27 @@ fn concurrent_histories_are_linearizable() {
 /// Many writes from 4 threads through one combiner lock: every write applied exactly once.
 #[test]
 fn every_write_is_applied_once() {
-    let obj = VolatilePBComb::new(HashKv::default(), 4).expect("valid");
+    let obj = VolatilePBComb::new(HashMapKv::new(), 4).expect("valid");
     std::thread::scope(|s| {
         for t in 0..4u64 {
             let obj = &obj;
             s.spawn(move || {
                 let mut h = obj.register().expect("slot");
                 for i in 0..500 {
-                    assert_eq!(h.execute_mut(KvOp::Put(t * 1000 + i, i)), KvRet::Put(None));
+                    let r = h.execute_mut(MapWrite::Put(t * 1000 + i, i));
+                    assert_eq!(r, MapResponse::Put(None));
                 }
             });
         }
     });
     let mut h = obj.register().expect("slot");
+    assert_eq!(h.execute(MapRead::Len), MapResponse::Len(2000));
     for t in 0..4u64 {
         for i in (0..500).step_by(37) {
-            assert_eq!(h.execute(t * 1000 + i), KvRet::Get(Some(i)));
+            assert_eq!(
+                h.execute(MapRead::Get(t * 1000 + i)),
+                MapResponse::Get(Some(i))
+            );
         }
     }
 }
@@ -159,28 +152,28 @@ fn every_write_is_applied_once() {
 /// never reached again.
 #[test]
 fn a_panicking_write_poisons() {
-    #[derive(Default)]
-    struct Fragile(HashMap<u64, u64>);
+    /// Pushes; panics after pushing 13.
+    struct Fragile(Vec<u64>);
     impl Dispatch for Fragile {
-        type ReadOperation<'a> = u64;
+        type ReadOperation<'a> = ();
         type WriteOperation = u64;
-        type Response = Option<u64>;
-        fn dispatch(&self, k: u64) -> Option<u64> {
-            self.0.get(&k).copied()
+        type Response = usize;
+        fn dispatch(&self, (): ()) -> usize {
+            self.0.len()
         }
-        fn dispatch_mut(&mut self, k: u64) -> Option<u64> {
-            self.0.insert(k, k);
-            assert!(k != 13, "unlucky key");
-            None
+        fn dispatch_mut(&mut self, v: u64) -> usize {
+            self.0.push(v);
+            assert!(v != 13, "unlucky");
+            self.0.len()
         }
     }
-    let obj = VolatilePBComb::new(Fragile::default(), 2).expect("valid");
+    let obj = VolatilePBComb::new(Fragile(Vec::new()), 2).expect("valid");
     let mut h = obj.register().expect("slot");
-    assert_eq!(h.try_execute_mut(1), Ok(None));
+    assert_eq!(h.try_execute_mut(1), Ok(1));
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         obj.register().expect("slot").execute_mut(13)
     }));
     assert!(panicked.is_err());
-    assert_eq!(h.try_execute(13), Err(Poisoned));
+    assert_eq!(h.try_execute(()), Err(Poisoned));
     assert_eq!(h.try_execute_mut(2), Err(Poisoned));
 }
