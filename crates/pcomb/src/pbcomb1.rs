@@ -365,18 +365,21 @@ struct Request<Op> {
 /// let c = PBComb1::create(region, Counter::default(), 4)?;
 /// assert_eq!(c.record_lines(), 1); // one pwb per pass
 /// std::thread::scope(|s| {
-///     for _ in 0..4 {
-///         s.spawn(|| {
-///             let mut h = c.register().expect("4 slots");
+///     for t in 0..4 {
+///         let c = &c;
+///         s.spawn(move || {
+///             let mut h = c.register_as(t).expect("4 slots");
 ///             for _ in 0..100 {
 ///                 h.execute_mut(1);
 ///             }
 ///         });
 ///     }
 /// });
-/// // Reopen (as after a crash) and ask about thread 0's 100th operation.
+/// // Reopen (as after a crash): thread 0's handle knows its last operation (number 100,
+/// // persisted with the state); recover(op, seq) answers for a given operation.
 /// let c = PBComb1::<Counter, _>::open(c.into_region().expect("persistent"))?;
 /// let mut h = c.register_as(0)?;
+/// assert_eq!(h.seq(), 100);
 /// assert!(matches!(h.recover(1, 100), Recovered::Applied(_)));
 /// assert_eq!(h.execute(()), 400);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
