@@ -3,8 +3,8 @@
 //! the reader's node, what the adaptive rule chose.
 //!
 //! ```text
-//! cargo run --release -p ladapa --example ycsb_lag -- --nodes 4 --threads 2 --seconds 3
-//! cargo run --release -p ladapa --example ycsb_lag -- --mix write-only --mode async --dist uniform
+//! cargo run --release -p benches --example ycsb_lag -- --nodes 4 --threads 2 --seconds 3
+//! cargo run --release -p benches --example ycsb_lag -- --mix write-only --mode async --dist uniform
 //! ```
 //!
 //! Options: `--nodes N` (virtual nodes; may exceed the CPUs, they then share CPUs), `--threads
@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use ladapa::ycsb::{load, run, KeyDist, Mix, RunConfig};
+use benches::kv::ycsb::{load, run, KeyDist, Mix, RunConfig};
 use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
 use nr_core::Topology;
 
