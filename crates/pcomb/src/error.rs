@@ -138,8 +138,13 @@ pub enum CombBuildError {
         /// The format found (the current one is 2).
         found: u32,
     },
-    /// The region library refused an operation (see the source). Remedy: see the source error.
-    Region(Box<dyn std::error::Error + Send + Sync>),
+    /// The region library refused an operation on the region (see the source, which keeps its
+    /// type). Remedy: see the source error.
+    Region(pmem::RegionError),
+    /// The region's chunk allocator refused a request for another reason than lack of room
+    /// (which is [`RegionTooSmall`](Self::RegionTooSmall)), e.g. an invalid alignment; the
+    /// source keeps its type. Remedy: see the source error.
+    RegionAlloc(pmem::AllocError),
     /// The region holds a file of another known kind (another pcomb object or structure, or a
     /// mirror-atomic heap; see [`pmem::kinds`]), not the `expected` one. Remedy: open it with
     /// the type named by `found`, or open the file meant for this type.
@@ -204,6 +209,7 @@ impl fmt::Display for CombBuildError {
                  format 2 only (re-create the object)"
             ),
             Self::Region(_) => write!(f, "the region library refused the operation"),
+            Self::RegionAlloc(_) => write!(f, "the region's allocator refused the object"),
             Self::WrongKind { found, expected } => {
                 write!(f, "this is a {found} file, expected a pcomb {expected}")
             }
@@ -214,7 +220,8 @@ impl fmt::Display for CombBuildError {
 impl std::error::Error for CombBuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Region(e) => Some(&**e),
+            Self::Region(e) => Some(e),
+            Self::RegionAlloc(e) => Some(e),
             _ => None,
         }
     }

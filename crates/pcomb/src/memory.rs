@@ -340,12 +340,12 @@ pub(crate) fn alloc_words<P: Persist>(
         .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
         .map_err(|e| match e {
             pmem::AllocError::Exhausted { .. } => too_small(),
-            other => CombBuildError::Region(Box::new(other)),
+            other => CombBuildError::RegionAlloc(other),
         })
 }
 
 fn region_err(e: pmem::RegionError) -> CombBuildError {
-    CombBuildError::Region(Box::new(e))
+    CombBuildError::Region(e)
 }
 
 /// Where a fresh object or structure goes: heap words flushed through a persistence domain
@@ -373,5 +373,27 @@ impl<P: Persist> Place<P> {
                 Ok(built)
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Region errors keep their type (issue 22: one was boxed into `dyn Error`, so a caller
+    /// could not match on it; this test does not compile against that version).
+    #[test]
+    fn region_errors_keep_their_type() {
+        let path = std::path::PathBuf::from("/nonexistent/region");
+        let e = region_err(pmem::RegionError::NotFound { path: path.clone() });
+        assert!(
+            matches!(&e, CombBuildError::Region(pmem::RegionError::NotFound { path: p }) if *p == path),
+            "{e:?}"
+        );
+        let source = std::error::Error::source(&e).expect("the region error is the source");
+        assert!(
+            source.to_string().contains("/nonexistent/region"),
+            "{source}"
+        );
     }
 }

@@ -1405,7 +1405,7 @@ fn read_words<P: Persist>(
 }
 
 fn region_err(e: pmem::RegionError) -> CombBuildError {
-    CombBuildError::Region(Box::new(e))
+    CombBuildError::Region(e)
 }
 
 #[cfg(all(test, not(loom)))]
