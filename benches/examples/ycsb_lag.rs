@@ -98,7 +98,18 @@ fn parse() -> Result<Args, String> {
     Ok(args)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Prints the error's chain (each cause once, not `Debug`) and exits with status 1.
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", benches::error_chain(&*e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
     let topology = Topology::detect_hardware()?.with_shared_virtual_nodes(args.nodes)?;
     let dist = match args.dist.as_str() {
