@@ -174,6 +174,12 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
     ) -> Result<(), Poisoned> {
         let rep = &self.replicas[r];
         let n = self.logs.len();
+        // Nothing applies an entry at or past `completed_tail` (module docs), and the entries up
+        // to the scan's, in every log, are about to be applied here (by helpers, then the scan
+        // itself), possibly before the issuer raised these.
+        for (log, &pos) in self.logs.iter().zip(scan.positions.iter()) {
+            log.advance_completed_tail(pos + 1);
+        }
         // AcqRel: the last arriver acquires every other arriver's replay (their Release
         // increments), so the scan sees every entry before it in every log.
         if rep.scan.arrived.fetch_add(1, Ordering::AcqRel) + 1 == n {
@@ -208,14 +214,11 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
         }
     }
 
-    /// Runs `scan` on replica `r`: every log of `r` is held at its copy of the scan's entry.
+    /// Runs `scan` on replica `r`: every log of `r` is held at its copy of the scan's entry,
+    /// and every log's `completed_tail` is past it (`arrive`).
     fn execute_scan(&self, r: usize, scan: &ScanEntry<D::WriteOperation>) -> Result<(), Poisoned> {
         let rep = &self.replicas[r];
-        // Nothing applies an entry at or past `completed_tail` (module docs): the scan is
-        // applied now, possibly before its issuer raised these.
-        for (log, &pos) in self.logs.iter().zip(scan.positions.iter()) {
-            log.advance_completed_tail(pos + 1);
-        }
+        // `arrive` raised every log's `completed_tail` past the scan.
         let response = rep.data.dispatch_mut(scan.op.clone());
         if scan.origin == r {
             // SAFETY: only the executor of a scan issued from `r` writes this cell, and the
