@@ -186,10 +186,15 @@ fn a_scan_is_ordered_against_every_log_on_every_replica() {
 /// time end (with their results or `Poisoned`), none hangs.
 #[test]
 fn a_panicking_write_or_scan_poisons() {
-    for boom in [Write::Boom(1), Write::BoomScan] {
+    for (boom, replicas) in [
+        (Write::Boom(1), 2),
+        (Write::BoomScan, 2),
+        (Write::Boom(1), 1),
+        (Write::BoomScan, 1),
+    ] {
         let cnr = ConcurrentReplicated::builder()
             .logs(2)
-            .replicas(2)
+            .replicas(replicas)
             .log_size(8)
             .threads_per_replica(4)
             .build(|_| Counters::new(4))
@@ -199,7 +204,7 @@ fn a_panicking_write_or_scan_poisons() {
             for t in 0..3 {
                 let (cnr, start) = (&cnr, &start);
                 s.spawn(move || {
-                    let mut h = cnr.register(t % 2).unwrap();
+                    let mut h = cnr.register(t % replicas).unwrap();
                     start.wait();
                     loop {
                         // This thread may be the combiner that runs the panicking write.
@@ -216,7 +221,7 @@ fn a_panicking_write_or_scan_poisons() {
                     }
                 });
             }
-            let mut h = cnr.register(1).unwrap();
+            let mut h = cnr.register(replicas - 1).unwrap();
             start.wait();
             for _ in 0..50 {
                 h.execute_mut(Write::Incr(0)).unwrap();
@@ -224,10 +229,13 @@ fn a_panicking_write_or_scan_poisons() {
             let caught = catch_unwind(AssertUnwindSafe(|| h.execute_mut(boom)));
             // The combiner that ran it panicked: this thread, or another, which then returned
             // Poisoned to us.
-            assert!(matches!(caught, Err(_) | Ok(Err(Poisoned))), "{boom:?}");
+            assert!(
+                matches!(caught, Err(_) | Ok(Err(Poisoned))),
+                "{boom:?}, {replicas} replicas"
+            );
         });
-        assert!(cnr.is_poisoned(), "{boom:?}");
-        for r in 0..2 {
+        assert!(cnr.is_poisoned(), "{boom:?}, {replicas} replicas");
+        for r in 0..replicas {
             assert_eq!(
                 cnr.register(r).err(),
                 Some(nr_core::RegisterError::Poisoned)
@@ -241,33 +249,37 @@ fn a_panicking_write_or_scan_poisons() {
 #[test]
 fn more_threads_than_cores_do_not_hang() {
     const THREADS: usize = 16;
-    let cnr = ConcurrentReplicated::builder()
-        .logs(4)
-        .replicas(2)
-        .log_size(16)
-        .threads_per_replica(THREADS)
-        .build(|_| Counters::new(8))
-        .unwrap();
-    std::thread::scope(|s| {
-        for t in 0..THREADS {
-            let cnr = &cnr;
-            s.spawn(move || {
-                let mut h = cnr.register(t % 2).unwrap();
-                for i in 0..500 {
-                    match i % 50 {
-                        0 => drop(h.execute_mut(Write::Total).unwrap()),
-                        1..=9 => drop(h.execute(Read::Get(i % 8)).unwrap()),
-                        _ => drop(h.execute_mut(Write::Incr((t + i) % 8)).unwrap()),
+    for replicas in [1, 2] {
+        let cnr = ConcurrentReplicated::builder()
+            .logs(4)
+            .replicas(replicas)
+            .log_size(16)
+            .threads_per_replica(THREADS)
+            .build(|_| Counters::new(8))
+            .unwrap();
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let cnr = &cnr;
+                s.spawn(move || {
+                    let mut h = cnr.register(t % replicas).unwrap();
+                    for i in 0..500 {
+                        match i % 50 {
+                            0 => drop(h.execute_mut(Write::Total).unwrap()),
+                            1..=9 => drop(h.execute(Read::Get(i % 8)).unwrap()),
+                            _ => drop(h.execute_mut(Write::Incr((t + i) % 8)).unwrap()),
+                        }
                     }
-                }
-            });
+                });
+            }
+        });
+        let expected = (THREADS * 500 * 40 / 50) as u64;
+        for r in 0..replicas {
+            let mut h = cnr.register(r).unwrap();
+            assert_eq!(
+                h.execute(Read::All).unwrap(),
+                expected,
+                "{replicas} replicas"
+            );
         }
-    });
-    let expected = (THREADS * 500 * 40 / 50) as u64;
-    for r in 0..2 {
-        assert_eq!(
-            cnr.register(r).unwrap().execute(Read::All).unwrap(),
-            expected
-        );
     }
 }

@@ -53,6 +53,7 @@
 
 mod handle;
 mod replay;
+mod single;
 
 use std::marker::PhantomData;
 

@@ -20,7 +20,10 @@ pub(super) struct LogGuard<'a, D: ConcurrentDispatch> {
 impl<'a, D: ConcurrentDispatch> LogGuard<'a, D> {
     /// Tries to take `lock`; `None` if another thread holds it.
     #[inline]
-    fn try_new(cnr: &'a ConcurrentReplicated<D>, lock: &'a Combining<D>) -> Option<Self> {
+    pub(super) fn try_new(
+        cnr: &'a ConcurrentReplicated<D>,
+        lock: &'a Combining<D>,
+    ) -> Option<Self> {
         lock.try_lock_combiner(false).then(|| Self {
             cnr,
             lock,
@@ -49,10 +52,15 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
         self.check()?;
+        let single = self.replicas.len() == 1;
         let l = match op.route(self.logs.len()) {
             Route::Log(l) => l % self.logs.len(),
+            Route::Scan if single => return self.scan_single(op),
             Route::Scan => return self.scan(r, op),
         };
+        if single {
+            return self.write_single(l, slots[l], op);
+        }
         let area = &self.replicas[r].combining[l];
         let slot = slots[l];
         // SAFETY: the handle owns `slot` in every combining area of `r` and takes its response
