@@ -43,6 +43,14 @@ impl<D: ConcurrentDispatch> Drop for LogGuard<'_, D> {
     }
 }
 
+/// What [`ConcurrentReplicated::combine`] did.
+enum Combined<W, R> {
+    /// The batch is applied; the response to the caller's own write, if it brought one.
+    Done(Option<R>),
+    /// The log was full: the batch is given back, and the caller's own write with it.
+    Full(Option<W>),
+}
+
 impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
     /// A write from the owner of slot `slot` of replica `r`'s combining area of its log.
     pub(super) fn write(
@@ -63,6 +71,25 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
         }
         let area = &self.replicas[r].combining[l];
         let slot = slots[l];
+        // A thread that finds the lock free combines at once, its own write included without
+        // posting it (no slot hand-off, no wake-up fence for it).
+        let op = match LogGuard::try_new(self, area) {
+            None => op,
+            Some(guard) => {
+                // Acquire (in `is_poisoned`): a poisoner released this lock after its store.
+                self.check()?;
+                match self.combine(r, l, Some(op))? {
+                    Combined::Done(response) => {
+                        return Ok(response.expect("invariant: our own write was applied"))
+                    }
+                    Combined::Full(op) => {
+                        drop(guard);
+                        self.help_laggards(l)?;
+                        op.expect("invariant: a full log gives our write back")
+                    }
+                }
+            }
+        };
         // SAFETY: the handle owns `slot` in every combining area of `r` and takes its response
         // back before it posts again (below), so the slot is `EMPTY`.
         unsafe { area.post(slot, op) };
@@ -74,11 +101,11 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
             }
             self.check()?;
             if let Some(guard) = LogGuard::try_new(self, area) {
-                // Acquire (in `is_poisoned`): a poisoner released this lock after its store.
+                // Acquire (in `is_poisoned`): as above.
                 self.check()?;
-                let reserved = self.combine(r, l)?;
+                let combined = self.combine(r, l, None)?;
                 drop(guard);
-                if !reserved {
+                if let Combined::Full(_) = combined {
                     self.help_laggards(l)?;
                     waiter.snooze();
                 }
@@ -89,30 +116,43 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
     }
 
     /// The combiner of log `l` on replica `r` (the caller holds that lock): collects the posted
-    /// writes, appends them, and brings the replica's local tail of `l` past them. Returns
-    /// false when the log was full: the batch is then given back, for the caller to retry after
-    /// it released the lock and helped the replicas that hold the log back.
-    fn combine(&self, r: usize, l: usize) -> Result<bool, Poisoned> {
-        let area = &self.replicas[r].combining[l];
+    /// writes, and `own` (the caller's write, not posted) after them, appends them, and brings
+    /// the replica's local tail of `l` past them. When the log is full, gives the batch back
+    /// (and `own`), for the caller to retry after it released the lock and helped the replicas
+    /// that hold the log back.
+    fn combine(
+        &self,
+        r: usize,
+        l: usize,
+        own: Option<D::WriteOperation>,
+    ) -> Result<Combined<D::WriteOperation, D::Response>, Poisoned> {
+        let rep = &self.replicas[r];
+        let area = &rep.combining[l];
         let log = &self.logs[l];
         // SAFETY: the caller holds `area`'s combiner lock, which guards its batch scratch.
         let batch = area.batch.with_mut(|p| unsafe { &mut *p });
         // SAFETY: as above; user `Clone` runs here, before anything is reserved.
         let n = unsafe { area.collect(batch, true) };
-        if n == 0 {
-            return Ok(true);
+        if let Some(op) = &own {
+            batch.ops.push(op.clone());
         }
-        let start = match log.try_reserve(n) {
+        let total = batch.ops.len();
+        if total == 0 {
+            return Ok(Combined::Done(None));
+        }
+        let start = match log.try_reserve(total) {
             Ok(start) => start,
             Err(LogFull) => {
                 batch.ops.clear();
-                area.uncollect(n);
-                return Ok(false);
+                if n > 0 {
+                    area.uncollect(n);
+                }
+                return Ok(Combined::Full(own));
             }
         };
         for (i, op) in batch.ops.drain(..).enumerate() {
-            // SAFETY: `start..start + n` was reserved above by this thread, each index written
-            // once.
+            // SAFETY: `start..start + total` was reserved above by this thread, each index
+            // written once.
             match unsafe { log.write(start + i, Entry::Op(op)) } {
                 Some(Entry::Op(old)) | Some(Entry::Scan(ScanEntry { op: old, .. })) => {
                     batch.evicted.push(old)
@@ -121,12 +161,17 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
             }
         }
         // Before any replay: nothing applies an entry at or past `completed_tail` (module docs).
-        log.advance_completed_tail(start + n);
+        log.advance_completed_tail(start + total);
         // User `Drop`, after every reserved entry is written.
         batch.evicted.clear();
         self.replay(r, l, start, Some(&batch.slots))?;
+        let response = own.map(|op| {
+            let response = rep.data.dispatch_mut(op);
+            log.set_local_tail(r, start + total);
+            response
+        });
         area.respond(&batch.slots);
-        Ok(true)
+        Ok(Combined::Done(response))
     }
 
     /// Applies entries `local_tail(r)..to` of log `l` to replica `r`, then, with `own`, the
@@ -206,9 +251,18 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
                 if m == l {
                     continue;
                 }
-                // A log whose lock is free has not arrived (arrivers hold theirs): bring it.
+                // A log whose lock is free has not arrived (arrivers hold theirs until the scan
+                // ran): bring it.
                 if let Some(guard) = LogGuard::try_new(self, &rep.combining[m]) {
                     self.check()?;
+                    // ... unless the scan ran meanwhile and an arriver let this log go: an
+                    // arrival now would count towards the next scan (found by
+                    // `histories_across_logs_and_replicas_with_scans_are_linearizable`, seed 1:
+                    // a `Sum` ran with one log short of the barrier). Acquire: our lock CAS read
+                    // that arriver's unlock, which follows its load of the new `done`.
+                    if rep.scan.done.load(Ordering::Acquire) > scan.seq {
+                        return Ok(());
+                    }
                     // Only the entries before the scan (earlier scans there already ran).
                     self.replay(r, m, scan.positions[m], None)?;
                     held.push(guard);
