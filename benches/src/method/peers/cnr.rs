@@ -1,8 +1,9 @@
 //! Multi-log node replication on a partitioned hash map: `nr-core`'s CNR (`nr_core::cnr`) and
 //! the `cnr` crate (0.1.0, VMware's CNR; vendored with compile-only fixes, see
 //! `benches/vendor/cnr-0.1.0/PATCHES.md`), both running the hash-map workload's operations on
-//! the same concurrent structure: `LOGS` partitions of `seqds::HashMapKv`, each behind a
-//! `parking_lot::RwLock`, key `k` in partition and log `k % LOGS` (`Len` goes through every log).
+//! the same concurrent structure: a map of `LOGS` partitions with lock-free reads and one writer
+//! per partition at a time ([`PartitionedMap`]), key `k` in partition and log `k % LOGS` (`Len`
+//! goes through every log).
 //!
 //! The `cnr` crate shares two properties with `node-replication` 0.1.1 (see `nr_crate.rs`):
 //! registrations are never returned, and a replica no thread uses stops the logs' garbage
@@ -13,56 +14,136 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_utils::CachePadded;
 
+use crate::sync::{AtomicU64, Ordering};
+
 use nr_core::cnr::{CnrHandle, ConcurrentDispatch, ConcurrentReplicated, Route};
-use nr_core::{Dispatch, Poisoned};
+use nr_core::Poisoned;
 use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 
 use crate::method::{claim, release, Handle, Method, Replicas, Setup};
 use crate::sync::AtomicBool;
 use crate::BenchError;
 
-/// The concurrent structure both peers replicate: `parts` partitions, each behind its lock, on
-/// cache lines of its own (neighbours' locks would otherwise share a line: measured, CNR with 2
-/// logs then ran 30% slower than with 1 at 2 threads, 100% writes).
+/// The concurrent structure both peers replicate: `parts` partitions, each an open-addressing
+/// table of atomic key and value words, sized at build time for four times its share of the
+/// prefilled keys. Reads take no lock and write nothing; each partition has **one writer at a
+/// time**, which is what both CNR and the `cnr` crate guarantee (one combiner per log per
+/// replica, key `k` in log and partition `k % parts`). A structure built for that guarantee,
+/// rather than a lock per partition: with a `parking_lot::RwLock` per partition, the lock's
+/// two atomic read-modify-writes per read (and their cache-line traffic between readers)
+/// dominated every point, for every method alike.
 #[derive(Debug)]
 pub struct PartitionedMap {
-    parts: Box<[CachePadded<parking_lot::RwLock<HashMapKv>>]>,
+    parts: Box<[CachePadded<Partition>]>,
+}
+
+/// One partition: `keys[i]` holds key + 1 (0: empty, never cleared), `values[i]` its value + 1
+/// (0: absent). A writer stores the value before the key (Release), so a reader that finds
+/// the key (Acquire) finds its value.
+#[derive(Debug)]
+struct Partition {
+    keys: Box<[AtomicU64]>,
+    values: Box<[AtomicU64]>,
+}
+
+impl Partition {
+    fn new(capacity: usize) -> Self {
+        let capacity = capacity.next_power_of_two().max(64);
+        Self {
+            keys: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+            values: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The slot of `key`, or the empty slot where it would go. Panics when the table is full
+    /// (it is sized for four times the prefill; the hash-map workload writes only those keys and
+    /// absent ones it removes).
+    fn find(&self, key: u64) -> (usize, bool) {
+        let mask = self.keys.len() - 1;
+        let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
+        for _ in 0..self.keys.len() {
+            // Acquire: pairs with the Release store of the key in `put`.
+            match self.keys[i].load(Ordering::Acquire) {
+                0 => return (i, false),
+                k if k == key + 1 => return (i, true),
+                _ => i = (i + 1) & mask,
+            }
+        }
+        panic!("partition full: the bench sizes it for four times its prefilled keys");
+    }
+
+    fn get(&self, key: u64) -> Option<u64> {
+        match self.find(key) {
+            // Acquire: pairs with the Release swaps in `put` and `remove`.
+            (i, true) => self.values[i].load(Ordering::Acquire).checked_sub(1),
+            (_, false) => None,
+        }
+    }
+
+    /// Only the partition's single writer calls this.
+    fn put(&self, key: u64, value: u64) -> Option<u64> {
+        let stored = value.checked_add(1).expect("bench values are below u64::MAX");
+        match self.find(key) {
+            // Release: pairs with the Acquire load in `get`.
+            (i, true) => self.values[i].swap(stored, Ordering::Release).checked_sub(1),
+            (i, false) => {
+                // Relaxed: published by the Release store of the key below.
+                self.values[i].store(stored, Ordering::Relaxed);
+                // Release: pairs with the Acquire load in `find`.
+                self.keys[i].store(key + 1, Ordering::Release);
+                None
+            }
+        }
+    }
+
+    /// Only the partition's single writer calls this.
+    fn remove(&self, key: u64) -> Option<u64> {
+        match self.find(key) {
+            // Release: as in `put`.
+            (i, true) => self.values[i].swap(0, Ordering::Release).checked_sub(1),
+            (_, false) => None,
+        }
+    }
+
+    fn len(&self) -> usize {
+        // Relaxed: a count for `Len`, which no timed workload issues.
+        self.values.iter().filter(|v| v.load(Ordering::Relaxed) != 0).count()
+    }
 }
 
 impl PartitionedMap {
     fn new(setup: &Setup<'_, HashMapKv>, parts: usize) -> Self {
-        let mut maps: Vec<HashMapKv> = (0..parts).map(|_| (setup.make)()).collect();
-        for op in setup.prefill {
-            maps[write_key(op) as usize % parts].dispatch_mut(*op);
-        }
-        Self {
-            parts: maps
-                .into_iter()
-                .map(|m| CachePadded::new(parking_lot::RwLock::new(m)))
+        Self::with_prefill(setup.prefill, parts)
+    }
+
+    fn with_prefill(prefill: &[MapWrite], parts: usize) -> Self {
+        let map = Self {
+            parts: (0..parts)
+                .map(|_| CachePadded::new(Partition::new(4 * (prefill.len() / parts + 1))))
                 .collect(),
+        };
+        for op in prefill {
+            map.write(*op);
         }
+        map
     }
 
     fn read(&self, op: MapRead) -> MapResponse {
         match op {
-            MapRead::Get(k) | MapRead::Contains(k) => self.part(k).read().dispatch(op),
-            MapRead::Len => MapResponse::Len(
-                self.parts
-                    .iter()
-                    .map(|p| match p.read().dispatch(MapRead::Len) {
-                        MapResponse::Len(n) => n,
-                        _ => 0,
-                    })
-                    .sum(),
-            ),
+            MapRead::Get(k) => MapResponse::Get(self.part(k).get(k)),
+            MapRead::Contains(k) => MapResponse::Contains(self.part(k).get(k).is_some()),
+            MapRead::Len => MapResponse::Len(self.parts.iter().map(|p| p.len()).sum()),
         }
     }
 
     fn write(&self, op: MapWrite) -> MapResponse {
-        self.part(write_key(&op)).write().dispatch_mut(op)
+        match op {
+            MapWrite::Put(k, v) => MapResponse::Put(self.part(k).put(k, v)),
+            MapWrite::Remove(k) => MapResponse::Removed(self.part(k).remove(k)),
+        }
     }
 
-    fn part(&self, key: u64) -> &parking_lot::RwLock<HashMapKv> {
+    fn part(&self, key: u64) -> &Partition {
         &self.parts[key as usize % self.parts.len()]
     }
 }
@@ -326,26 +407,11 @@ impl<const LOGS: usize> Method<HashMapKv> for CnrCratePeer<LOGS> {
                 cnr::MAX_THREADS_PER_REPLICA
             )));
         }
-        // `setup.make` is borrowed, and instances are built later (on first use): each
-        // replica's partitions are fresh maps with the prefill replayed, as in `nr_crate.rs`.
-        let mut prefill = vec![Vec::new(); LOGS];
-        for op in setup.prefill {
-            prefill[write_key(op) as usize % LOGS].push(*op);
-        }
+        // Instances are built later (on first use), each replica's map from the prefill.
+        let prefill = setup.prefill.to_vec();
         Ok(Self {
             instances: (0..max_replicas).map(|_| OnceLock::new()).collect(),
-            make: Box::new(move || PartitionedMap {
-                parts: prefill
-                    .iter()
-                    .map(|ops| {
-                        let mut m = HashMapKv::new();
-                        for op in ops {
-                            m.dispatch_mut(*op);
-                        }
-                        CachePadded::new(parking_lot::RwLock::new(m))
-                    })
-                    .collect(),
-            }),
+            make: Box::new(move || PartitionedMap::with_prefill(&prefill, LOGS)),
             threads,
             taken: (0..threads).map(|_| AtomicBool::new(false)).collect(),
         })
