@@ -330,56 +330,53 @@ pub fn for_each_panel(
                 visit(&p.workload.info(), &mut m)?;
             }
         }
-        Figure::NrPeer => {
-            for mix in params.mixes(&[10, 100]) {
-                for replicas in [1, 2] {
-                    let p = Prepared::new(
-                        HashMapWorkload::new(params.hashmap_keys, mix),
-                        sweep.topology.clone(),
-                        Replicas::Exactly(replicas),
-                        sweep.max_threads(),
-                    );
-                    let mut m = Vec::new();
-                    sweep.add::<_, Nr<_>>(&mut m, &p)?;
-                    sweep.add::<_, NrCratePeer>(&mut m, &p)?;
-                    let mut info = p.workload.info();
-                    info.panel = if replicas == 1 {
-                        format!("{}, 1 replica", info.panel)
-                    } else {
-                        format!("{}, {replicas} replicas", info.panel)
-                    };
-                    visit(&info, &mut m)?;
-                }
-            }
-        }
-        Figure::CnrPeer => {
-            for mix in params.mixes(&[10, 100]) {
-                for replicas in [1, 2] {
-                    let p = Prepared::new(
-                        HashMapWorkload::new(params.hashmap_keys, mix),
-                        sweep.topology.clone(),
-                        Replicas::Exactly(replicas),
-                        sweep.max_threads(),
-                    );
-                    let mut m = Vec::new();
-                    sweep.add::<_, Nr<_>>(&mut m, &p)?;
-                    sweep.add::<_, Cnr<1>>(&mut m, &p)?;
-                    sweep.add::<_, Cnr<2>>(&mut m, &p)?;
-                    sweep.add::<_, Cnr<4>>(&mut m, &p)?;
-                    sweep.add::<_, CnrCratePeer<1>>(&mut m, &p)?;
-                    sweep.add::<_, CnrCratePeer<2>>(&mut m, &p)?;
-                    sweep.add::<_, CnrCratePeer<4>>(&mut m, &p)?;
-                    let mut info = p.workload.info();
-                    info.panel = format!(
-                        "{}, {replicas} replica{}",
-                        info.panel,
-                        if replicas == 1 { "" } else { "s" }
-                    );
-                    visit(&info, &mut m)?;
-                }
-            }
-        }
+        Figure::NrPeer => peer_panels(sweep, params, visit, &|m, p| {
+            sweep.add::<_, Nr<_>>(m, p)?;
+            sweep.add::<_, NrCratePeer>(m, p)
+        })?,
+        Figure::CnrPeer => peer_panels(sweep, params, visit, &|m, p| {
+            sweep.add::<_, Nr<_>>(m, p)?;
+            sweep.add::<_, Cnr<1>>(m, p)?;
+            sweep.add::<_, Cnr<2>>(m, p)?;
+            sweep.add::<_, Cnr<4>>(m, p)?;
+            sweep.add::<_, CnrCratePeer<1>>(m, p)?;
+            sweep.add::<_, CnrCratePeer<2>>(m, p)?;
+            sweep.add::<_, CnrCratePeer<4>>(m, p)
+        })?,
         Figure::Cost => {}
+    }
+    Ok(())
+}
+
+/// The panels of the peer figures: the hash map at 10% and 100% writes, with exactly 1 and 2
+/// replicas; `add` appends the figure's methods.
+fn peer_panels(
+    sweep: &Sweep,
+    params: &Params,
+    visit: &mut dyn FnMut(&WorkloadInfo, &mut Methods<'_>) -> Result<(), BenchError>,
+    add: &dyn for<'p> Fn(
+        &mut Vec<Box<dyn Bench + 'p>>,
+        &'p Prepared<HashMapWorkload>,
+    ) -> Result<(), BenchError>,
+) -> Result<(), BenchError> {
+    for mix in params.mixes(&[10, 100]) {
+        for replicas in [1, 2] {
+            let p = Prepared::new(
+                HashMapWorkload::new(params.hashmap_keys, mix),
+                sweep.topology.clone(),
+                Replicas::Exactly(replicas),
+                sweep.max_threads(),
+            );
+            let mut m = Vec::new();
+            add(&mut m, &p)?;
+            let mut info = p.workload.info();
+            info.panel = if replicas == 1 {
+                format!("{}, 1 replica", info.panel)
+            } else {
+                format!("{}, {replicas} replicas", info.panel)
+            };
+            visit(&info, &mut m)?;
+        }
     }
     Ok(())
 }

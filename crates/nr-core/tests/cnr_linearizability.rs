@@ -13,33 +13,14 @@
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::{Barrier, Mutex};
 
+use common::{env, Rng};
 use nr_core::cnr::{ConcurrentDispatch, ConcurrentReplicated, LogMapper, Route};
 use testkit::{check, Model, Recorder};
-
-/// xorshift64*.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Op {

@@ -82,10 +82,14 @@ impl Partition {
 
     /// Only the partition's single writer calls this.
     fn put(&self, key: u64, value: u64) -> Option<u64> {
-        let stored = value.checked_add(1).expect("bench values are below u64::MAX");
+        let stored = value
+            .checked_add(1)
+            .expect("bench values are below u64::MAX");
         match self.find(key) {
             // Release: pairs with the Acquire load in `get`.
-            (i, true) => self.values[i].swap(stored, Ordering::Release).checked_sub(1),
+            (i, true) => self.values[i]
+                .swap(stored, Ordering::Release)
+                .checked_sub(1),
             (i, false) => {
                 // Relaxed: published by the Release store of the key below.
                 self.values[i].store(stored, Ordering::Relaxed);
@@ -107,7 +111,10 @@ impl Partition {
 
     fn len(&self) -> usize {
         // Relaxed: a count for `Len`, which no timed workload issues.
-        self.values.iter().filter(|v| v.load(Ordering::Relaxed) != 0).count()
+        self.values
+            .iter()
+            .filter(|v| v.load(Ordering::Relaxed) != 0)
+            .count()
     }
 }
 

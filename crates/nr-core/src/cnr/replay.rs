@@ -90,8 +90,26 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
                 }
             }
         };
-        // SAFETY: the handle owns `slot` in every combining area of `r` and takes its response
-        // back before it posts again (below), so the slot is `EMPTY`.
+        self.post_and_wait(area, slot, op, || {
+            Ok(match self.combine(r, l, None)? {
+                Combined::Full(_) => Some(l),
+                Combined::Done(_) => None,
+            })
+        })
+    }
+
+    /// Posts `op` in slot `slot` of `area` (the caller owns it) and waits for its response,
+    /// running `combine` under `area`'s lock whenever it is free. `combine` returns the log to
+    /// help (`help_laggards`) when it found that log full.
+    pub(super) fn post_and_wait(
+        &self,
+        area: &Combining<D>,
+        slot: usize,
+        op: D::WriteOperation,
+        mut combine: impl FnMut() -> Result<Option<usize>, Poisoned>,
+    ) -> Result<D::Response, Poisoned> {
+        // SAFETY: the handle owns `slot` in every combining area of its replica and takes its
+        // response back before it posts again (below), so the slot is `EMPTY`.
         unsafe { area.post(slot, op) };
         let mut waiter = Waiter::new();
         loop {
@@ -101,11 +119,11 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
             }
             self.check()?;
             if let Some(guard) = LogGuard::try_new(self, area) {
-                // Acquire (in `is_poisoned`): as above.
+                // Acquire (in `is_poisoned`): a poisoner released this lock after its store.
                 self.check()?;
-                let combined = self.combine(r, l, None)?;
+                let full = combine()?;
                 drop(guard);
-                if let Combined::Full(_) = combined {
+                if let Some(l) = full {
                     self.help_laggards(l)?;
                     waiter.snooze();
                 }

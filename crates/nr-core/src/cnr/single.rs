@@ -31,24 +31,10 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
             drop(guard);
             return Ok(response);
         }
-        // SAFETY: the handle owns `slot` in every combining area and takes its response back
-        // before it posts again, so the slot is `EMPTY`.
-        unsafe { area.post(slot, op) };
-        let mut waiter = Waiter::new();
-        loop {
-            if area.slot(slot).is_done() {
-                // SAFETY: our slot, seen `DONE` just above.
-                return Ok(unsafe { area.slot(slot).take_response() });
-            }
-            self.check()?;
-            if let Some(guard) = LogGuard::try_new(self, area) {
-                self.check()?;
-                self.serve_posted(area);
-                drop(guard);
-                continue;
-            }
-            waiter.snooze_or(|micros| area.park_owner(slot, micros));
-        }
+        self.post_and_wait(area, slot, op, || {
+            self.serve_posted(area);
+            Ok(None)
+        })
     }
 
     /// Applies the operations posted to `area` and responds. The caller holds `area`'s lock.
