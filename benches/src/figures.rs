@@ -348,16 +348,20 @@ pub fn for_each_panel(
     Ok(())
 }
 
+/// Appends a figure's methods for a prepared hash-map workload.
+type AddMethods<'s> = dyn for<'p> Fn(
+        &mut Vec<Box<dyn Bench + 'p>>,
+        &'p Prepared<HashMapWorkload>,
+    ) -> Result<(), BenchError>
+    + 's;
+
 /// The panels of the peer figures: the hash map at 10% and 100% writes, with exactly 1 and 2
 /// replicas; `add` appends the figure's methods.
 fn peer_panels(
     sweep: &Sweep,
     params: &Params,
     visit: &mut dyn FnMut(&WorkloadInfo, &mut Methods<'_>) -> Result<(), BenchError>,
-    add: &dyn for<'p> Fn(
-        &mut Vec<Box<dyn Bench + 'p>>,
-        &'p Prepared<HashMapWorkload>,
-    ) -> Result<(), BenchError>,
+    add: &AddMethods<'_>,
 ) -> Result<(), BenchError> {
     for mix in params.mixes(&[10, 100]) {
         for replicas in [1, 2] {

@@ -6,6 +6,7 @@ mod cnr;
 mod dashmap;
 mod nr_crate;
 mod skiplist;
+mod tokens;
 mod treiber;
 
 pub use self::cnr::{

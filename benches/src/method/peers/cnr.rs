@@ -5,23 +5,21 @@
 //! per partition at a time ([`PartitionedMap`]), key `k` in partition and log `k % LOGS` (`Len`
 //! goes through every log).
 //!
-//! The `cnr` crate shares two properties with `node-replication` 0.1.1 (see `nr_crate.rs`):
-//! registrations are never returned, and a replica no thread uses stops the logs' garbage
-//! collection. So, as there, every thread's token is registered once, and a run of `n`
-//! threads uses an instance with `min(replicas, n)` replicas.
+//! The `cnr` crate shares two properties with `node-replication` 0.1.1, handled the same way
+//! for both (`tokens.rs`): registrations are never returned, and a replica no thread uses stops
+//! the logs' garbage collection.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
-
-use crate::sync::{AtomicU64, Ordering};
 
 use nr_core::cnr::{CnrHandle, ConcurrentDispatch, ConcurrentReplicated, Route};
 use nr_core::Poisoned;
 use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 
-use crate::method::{claim, release, Handle, Method, Replicas, Setup};
-use crate::sync::AtomicBool;
+use super::tokens::{register_all, Claim, Instances};
+use crate::method::{Handle, Method, Replicas, Setup};
+use crate::sync::{AtomicU64, Ordering};
 use crate::BenchError;
 
 /// The concurrent structure both peers replicate: `parts` partitions, each an open-addressing
@@ -345,54 +343,39 @@ struct Instance {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct CnrCratePeer<const LOGS: usize> {
-    /// `instances[r - 1]`: the instance with `r` replicas, built on first use.
-    instances: Vec<OnceLock<Result<Instance, String>>>,
-    /// Builds a replica's structure.
-    make: Box<dyn Fn() -> PartitionedMap + Send + Sync>,
-    threads: usize,
-    taken: Box<[AtomicBool]>,
+    instances: Instances<Instance>,
+    prefill: Vec<MapWrite>,
 }
 
 impl<const LOGS: usize> std::fmt::Debug for CnrCratePeer<LOGS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CnrCratePeer")
             .field("logs", &LOGS)
-            .field("max_replicas", &self.instances.len())
-            .field("threads", &self.threads)
+            .field("instances", &self.instances)
             .finish_non_exhaustive()
     }
 }
 
 impl<const LOGS: usize> CnrCratePeer<LOGS> {
-    fn instance(&self, replicas: usize) -> Result<&Instance, BenchError> {
-        self.instances[replicas - 1]
-            .get_or_init(|| {
-                // Log `i` is number `i + 1`, as in the crate's own examples.
-                let logs: Vec<_> = (0..LOGS)
-                    .map(|i| Arc::new(cnr::Log::<PartWrite>::new(32 << 20, i + 1)))
-                    .collect();
-                let replicas: Vec<_> = (0..replicas)
-                    .map(|_| cnr::Replica::with_data(logs.clone(), CrateMap((self.make)())))
-                    .collect();
-                let tokens = replicas
-                    .iter()
-                    .map(|r| {
-                        (0..self.threads)
-                            .map(|_| r.register())
-                            .collect::<Option<Vec<_>>>()
-                            .ok_or_else(|| {
-                                format!(
-                                    "cnr allows {} threads per replica, {} asked",
-                                    cnr::MAX_THREADS_PER_REPLICA,
-                                    self.threads
-                                )
-                            })
-                    })
-                    .collect::<Result<_, _>>()?;
-                Ok(Instance { replicas, tokens })
+    fn build_instance(&self, replicas: usize, threads: usize) -> Result<Instance, String> {
+        // Log `i` is number `i + 1`, as in the crate's own examples.
+        let logs: Vec<_> = (0..LOGS)
+            .map(|i| Arc::new(cnr::Log::<PartWrite>::new(32 << 20, i + 1)))
+            .collect();
+        let replicas: Vec<_> = (0..replicas)
+            .map(|_| {
+                let map = PartitionedMap::with_prefill(&self.prefill, LOGS);
+                cnr::Replica::with_data(logs.clone(), CrateMap(map))
             })
-            .as_ref()
-            .map_err(|e| BenchError::Config(e.clone()))
+            .collect();
+        let tokens = register_all(
+            &replicas,
+            threads,
+            |r| r.register(),
+            cnr::MAX_THREADS_PER_REPLICA,
+            "cnr",
+        )?;
+        Ok(Instance { replicas, tokens })
     }
 }
 
@@ -407,38 +390,30 @@ impl<const LOGS: usize> Method<HashMapKv> for CnrCratePeer<LOGS> {
 
     fn build(setup: &Setup<'_, HashMapKv>) -> Result<Self, BenchError> {
         let max_replicas = asked_replicas(setup).min(cnr::MAX_REPLICAS_PER_LOG);
-        let threads = setup.threads.max(1);
-        if threads >= cnr::MAX_THREADS_PER_REPLICA {
-            return Err(BenchError::Config(format!(
-                "cnr allows fewer than {} threads per replica, {threads} asked",
-                cnr::MAX_THREADS_PER_REPLICA
-            )));
-        }
-        // Instances are built later (on first use), each replica's map from the prefill.
-        let prefill = setup.prefill.to_vec();
         Ok(Self {
-            instances: (0..max_replicas).map(|_| OnceLock::new()).collect(),
-            make: Box::new(move || PartitionedMap::with_prefill(&prefill, LOGS)),
-            threads,
-            taken: (0..threads).map(|_| AtomicBool::new(false)).collect(),
+            instances: Instances::new(
+                max_replicas,
+                setup.threads,
+                cnr::MAX_THREADS_PER_REPLICA,
+                "cnr",
+            )?,
+            prefill: setup.prefill.to_vec(),
         })
     }
 
     fn handle(&self, thread: usize, threads: usize) -> Result<CnrCrateHandle<'_>, BenchError> {
-        let replicas = self.instances.len().min(threads.max(1));
-        let instance = self.instance(replicas)?;
-        claim(&self.taken, thread)?;
-        let r = thread % replicas;
+        let (instance, r, claim) = self
+            .instances
+            .handle(thread, threads, |n, t| self.build_instance(n, t))?;
         Ok(CnrCrateHandle {
             replica: &instance.replicas[r],
-            token: instance.tokens[r][thread],
-            taken: &self.taken,
-            thread,
+            token: instance.tokens[r][claim.thread()],
+            _claim: claim,
         })
     }
 
     fn replicas(&self, threads: usize) -> usize {
-        self.instances.len().min(threads.max(1))
+        self.instances.replicas(threads)
     }
 }
 
@@ -446,21 +421,14 @@ impl<const LOGS: usize> Method<HashMapKv> for CnrCratePeer<LOGS> {
 pub struct CnrCrateHandle<'a> {
     replica: &'a cnr::Replica<'static, CrateMap>,
     token: cnr::ReplicaToken,
-    taken: &'a [AtomicBool],
-    thread: usize,
+    _claim: Claim<'a>,
 }
 
 impl std::fmt::Debug for CnrCrateHandle<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CnrCrateHandle")
-            .field("thread", &self.thread)
+            .field("claim", &self._claim)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for CnrCrateHandle<'_> {
-    fn drop(&mut self) {
-        release(self.taken, self.thread);
     }
 }
 
