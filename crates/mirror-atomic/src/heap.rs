@@ -784,7 +784,7 @@ fn trace_region<P: Persist>(
 ) -> Result<(Vec<u64>, std::collections::HashSet<u64>), HeapError> {
     let user = space.region().user_offset().0;
     let hwm = space.region().high_water_mark().0;
-    if hwm < user || (hwm - user) % CHUNK != 0 || hwm > space.len() as u64 {
+    if hwm < user || !(hwm - user).is_multiple_of(CHUNK) || hwm > space.len() as u64 {
         return Err(HeapError::BadChunkArea { high_water: hwm });
     }
     let mut chunks = Vec::with_capacity(((hwm - user) / CHUNK) as usize);
@@ -914,7 +914,7 @@ impl Tracer<'_> {
             return Err("in a chunk never used");
         }
         let start = self.user + chunk * CHUNK + CHUNK_HEADER;
-        if off < start || (off - start) % block != 0 {
+        if off < start || !(off - start).is_multiple_of(block) {
             return Err("not at a block boundary");
         }
         if off - start + block > CHUNK - CHUNK_HEADER {
