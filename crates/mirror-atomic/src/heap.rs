@@ -866,6 +866,29 @@ impl Tracer<'_> {
         Ok(p)
     }
 
+    /// The first word of the object in root slot `slot`, read from the persistent replica
+    /// before it is traced: for a root that says its own layout (the hash set's tag).
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::MissingRoot`] if the slot is empty or out of range;
+    /// [`HeapError::BadPointer`] if it does not name a block.
+    pub(crate) fn root_word(&self, slot: usize) -> Result<u64, HeapError> {
+        let Some(Some(off)) = self.roots.get(slot).copied() else {
+            return Err(HeapError::MissingRoot { slot });
+        };
+        self.check(off, core::mem::size_of::<u64>())
+            .map_err(|reason| HeapError::BadPointer {
+                offset: off,
+                reason,
+            })?;
+        // SAFETY:
+        // - `check` proved `off` is a block of at least 8 bytes inside the region, aligned to
+        //   at least 16;
+        // - recovery is single-threaded: nothing writes the region meanwhile.
+        Ok(unsafe { self.base.wrapping_add(off as usize).cast::<u64>().read() })
+    }
+
     /// Marks `p`'s block reachable and, the first time, traces the object (null is ignored).
     /// A pointer that cannot name an `N` block records [`HeapError::BadPointer`].
     pub fn visit<N: Trace>(&mut self, p: PPtr<N>) {

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Rng, Set, BUCKETS, LAYOUT};
+use common::{Rng, Set, LAYOUT};
 use mirror_atomic::flavor::{Flavor, Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{
     Bst, HashSet, Heap, List, Region, SkipList, BST_ROOT_SLOT, HASH_ROOT_SLOT, LIST_ROOT_SLOT,
@@ -147,7 +147,7 @@ const WORD_BST: Nodes = Nodes {
     zero: &[(24, 32)],
 };
 
-type Hash<F> = HashSet<F, Hardware, BUCKETS>;
+type Hash<F> = HashSet<F, Hardware>;
 
 #[test]
 fn mirror_list_writes_no_uninitialized_byte() {

@@ -60,7 +60,7 @@ fn izraelevitz_hash_set_survives_a_restart() {
     let path = dir.path().join("h.pmem");
     {
         let heap = Heap::<Izraelevitz, _>::create(&path, LAYOUT, SIZE).expect("create");
-        let set = HashSet::<Izraelevitz, _, 16>::new(heap).expect("set");
+        let set = HashSet::<Izraelevitz, _>::with_capacity(heap, 16).expect("set");
         for k in 0..100 {
             set.insert(k * 7).expect("room");
         }
@@ -68,10 +68,11 @@ fn izraelevitz_hash_set_survives_a_restart() {
             assert!(set.remove(k * 14));
         }
     }
-    let set = HashSet::<Izraelevitz, _, 16>::recover(Region::open(&path, LAYOUT).expect("open"))
+    let set = HashSet::<Izraelevitz, _>::recover(Region::open(&path, LAYOUT).expect("open"))
         .expect("recover");
     let want: Vec<u64> = (0..100).map(|k| k * 7).filter(|k| k % 14 != 0).collect();
     assert_eq!(set.snapshot(), (want, true));
+    assert_eq!(set.buckets(), 16, "the bucket count comes from the file");
 }
 
 fn open_err(path: &Path, layout: u64) -> HeapError {
