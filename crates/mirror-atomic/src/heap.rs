@@ -634,6 +634,27 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
             "Heap::retire with a guard of another heap (use this heap's `pin`)"
         );
         self.space.sync(); // retire-psync
+        // SAFETY: the caller's contract, and the `psync` above follows the unlinking CAS.
+        unsafe { self.retire_synced(p, guard) };
+    }
+
+    /// [`retire`](Self::retire) without its `psync`: for a batch of objects unlinked by one
+    /// CAS, which issues one [`Space::sync`] for all of them (a BST cleanup unlinks up to a
+    /// chain of nodes and leaves at once).
+    ///
+    /// # Panics
+    ///
+    /// As [`retire`](Self::retire).
+    ///
+    /// # Safety
+    ///
+    /// As [`retire`](Self::retire), and this thread called [`Space::sync`] after the CAS
+    /// that unlinked `p` completed.
+    pub(crate) unsafe fn retire_synced<N: Object>(&self, p: PPtr<N>, guard: &Guard) {
+        assert!(
+            guard.belongs_to(&self.domain),
+            "Heap::retire with a guard of another heap (use this heap's `pin`)"
+        );
         let alloc = Arc::clone(&self.alloc);
         let off = p.offset();
         let class = class_of(core::mem::size_of::<N>());
