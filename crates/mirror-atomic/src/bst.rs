@@ -493,11 +493,18 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         } else {
             s.address()
         };
-        if F::compare_exchange(rec.ancestor.child(key), rec.successor, new, space).is_err() {
-            return false;
-        }
+        let swing = rec.ancestor.child(key);
         if let Some(guard) = guard {
+            // The swing unlinks what `retire_unlinked` retires; its `psync` makes it durable
+            // (see `Flavor::compare_exchange_unlinking`).
+            if F::compare_exchange_unlinking(swing, rec.successor, new, space).is_err() {
+                return false;
+            }
             self.retire_unlinked(key, rec, F::load(cut, space).address(), guard);
+        } else if F::compare_exchange(swing, rec.successor, new, space).is_err() {
+            // Recovery retires nothing (its re-trace frees what the swing unlinked): a durable
+            // swing.
+            return false;
         }
         true
     }

@@ -634,7 +634,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
             "Heap::retire with a guard of another heap (use this heap's `pin`)"
         );
         self.space.sync(); // retire-psync
-        // SAFETY: the caller's contract, and the `psync` above follows the unlinking CAS.
+                           // SAFETY: the caller's contract, and the `psync` above follows the unlinking CAS.
         unsafe { self.retire_synced(p, guard) };
     }
 

@@ -152,7 +152,9 @@ unsafe fn unlink<F: Flavor, P: Persist>(
     next: PPtr<Node<F>>,
     guard: &Guard,
 ) -> bool {
-    if F::compare_exchange(prev, curr, next.unmarked(), heap.space()).is_err() {
+    // Unlinking: its durability comes from the `retire` below (see
+    // `Flavor::compare_exchange_unlinking`).
+    if F::compare_exchange_unlinking(prev, curr, next.unmarked(), heap.space()).is_err() {
         return false;
     }
     // SAFETY: our CAS unlinked `curr` (read under `guard`, caller); only the thread whose CAS
@@ -212,7 +214,8 @@ pub(crate) fn remove<F: Flavor, P: Persist>(
         if F::compare_exchange(&node.next, next, next.with_mark(), space).is_err() {
             continue;
         }
-        if F::compare_exchange(pos.prev, pos.curr, next, space).is_ok() {
+        // Unlinking, made durable by the `retire` (see `Flavor::compare_exchange_unlinking`).
+        if F::compare_exchange_unlinking(pos.prev, pos.curr, next, space).is_ok() {
             // SAFETY: our CAS unlinked it.
             unsafe { heap.retire(pos.curr, guard) };
         } else {

@@ -37,6 +37,24 @@ pub(crate) fn cas_pair<D: Durability + ?Sized>(
     expected: u64,
     new: u64,
 ) -> Result<u64, u64> {
+    cas_pair_fenced::<D, true>(vol, per, d, expected, new)
+}
+
+/// Figure 4, with the fence of line 42 after a *successful* update only when
+/// `FENCE_ON_SUCCESS`: without it the new value may become visible (line 44) before it is
+/// durable, so only a CAS whose value needs no durability of its own may skip it (an unlinking
+/// CAS whose caller then retires the node: [`Heap::retire`](crate::Heap::retire)'s `psync`
+/// makes it durable before the block can be reused, and until then a durable state without it
+/// still holds the node, marked, which recovery treats as removed). A failed update still
+/// fences: the value it helps into the volatile pair (line 47) must be durable first.
+#[inline(always)]
+pub(crate) fn cas_pair_fenced<D: Durability + ?Sized, const FENCE_ON_SUCCESS: bool>(
+    vol: &AtomicPair,
+    per: &AtomicPair,
+    d: &D,
+    expected: u64,
+    new: u64,
+) -> Result<u64, u64> {
     loop {
         // Lines 5-11: read rep_p, then rep_v.
         let p = per.load();
@@ -63,7 +81,9 @@ pub(crate) fn cas_pair<D: Durability + ?Sized>(
         let after = join(new, p_seq.wrapping_add(1));
         let res = per.compare_exchange(p, after);
         d.flush_pair(per); // line 41
-        d.fence(); // line 42
+        if FENCE_ON_SUCCESS || res.is_err() {
+            d.fence(); // line 42
+        }
         match res {
             Ok(_) => {
                 // Line 44: publish in rep_v; failure means a helper already did.
@@ -169,6 +189,29 @@ impl<T: Pod> PAtomic<T> {
     ) -> Result<T, T> {
         let twin = space.twin_pair(&self.pair);
         cas_pair(
+            &self.pair,
+            twin,
+            space.persist(),
+            to_bits(current),
+            to_bits(new),
+        )
+        .map(from_bits)
+        .map_err(from_bits)
+    }
+
+    /// [`compare_exchange`](Self::compare_exchange) without the fence after a successful
+    /// update (see `cas_pair_fenced`): the new value is written back but may be visible before
+    /// it is durable. For a CAS that unlinks an object its caller retires
+    /// ([`Flavor::compare_exchange_unlinking`](crate::flavor::Flavor::compare_exchange_unlinking)).
+    #[inline]
+    pub(crate) fn compare_exchange_unfenced<P: Persist>(
+        &self,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        let twin = space.twin_pair(&self.pair);
+        cas_pair_fenced::<_, false>(
             &self.pair,
             twin,
             space.persist(),
