@@ -81,7 +81,9 @@ pub(crate) fn cas_pair_fenced<D: Durability + ?Sized, const FENCE_ON_SUCCESS: bo
         let after = join(new, p_seq.wrapping_add(1));
         let res = per.compare_exchange(p, after);
         d.flush_pair(per); // line 41
-        if FENCE_ON_SUCCESS || res.is_err() {
+                           // Skipped only after a successful update of an unfenced CAS (see above).
+        let skip_fence = !FENCE_ON_SUCCESS && res.is_ok(); // fig4-l42-skip
+        if !skip_fence {
             d.fence(); // line 42
         }
         match res {
