@@ -8,7 +8,9 @@
 //! live in DRAM and are rebuilt by recovery (paper §4.3: "metadata are managed only on the
 //! volatile replica").
 
-use crate::alloc::{class_of, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG, OLD_CHUNK_TAG};
+use crate::alloc::{
+    block_align, class_of, class_of_block, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG, OLD_CHUNK_TAG,
+};
 use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::persist::Durability;
@@ -543,10 +545,11 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         if size > MAX_OBJECT || core::mem::align_of::<N>() > 64 {
             return Err(HeapAllocError::TooLarge { requested: size });
         }
-        let class = class_of(size);
+        let class = class_of(size, core::mem::align_of::<N>());
         let off = self.alloc.alloc(class, &self.space)?;
         // SAFETY:
-        // - `off` is a free block of at least `size` bytes, aligned to min(block, 64) >= align
+        // - `off` is a free block of at least `size` bytes, aligned (`block_align`) to at least
+        //   the align
         //   of `N`, inside the primary memory; no other thread can reach it (it is not yet
         //   published and was reclaimed only after a grace period).
         // (`N` has no padding, checked above: every byte this writes, and `publish` copies to
@@ -565,8 +568,10 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// `p` was returned by [`alloc`](Self::alloc) of this heap, was never stored where another
     /// thread or recovery can reach it, and is not used again.
     pub unsafe fn free_unpublished<N: Object>(&self, p: PPtr<N>) {
-        self.alloc
-            .free(p.offset(), class_of(core::mem::size_of::<N>()));
+        self.alloc.free(
+            p.offset(),
+            class_of(size_of::<N>(), core::mem::align_of::<N>()),
+        );
     }
 
     /// The object `p` points to (mark bit ignored).
@@ -657,7 +662,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         );
         let alloc = Arc::clone(&self.alloc);
         let off = p.offset();
-        let class = class_of(core::mem::size_of::<N>());
+        let class = class_of(size_of::<N>(), core::mem::align_of::<N>());
         guard.defer(move || alloc.free(off, class)); // retire-defer
     }
 
@@ -817,9 +822,7 @@ fn trace_region<P: Persist>(
             // synced before any block of its chunk is used, so such a chunk holds nothing
             // reachable (and the tracer rejects pointers into it).
             (0, _) | (CHUNK_TAG, 0) => chunks.push(0),
-            (CHUNK_TAG, b) if b.is_power_of_two() && (16..=MAX_OBJECT as u64).contains(&b) => {
-                chunks.push(b)
-            }
+            (CHUNK_TAG, b) if class_of_block(b).is_some() => chunks.push(b),
             (OLD_CHUNK_TAG, _) => return Err(HeapError::OldFormat),
             _ => return Err(HeapError::BadChunk { chunk: c }),
         }
@@ -898,11 +901,15 @@ impl Tracer<'_> {
         let Some(Some(off)) = self.roots.get(slot).copied() else {
             return Err(HeapError::MissingRoot { slot });
         };
-        self.check(off, core::mem::size_of::<u64>())
-            .map_err(|reason| HeapError::BadPointer {
-                offset: off,
-                reason,
-            })?;
+        self.check(
+            off,
+            core::mem::size_of::<u64>(),
+            core::mem::align_of::<u64>(),
+        )
+        .map_err(|reason| HeapError::BadPointer {
+            offset: off,
+            reason,
+        })?;
         // SAFETY:
         // - `check` proved `off` is a block of at least 8 bytes inside the region, aligned to
         //   at least 16;
@@ -917,7 +924,7 @@ impl Tracer<'_> {
             return;
         }
         let off = p.offset();
-        match self.check(off, core::mem::size_of::<N>()) {
+        match self.check(off, core::mem::size_of::<N>(), core::mem::align_of::<N>()) {
             Ok(()) => {}
             Err(reason) => {
                 self.error = Some(HeapError::BadPointer {
@@ -947,7 +954,7 @@ impl Tracer<'_> {
         self.stack.push((off, trace_at::<N>));
     }
 
-    fn check(&self, off: u64, size: usize) -> Result<(), &'static str> {
+    fn check(&self, off: u64, size: usize, align: usize) -> Result<(), &'static str> {
         let end = self.user + self.chunks.len() as u64 * CHUNK;
         if off < self.user || off >= end {
             return Err("outside the allocated chunks");
@@ -967,6 +974,10 @@ impl Tracer<'_> {
         if size as u64 > block {
             return Err("block too small for the type");
         }
+        // A 224-byte block is 32-aligned only: a type aligned to 64 never lives in one.
+        if (align as u64) > block_align(block) {
+            return Err("block not aligned for the type");
+        }
         Ok(())
     }
 
@@ -983,7 +994,7 @@ impl Tracer<'_> {
 fn trace_at<N: Trace>(t: &mut Tracer<'_>, ptr: *const u8) {
     // SAFETY:
     // - `check` proved `ptr` is a block of at least `size_of::<N>()` bytes inside the region,
-    //   aligned to min(block, 64) >= align_of::<N>() (`alloc` rejects larger alignments);
+    //   aligned to `block_align(block)` >= align_of::<N>() (checked there too);
     // - `N: Object`: any bits are a valid `N`, so even a corrupt block is a valid value;
     // - recovery is single-threaded: nothing writes the region meanwhile.
     let node = unsafe { &*ptr.cast::<N>() };

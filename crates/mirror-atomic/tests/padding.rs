@@ -126,20 +126,21 @@ const WORD_LIST: Nodes = Nodes {
     block: 16,
     zero: &[],
 };
-/// A Mirror skip-list node: key, height, state, pad `24..32`, tower `32..224` (block 256).
+/// A Mirror skip-list node: key, height, state, pad `24..32`, tower `32..224` (block 224,
+/// its own size class).
 const MIRROR_SKIP: Nodes = Nodes {
-    block: 256,
-    zero: &[(24, 32), (224, 256)],
+    block: 224,
+    zero: &[(24, 32)],
 };
 /// An 8-byte-flavor skip-list node: `0..120` (block 128).
 const WORD_SKIP: Nodes = Nodes {
     block: 128,
     zero: &[(120, 128)],
 };
-/// A Mirror BST node: two pairs, key `32..40`, pad `40..48` (block 64).
+/// A Mirror BST node: two pairs, key `32..40`, pad `40..48` (block 48, its own size class).
 const MIRROR_BST: Nodes = Nodes {
-    block: 64,
-    zero: &[(40, 64)],
+    block: 48,
+    zero: &[(40, 48)],
 };
 /// An 8-byte-flavor BST node: `0..24` (block 32).
 const WORD_BST: Nodes = Nodes {

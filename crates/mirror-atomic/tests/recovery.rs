@@ -253,3 +253,56 @@ fn a_marked_head_pointer_is_a_typed_error_not_a_livelock() {
     let e = recover(&path).expect_err("marked head");
     assert!(matches!(e, HeapError::Malformed { .. }), "{e}");
 }
+
+/// 224 bytes, 16-aligned: one block of the 224-byte class (issue 23's tower class).
+#[repr(C)]
+struct Tower([u64; 28]);
+// SAFETY: plain words: any bits valid, no drop, no padding.
+unsafe impl mirror_atomic::Object for Tower {
+    const FIELD_BYTES: usize = 224;
+}
+impl mirror_atomic::Trace for Tower {
+    fn trace(&self, _: &mut mirror_atomic::Tracer<'_>) {}
+}
+
+/// 192 bytes aligned to 64: fits a 224-byte block but not its alignment (every other block of
+/// that class is only 32-aligned).
+#[repr(C, align(64))]
+struct Wide([u64; 24]);
+// SAFETY: plain words: any bits valid, no drop, no padding.
+unsafe impl mirror_atomic::Object for Wide {
+    const FIELD_BYTES: usize = 192;
+}
+impl mirror_atomic::Trace for Wide {
+    fn trace(&self, _: &mut mirror_atomic::Tracer<'_>) {}
+}
+
+#[test]
+fn a_pointer_misaligned_for_its_type_is_a_typed_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("a.pmem");
+    {
+        let mut heap = Heap::<Mirror, _>::create(&path, LAYOUT, SIZE).expect("create");
+        let first = heap.alloc(Tower([1; 28])).expect("room");
+        let second = heap.alloc(Tower([2; 28])).expect("room");
+        assert_eq!(first.offset() % 64, 0);
+        assert_eq!(
+            second.offset() % 64,
+            32,
+            "the second 224-byte block is 32-aligned"
+        );
+        heap.set_root(0, second).expect("slot");
+    }
+    let err = Heap::<Mirror, _>::open(&path, LAYOUT, |t| t.root::<Wide>(0).map(|_| ()))
+        .expect_err("a 64-aligned type in a 32-aligned block");
+    assert!(
+        matches!(
+            err,
+            HeapError::BadPointer {
+                reason: "block not aligned for the type",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
