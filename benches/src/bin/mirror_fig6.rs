@@ -356,7 +356,7 @@ fn recovery(dir: &Path, sizes: &[u64]) {
             dir,
             "hash set (sized)",
             n,
-            core::mem::size_of::<Node<Mirror>>().next_power_of_two() as u64,
+            mirror_atomic::block_size::<Node<Mirror>>() as u64,
             |h| HashSet::<Mirror, _>::with_capacity(h, n as usize).expect("set"),
             |s, k| {
                 s.insert(k).expect("room");
@@ -368,7 +368,7 @@ fn recovery(dir: &Path, sizes: &[u64]) {
             dir,
             "skip list",
             n,
-            core::mem::size_of::<SkipNode<Mirror>>().next_power_of_two() as u64,
+            mirror_atomic::block_size::<SkipNode<Mirror>>() as u64,
             |h| SkipList::new(h).expect("skip list"),
             |s, k| {
                 s.insert(k).expect("room");
@@ -380,7 +380,7 @@ fn recovery(dir: &Path, sizes: &[u64]) {
             dir,
             "bst",
             n,
-            2 * core::mem::size_of::<BstNode<Mirror>>().next_power_of_two() as u64,
+            2 * mirror_atomic::block_size::<BstNode<Mirror>>() as u64,
             |h| Bst::new(h).expect("bst"),
             |s, k| {
                 s.insert(k).expect("room");
@@ -426,32 +426,32 @@ fn main() {
         "bytes per list/hash node (block): volatile {} ({}), mirror {} ({}), izraelevitz {} ({}); \
          Mirror keeps a second copy of each node in the region",
         core::mem::size_of::<Node<Volatile>>(),
-        core::mem::size_of::<Node<Volatile>>().next_power_of_two(),
+        mirror_atomic::block_size::<Node<Volatile>>(),
         core::mem::size_of::<Node<Mirror>>(),
-        core::mem::size_of::<Node<Mirror>>().next_power_of_two(),
+        mirror_atomic::block_size::<Node<Mirror>>(),
         core::mem::size_of::<Node<Izraelevitz>>(),
-        core::mem::size_of::<Node<Izraelevitz>>().next_power_of_two(),
+        mirror_atomic::block_size::<Node<Izraelevitz>>(),
     );
     println!(
         "bytes per skip-list node (block; towers of {} levels, only the used ones written back): \
          volatile {} ({}), mirror {} ({}), izraelevitz {} ({})",
         mirror_atomic::MAX_LEVEL,
         core::mem::size_of::<SkipNode<Volatile>>(),
-        core::mem::size_of::<SkipNode<Volatile>>().next_power_of_two(),
+        mirror_atomic::block_size::<SkipNode<Volatile>>(),
         core::mem::size_of::<SkipNode<Mirror>>(),
-        core::mem::size_of::<SkipNode<Mirror>>().next_power_of_two(),
+        mirror_atomic::block_size::<SkipNode<Mirror>>(),
         core::mem::size_of::<SkipNode<Izraelevitz>>(),
-        core::mem::size_of::<SkipNode<Izraelevitz>>().next_power_of_two(),
+        mirror_atomic::block_size::<SkipNode<Izraelevitz>>(),
     );
     println!(
         "bytes per BST node (block; a leaf and an internal node per key): volatile {} ({}), \
          mirror {} ({}), izraelevitz {} ({})",
         core::mem::size_of::<BstNode<Volatile>>(),
-        core::mem::size_of::<BstNode<Volatile>>().next_power_of_two(),
+        mirror_atomic::block_size::<BstNode<Volatile>>(),
         core::mem::size_of::<BstNode<Mirror>>(),
-        core::mem::size_of::<BstNode<Mirror>>().next_power_of_two(),
+        mirror_atomic::block_size::<BstNode<Mirror>>(),
         core::mem::size_of::<BstNode<Izraelevitz>>(),
-        core::mem::size_of::<BstNode<Izraelevitz>>().next_power_of_two(),
+        mirror_atomic::block_size::<BstNode<Izraelevitz>>(),
     );
     println!(
         "workload: prefill {}% of the range; list range {}, hash range {}, skip range {}, \

@@ -27,7 +27,7 @@ pub(crate) const OLD_CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
 /// for the Mirror skip-list tower (224 bytes, in a 256-byte block before). Chunks start at a
 /// 64-byte boundary and their first block 64 bytes in, so a block of a class is aligned to
 /// the largest power of two dividing its size, capped at 64: 16 for 48, 32 for 224.
-const BLOCKS: [u64; 14] = [
+const BLOCKS: &[u64] = &[
     16, 32, 48, 64, 128, 224, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768,
 ];
 const CLASSES: usize = BLOCKS.len();
@@ -49,7 +49,12 @@ pub(crate) const fn block_align(block: u64) -> u64 {
 #[inline]
 pub(crate) const fn class_of(size: usize, align: usize) -> usize {
     let mut c = 0;
-    while c + 1 < CLASSES && (BLOCKS[c] < size as u64 || block_align(BLOCKS[c]) < align as u64) {
+    while c + 1 < CLASSES {
+        let fits = BLOCKS[c] >= size as u64;
+        let aligned = block_align(BLOCKS[c]) >= align as u64; // class-aligned
+        if fits && aligned {
+            break;
+        }
         c += 1;
     }
     c
@@ -60,7 +65,7 @@ pub(crate) fn class_of_block(block: u64) -> Option<usize> {
     BLOCKS.iter().position(|&b| b == block)
 }
 
-fn block_of(class: usize) -> u64 {
+pub(crate) const fn block_of(class: usize) -> u64 {
     BLOCKS[class]
 }
 

@@ -26,6 +26,23 @@ use std::path::Path;
 /// The largest object [`Heap::alloc`] accepts, in bytes.
 pub const MAX_OBJECT: usize = 32 * 1024;
 
+/// The bytes of the heap block an object of type `N` occupies (its size class: a power of two
+/// from 16 bytes, or 48 or 224 bytes for types aligned to at most 16 and 32).
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{block_size, flavor::Mirror, BstNode, Node};
+/// assert_eq!(block_size::<Node<Mirror>>(), 32);
+/// assert_eq!(block_size::<BstNode<Mirror>>(), 48);
+/// ```
+pub const fn block_size<N: Object>() -> usize {
+    crate::alloc::block_of(class_of(
+        core::mem::size_of::<N>(),
+        core::mem::align_of::<N>(),
+    )) as usize
+}
+
 /// What a heap object may be made of.
 ///
 /// **No padding.** Every byte of an object reaches the region (the Mirror flavor copies the
