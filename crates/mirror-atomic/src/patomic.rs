@@ -30,18 +30,9 @@ fn split(pair: u128) -> (u64, u64) {
 /// Line numbers below are the paper's. Lines 5-16 (read `seq, val, seq` of each replica and
 /// retry when the two `seq` reads differ) build a consistent snapshot of each pair; a 16-byte
 /// atomic load gives that snapshot directly, so the retry of lines 14-16 never triggers.
-pub(crate) fn cas_pair<D: Durability + ?Sized>(
-    vol: &AtomicPair,
-    per: &AtomicPair,
-    d: &D,
-    expected: u64,
-    new: u64,
-) -> Result<u64, u64> {
-    cas_pair_fenced::<D, true>(vol, per, d, expected, new)
-}
-
-/// Figure 4, with the fence of line 42 after a *successful* update only when
-/// `FENCE_ON_SUCCESS`: without it the new value may become visible (line 44) before it is
+///
+/// The fence of line 42 follows a *successful* update only when `FENCE_ON_SUCCESS` (the
+/// paper's Figure 4 always fences): without it the new value may become visible (line 44) before it is
 /// durable, so only a CAS whose value needs no durability of its own may skip it (an unlinking
 /// CAS whose caller then retires the node: [`Heap::retire`](crate::Heap::retire)'s `psync`
 /// makes it durable before the block can be reused, and until then a durable state without it
@@ -189,16 +180,7 @@ impl<T: Pod> PAtomic<T> {
         new: T,
         space: &Space<P>,
     ) -> Result<T, T> {
-        let twin = space.twin_pair(&self.pair);
-        cas_pair(
-            &self.pair,
-            twin,
-            space.persist(),
-            to_bits(current),
-            to_bits(new),
-        )
-        .map(from_bits)
-        .map_err(from_bits)
+        self.cas_in::<P, true>(current, new, space)
     }
 
     /// [`compare_exchange`](Self::compare_exchange) without the fence after a successful
@@ -212,8 +194,19 @@ impl<T: Pod> PAtomic<T> {
         new: T,
         space: &Space<P>,
     ) -> Result<T, T> {
+        self.cas_in::<P, false>(current, new, space)
+    }
+
+    /// Figure 4 on this pair and its twin in `space` (`cas_pair_fenced`).
+    #[inline(always)]
+    fn cas_in<P: Persist, const FENCE_ON_SUCCESS: bool>(
+        &self,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
         let twin = space.twin_pair(&self.pair);
-        cas_pair_fenced::<_, false>(
+        cas_pair_fenced::<_, FENCE_ON_SUCCESS>(
             &self.pair,
             twin,
             space.persist(),

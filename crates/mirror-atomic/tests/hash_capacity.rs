@@ -1,6 +1,9 @@
 //! The hash set's bucket count: sized from a capacity, recorded in the file (hash-set format 3)
 //! and used again by recovery; a format-2 root and a damaged directory are typed errors.
 
+mod common;
+
+use common::patch;
 use mirror_atomic::flavor::Mirror;
 use mirror_atomic::{
     HashRoot, HashSet, Heap, HeapError, Object, PAtomic, Region, HASH_ROOT_SLOT, SEGMENT_HEADS,
@@ -24,16 +27,6 @@ fn root_offset(set: &HashSet<Mirror, pmem::Hardware>) -> u64 {
         .root::<HashRoot<Mirror>>(HASH_ROOT_SLOT)
         .expect("root")
         .offset()
-}
-
-fn patch(path: &Path, off: u64, bytes: &[u8]) {
-    use std::io::{Seek, SeekFrom, Write};
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .expect("open");
-    f.seek(SeekFrom::Start(off)).expect("seek");
-    f.write_all(bytes).expect("write");
 }
 
 fn bytes(path: &Path, off: u64, len: usize) -> Vec<u8> {

@@ -1,6 +1,9 @@
 //! Recovery from files: a clean restart, and bad input (wrong layout, truncated, corrupt chunk
 //! header, corrupt pointer, a cycle, random corruption) gives a typed error, never a panic.
 
+mod common;
+
+use common::patch;
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
 use mirror_atomic::{HashSet, Heap, HeapError, List, Region};
 use pmem::RegionError;
@@ -20,16 +23,6 @@ fn make_list(path: &Path, keys: &[u64]) {
 
 fn recover(path: &Path) -> Result<List<Mirror, pmem::Hardware>, HeapError> {
     List::recover(Region::open(path, LAYOUT)?)
-}
-
-fn patch(path: &Path, off: u64, bytes: &[u8]) {
-    use std::io::{Seek, SeekFrom, Write};
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .expect("open");
-    f.seek(SeekFrom::Start(off)).expect("seek");
-    f.write_all(bytes).expect("write");
 }
 
 fn read(path: &Path) -> Vec<u8> {

@@ -417,3 +417,14 @@ pub(crate) fn mt_crash_point<S: Set<P = Simulated>>(
     }
     Ok((created, events))
 }
+
+/// Overwrites `bytes` at offset `off` of the file at `path` (corrupting a region on purpose).
+pub(crate) fn patch(path: &std::path::Path, off: u64, bytes: &[u8]) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open");
+    f.seek(SeekFrom::Start(off)).expect("seek");
+    f.write_all(bytes).expect("write");
+}
