@@ -27,14 +27,15 @@ use std::path::Path;
 pub const MAX_OBJECT: usize = 32 * 1024;
 
 /// The bytes of the heap block an object of type `N` occupies (its size class: a power of two
-/// from 16 bytes, or 48 or 224 bytes for types aligned to at most 16 and 32).
+/// from 16 bytes, or 224 bytes for a type of 129 to 224 bytes aligned to at most 32).
 ///
 /// # Examples
 ///
 /// ```
-/// use mirror_atomic::{block_size, flavor::Mirror, BstNode, Node};
+/// use mirror_atomic::{block_size, flavor::Mirror, BstNode, Node, SkipNode};
 /// assert_eq!(block_size::<Node<Mirror>>(), 32);
-/// assert_eq!(block_size::<BstNode<Mirror>>(), 48);
+/// assert_eq!(block_size::<BstNode<Mirror>>(), 64);
+/// assert_eq!(block_size::<SkipNode<Mirror>>(), 224);
 /// ```
 pub const fn block_size<N: Object>() -> usize {
     crate::alloc::block_of(class_of(

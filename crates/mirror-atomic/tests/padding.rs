@@ -137,10 +137,10 @@ const WORD_SKIP: Nodes = Nodes {
     block: 128,
     zero: &[(120, 128)],
 };
-/// A Mirror BST node: two pairs, key `32..40`, pad `40..48` (block 48, its own size class).
+/// A Mirror BST node: two pairs, key `32..40`, pad `40..48` (block 64).
 const MIRROR_BST: Nodes = Nodes {
-    block: 48,
-    zero: &[(40, 48)],
+    block: 64,
+    zero: &[(40, 64)],
 };
 /// An 8-byte-flavor BST node: `0..24` (block 32).
 const WORD_BST: Nodes = Nodes {
