@@ -24,9 +24,26 @@ pub const SEGMENT_HEADS: usize = 512;
 const DIRECTORY: usize = 1022;
 /// log2 of the largest bucket count (2^18 = 262,144 buckets: 512 segments).
 const MAX_LOG2: u32 = 18;
-/// The most buckets a [`HashSet`] can have.
+/// The most buckets a [`HashSet`] can have (a larger capacity is clamped to it).
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Volatile, HashSet, Heap, MAX_BUCKETS};
+/// let set = HashSet::<Volatile, _>::with_capacity(Heap::anonymous(8 << 20)?, usize::MAX)?;
+/// assert_eq!(set.buckets(), MAX_BUCKETS);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_BUCKETS: usize = 1 << MAX_LOG2;
 /// The bucket count of [`HashSet::new`].
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Volatile, HashSet, DEFAULT_BUCKETS};
+/// assert_eq!(HashSet::<Volatile, _>::anonymous(1 << 20)?.buckets(), DEFAULT_BUCKETS);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const DEFAULT_BUCKETS: usize = 256;
 /// First word of a [`HashRoot`]: `"MIRHASH3"` read big-endian (hash-set format 3). A format-2
 /// root began with bucket 0's head, a heap offset (far below this value), so the two never
