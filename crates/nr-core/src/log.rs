@@ -269,8 +269,11 @@ impl<T> Log<T> {
                 Ok(_) => {
                     // §5.6 "low mark": the appender whose batch crosses a refresh point
                     // recomputes the head, so the log rarely fills when replicas keep up.
-                    let quantum = (seg.size / HEAD_REFRESHES_PER_LAP).max(1);
-                    if tail / quantum != (tail + n) / quantum {
+                    // The refresh quantum is a power of two (`seg.size / HEAD_REFRESHES_PER_LAP`,
+                    // at least 1), so the crossing test shifts: two divisions by a run-time
+                    // value cost more than the rest of the reservation.
+                    let shift = (seg.size / HEAD_REFRESHES_PER_LAP).max(1).trailing_zeros();
+                    if tail >> shift != (tail + n) >> shift {
                         self.advance_head();
                     }
                     return Ok(tail);
@@ -522,6 +525,35 @@ mod tests {
             assert!(!log.is_filled(5), "slot 1 still holds lap 0's value");
             assert_eq!(log.read(4, |v| *v), 14);
         }
+    }
+
+    /// §5.6 low mark: a reservation refreshes the head exactly when its batch crosses a
+    /// multiple of a quarter of the log (here 4 of 16 entries), and at no other time. Fails if
+    /// the crossing test is wrong (a refresh on every reservation, or never).
+    #[test]
+    fn head_is_refreshed_when_a_batch_crosses_a_quarter_lap() {
+        let log: Log<u32> = Log::new(16, 1);
+        let head = |log: &Log<u32>| log.head.load(Ordering::Relaxed);
+        let mut expected = 0;
+        for i in 0..13 {
+            assert_eq!(log.try_reserve(1), Ok(i));
+            put(&log, i);
+            if (i + 1) % 4 == 0 {
+                // The refresh ran before this entry was applied: it saw the previous tail.
+                expected = i;
+            }
+            assert_eq!(head(&log), expected, "after reserving index {i}");
+            log.set_local_tail(0, i + 1);
+        }
+        // A batch of 3 from 13 to 16 crosses 16; one from 16 to 19 crosses nothing.
+        assert_eq!(log.try_reserve(3), Ok(13));
+        assert_eq!(head(&log), 13);
+        for i in 13..16 {
+            put(&log, i);
+        }
+        log.set_local_tail(0, 16);
+        assert_eq!(log.try_reserve(3), Ok(16));
+        assert_eq!(head(&log), 13);
     }
 
     #[test]
