@@ -4,6 +4,7 @@ mod builder;
 mod commit;
 mod dedicated;
 mod handle;
+mod membership;
 
 pub use builder::Builder;
 pub use commit::CommitLog;
@@ -90,13 +91,13 @@ use commit::Commit;
 /// outer one. Debug builds detect this and panic with a message saying so.
 pub struct NodeReplicated<D: Dispatch> {
     log: Log<D::WriteOperation>,
-    replicas: Box<[Box<Replica<D>>]>,
+    replicas: membership::Places<D>,
     /// The object's state word, so that the uncontended write tests one word:
     ///
     /// | bit | name | set by | meaning |
     /// |---|---|---|---|
     /// | 0 | `POISONED` | `poison`, never cleared | see [Poisoning](#poisoning) |
-    /// | 1 | `SINGLE` | the builder, never changed | one replica and no commit log: no log (reads need not catch up) |
+    /// | 1 | `SINGLE` | the builder, never changed | one replica, no room for more and no commit log: no log (reads need not catch up) |
     /// | 2 | `NO_WRITE_OPTIONS` | the builder, never changed | none of `writes_as_reads`, `min_batch`, `dedicated` |
     ///
     /// A write takes the inlined path of `execute_mut` only when the word is exactly
@@ -184,7 +185,9 @@ where
         Builder::new()
     }
 
-    /// Number of replicas.
+    /// Number of replicas: those built, plus those added by [`add_replica`](Self::add_replica),
+    /// retired ones included (replica indices are `0..replicas()`; a retired one refuses
+    /// registration).
     ///
     /// # Examples
     ///
