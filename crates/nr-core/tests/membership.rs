@@ -10,51 +10,30 @@
 // applies to the library, not to its callers.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use nr_core::{Dispatch, NodeReplicated, RegisterError, ReplicaError};
+use common::Counted as Counter;
+use nr_core::{NodeReplicated, RegisterError, ReplicaError};
 
-/// A fetch-and-add counter that also counts, per replica, the writes applied to it (through a
-/// counter shared with the test: a copy made by `add_replica` shares its source's).
-#[derive(Clone)]
-struct Counter {
-    value: u64,
-    applied: Arc<AtomicU64>,
+/// `n` fresh `Counted`s for a build closure, and their applied counts.
+fn counters(n: usize) -> (Vec<Arc<AtomicUsize>>, impl FnMut(usize) -> Counter + Send) {
+    let counts: Vec<Arc<AtomicUsize>> = (0..n).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+    let shared = counts.clone();
+    (counts, move |i| Counter {
+        value: 0,
+        applied: shared[i].clone(),
+    })
 }
 
-impl Counter {
-    fn new() -> (Self, Arc<AtomicU64>) {
-        let applied = Arc::new(AtomicU64::new(0));
-        (
-            Counter {
-                value: 0,
-                applied: applied.clone(),
-            },
-            applied,
-        )
+/// A `Counted` with a count of its own.
+fn counter() -> Counter {
+    Counter {
+        value: 0,
+        applied: Arc::new(AtomicUsize::new(0)),
     }
-}
-
-impl Dispatch for Counter {
-    type ReadOperation<'a> = ();
-    type WriteOperation = u64;
-    type Response = u64;
-    fn dispatch(&self, _: ()) -> u64 {
-        self.value
-    }
-    fn dispatch_mut(&mut self, add: u64) -> u64 {
-        self.applied.fetch_add(1, Ordering::Relaxed);
-        self.value += add;
-        self.value
-    }
-}
-
-fn counters(n: usize) -> (Vec<Arc<AtomicU64>>, impl FnMut(usize) -> Counter + Send) {
-    let (made, counts): (Vec<Counter>, Vec<Arc<AtomicU64>>) =
-        (0..n).map(|_| Counter::new()).unzip();
-    let mut made: Vec<Option<Counter>> = made.into_iter().map(Some).collect();
-    (counts, move |i| made[i].take().expect("one per replica"))
 }
 
 /// The copy is replica `from`'s state at its local tail after catching up (the source lags
@@ -169,7 +148,7 @@ fn membership_errors_are_typed() {
         .replicas(1)
         .threads_per_replica(1)
         .max_replicas(2)
-        .build(|_| Counter::new().0)
+        .build(|_| counter())
         .expect("build");
     let _only = full.register(0).expect("register");
     assert!(matches!(
@@ -196,7 +175,7 @@ fn writers_lose_no_write_while_replicas_come_and_go() {
         .replicas(1)
         .max_replicas(ROUNDS + 1)
         .log_size(64)
-        .build(|_| Counter::new().0)
+        .build(|_| counter())
         .expect("build");
     let done = AtomicBool::new(false);
     let mut responses: Vec<u64> = std::thread::scope(|s| {
