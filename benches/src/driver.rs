@@ -395,7 +395,9 @@ pub struct Contender<'p, W: Workload, M> {
 /// let p = Prepared::new(HashMapWorkload::new(10, 0), nr_core::Topology::detect()?, Replicas::PerNode, 1);
 /// let methods: Vec<Box<dyn Bench + '_>> = vec![Box::new(p.bind::<SpinLock<_>>()?)];
 /// for m in &methods {
-///     assert!(m.run_for(1, Duration::from_millis(1), 0)?.ops > 0);
+///     // A fixed number of operations (a timed run, `run_for`, may finish none on a busy machine).
+///     assert_eq!(m.run_ops(1, 100, 0)?.ops, 100);
+///     let _timed = m.run_for(1, Duration::from_millis(1), 0)?;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
