@@ -36,15 +36,17 @@ pub(crate) fn encode_payload<Op: Serialize>(
     op: &Op,
 ) -> Result<(), DurableError> {
     let start = buf.len();
-    let encoded = postcard::to_extend(&pos, std::mem::take(buf))
-        .and_then(|b| postcard::to_extend(op, b));
+    let encoded =
+        postcard::to_extend(&pos, std::mem::take(buf)).and_then(|b| postcard::to_extend(op, b));
     match encoded {
         Ok(b) => *buf = b,
         Err(source) => return Err(DurableError::Encode { source }),
     }
     if buf.len() - start > MAX_PAYLOAD {
         buf.truncate(start);
-        return Err(DurableError::Encode { source: postcard::Error::SerializeBufferFull });
+        return Err(DurableError::Encode {
+            source: postcard::Error::SerializeBufferFull,
+        });
     }
     Ok(())
 }
@@ -114,7 +116,7 @@ fn parse_at(bytes: &[u8], off: usize, salt: u64) -> Result<Found<'_>, &'static s
     if len == 0 {
         return Err("an empty frame header");
     }
-    if len > MAX_PAYLOAD || len > rest.len() - FRAME_HEADER {
+    if len > MAX_PAYLOAD || frame_size(len) > rest.len() {
         return Err("an entry longer than what follows it");
     }
     let payload = &rest[FRAME_HEADER..FRAME_HEADER + len];
@@ -124,7 +126,13 @@ fn parse_at(bytes: &[u8], off: usize, salt: u64) -> Result<Found<'_>, &'static s
     let Ok((pos, _)) = postcard::take_from_bytes::<u64>(payload) else {
         return Err("a checksummed entry without a position");
     };
-    Ok(Found { pos, write_start, offset: off, payload, size: frame_size(len).min(rest.len()) })
+    Ok(Found {
+        pos,
+        write_start,
+        offset: off,
+        payload,
+        size: frame_size(len),
+    })
 }
 
 /// What follows the last valid entry.
@@ -170,7 +178,11 @@ pub(crate) fn scan<'a>(
     let mut expected = base;
     let what = loop {
         if off == bytes.len() {
-            return Ok(Scan { entries, valid_len: off, tail: Tail::Clean });
+            return Ok(Scan {
+                entries,
+                valid_len: off,
+                tail: Tail::Clean,
+            });
         }
         match parse_at(bytes, off, salt) {
             Ok(found) if found.pos == expected => {
@@ -207,7 +219,11 @@ pub(crate) fn scan<'a>(
             Err(_) => probe += ALIGN,
         }
     }
-    Ok(Scan { entries, valid_len: off, tail: Tail::Torn { what, remnant_end } })
+    Ok(Scan {
+        entries,
+        valid_len: off,
+        tail: Tail::Torn { what, remnant_end },
+    })
 }
 
 #[cfg(test)]
@@ -232,8 +248,11 @@ mod tests {
         let bytes = log(7, &[&[3, 4], &[5]]);
         let s = scan(&bytes, 7, 3, Path::new("x"), 0).unwrap();
         assert_eq!(s.tail, Tail::Clean);
-        let ops: Vec<String> =
-            s.entries.iter().map(|e| postcard::from_bytes(e.op_bytes()).unwrap()).collect();
+        let ops: Vec<String> = s
+            .entries
+            .iter()
+            .map(|e| postcard::from_bytes(e.op_bytes()).unwrap())
+            .collect();
         assert_eq!(ops, ["op3", "op4", "op5"]);
         assert_eq!(s.valid_len, bytes.len());
     }
@@ -243,7 +262,13 @@ mod tests {
         let bytes = log(7, &[&[0]]);
         let s = scan(&bytes, 8, 0, Path::new("x"), 0).unwrap();
         assert!(s.entries.is_empty());
-        assert!(matches!(s.tail, Tail::Torn { what: "a checksum mismatch", .. }));
+        assert!(matches!(
+            s.tail,
+            Tail::Torn {
+                what: "a checksum mismatch",
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -254,7 +279,13 @@ mod tests {
         torn[first[1].offset + FRAME_HEADER] ^= 1; // entry 1's payload
         let s = scan(&torn, 0, 0, Path::new("x"), 0).unwrap();
         assert_eq!(s.entries.len(), 1);
-        assert_eq!(s.tail, Tail::Torn { what: "a checksum mismatch", remnant_end: bytes.len() });
+        assert_eq!(
+            s.tail,
+            Tail::Torn {
+                what: "a checksum mismatch",
+                remnant_end: bytes.len()
+            }
+        );
     }
 
     #[test]
@@ -267,6 +298,9 @@ mod tests {
             matches!(&err, DurableError::Corrupt { offset: 16, .. }),
             "{err}"
         );
-        assert!(err.to_string().contains("entry 1 of a later write"), "{err}");
+        assert!(
+            err.to_string().contains("entry 1 of a later write"),
+            "{err}"
+        );
     }
 }

@@ -126,7 +126,10 @@ impl fmt::Display for DurableError {
             Self::Corrupt { path, offset, what } => {
                 write!(f, "{} is damaged at byte {offset}: {what}", path.display())
             }
-            Self::WrongKind { path, found: Some(kind) } => write!(
+            Self::WrongKind {
+                path,
+                found: Some(kind),
+            } => write!(
                 f,
                 "{} is a {kind} file, expected an nr-durable log",
                 path.display()
@@ -143,12 +146,18 @@ impl fmt::Display for DurableError {
                 "{} at byte {offset} does not decode as this store's type",
                 path.display()
             ),
-            Self::LogFull { path: Some(path), capacity } => write!(
+            Self::LogFull {
+                path: Some(path),
+                capacity,
+            } => write!(
                 f,
                 "the log area of {} ({capacity} bytes) is full",
                 path.display()
             ),
-            Self::LogFull { path: None, capacity } => {
+            Self::LogFull {
+                path: None,
+                capacity,
+            } => {
                 write!(f, "the log area ({capacity} bytes) is full")
             }
             Self::Poisoned { .. } => write!(f, "the durable object is poisoned"),
@@ -182,12 +191,20 @@ impl std::error::Error for DurableError {
 impl DurableError {
     /// An I/O error on `path`.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io { op, path: path.into(), source }
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
     }
 
     /// Damage at `offset` of `path`.
     pub(crate) fn corrupt(path: impl Into<PathBuf>, offset: u64, what: impl Into<String>) -> Self {
-        Self::Corrupt { path: path.into(), offset, what: what.into() }
+        Self::Corrupt {
+            path: path.into(),
+            offset,
+            what: what.into(),
+        }
     }
 }
 
@@ -204,9 +221,17 @@ mod tests {
             std::io::Error::new(std::io::ErrorKind::Other, "disk on fire"),
         );
         assert_eq!(err.to_string(), "fdatasync /d/log-1.seg failed");
-        assert_eq!(err.source().map(|s| s.to_string()).as_deref(), Some("disk on fire"));
-        let poisoned = DurableError::Poisoned { cause: Some(Arc::new(err)) };
-        let chain = poisoned.source().and_then(|s| s.source()).map(|s| s.to_string());
+        assert_eq!(
+            err.source().map(|s| s.to_string()).as_deref(),
+            Some("disk on fire")
+        );
+        let poisoned = DurableError::Poisoned {
+            cause: Some(Arc::new(err)),
+        };
+        let chain = poisoned
+            .source()
+            .and_then(|s| s.source())
+            .map(|s| s.to_string());
         assert_eq!(chain.as_deref(), Some("disk on fire"));
     }
 }

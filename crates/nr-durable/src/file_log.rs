@@ -89,8 +89,15 @@ fn create_segment(dir: &Path, base: u64) -> Result<Segment, DurableError> {
         .write(true)
         .open(&path)
         .map_err(|e| DurableError::io("open", &path, e))?;
-    file.seek(SeekFrom::End(0)).map_err(|e| DurableError::io("seek", &path, e))?;
-    Ok(Segment { file, base, path, len: SEG_HEADER, end: base })
+    file.seek(SeekFrom::End(0))
+        .map_err(|e| DurableError::io("seek", &path, e))?;
+    Ok(Segment {
+        file,
+        base,
+        path,
+        len: SEG_HEADER,
+        end: base,
+    })
 }
 
 impl FileLog {
@@ -110,7 +117,11 @@ impl FileLog {
         let shared = Arc::new(Shared {
             dir: dir.to_owned(),
             io: Mutex::new(io),
-            pending: Mutex::new(Pending { first: end, end, ..Pending::default() }),
+            pending: Mutex::new(Pending {
+                first: end,
+                end,
+                ..Pending::default()
+            }),
             counters: Counters::default(),
             stop: AtomicBool::new(false),
             wake: Condvar::new(),
@@ -126,7 +137,14 @@ impl FileLog {
                 Some(h)
             }
         };
-        Ok((Self { shared, flusher, _lock: dir_lock }, recovered))
+        Ok((
+            Self {
+                shared,
+                flusher,
+                _lock: dir_lock,
+            },
+            recovered,
+        ))
     }
 }
 
@@ -142,12 +160,20 @@ fn recover(dir: &Path, from: u64) -> Result<(Io, RecoveredLog), DurableError> {
         let last = i + 1 == n;
         let bytes = std::fs::read(&path).map_err(|e| DurableError::io("read", &path, e))?;
         if bytes.len() < SEG_HEADER as usize || &bytes[..8] != SEG_MAGIC {
-            return Err(DurableError::corrupt(&path, 0, "not a segment (bad header)"));
+            return Err(DurableError::corrupt(
+                &path,
+                0,
+                "not a segment (bad header)",
+            ));
         }
         let mut w = [0u8; 8];
         w.copy_from_slice(&bytes[8..16]);
         if u64::from_le_bytes(w) != base {
-            return Err(DurableError::corrupt(&path, 8, "a segment under another base's name"));
+            return Err(DurableError::corrupt(
+                &path,
+                8,
+                "a segment under another base's name",
+            ));
         }
         match chain_end {
             None if base > from => {
@@ -194,21 +220,44 @@ fn recover(dir: &Path, from: u64) -> Result<(Io, RecoveredLog), DurableError> {
     let Some((base, path, valid, end)) = live.last().cloned() else {
         let seg = create_segment(dir, from)?;
         out.end = from;
-        return Ok((Io { segments: vec![(from, seg.path.clone())], seg, scratch: Vec::new() }, out));
+        return Ok((
+            Io {
+                segments: vec![(from, seg.path.clone())],
+                seg,
+                scratch: Vec::new(),
+            },
+            out,
+        ));
     };
     let mut file = OpenOptions::new()
         .write(true)
         .open(&path)
         .map_err(|e| DurableError::io("open", &path, e))?;
-    let len = file.metadata().map_err(|e| DurableError::io("stat", &path, e))?.len();
+    let len = file
+        .metadata()
+        .map_err(|e| DurableError::io("stat", &path, e))?
+        .len();
     if len != valid {
         // The torn tail of the last write: cut it, durably, before anything is appended.
-        file.set_len(valid).map_err(|e| DurableError::io("truncate", &path, e))?;
-        file.sync_all().map_err(|e| DurableError::io("fsync", &path, e))?;
+        file.set_len(valid)
+            .map_err(|e| DurableError::io("truncate", &path, e))?;
+        file.sync_all()
+            .map_err(|e| DurableError::io("fsync", &path, e))?;
     }
-    file.seek(SeekFrom::End(0)).map_err(|e| DurableError::io("seek", &path, e))?;
+    file.seek(SeekFrom::End(0))
+        .map_err(|e| DurableError::io("seek", &path, e))?;
     let segments = live.iter().map(|(b, p, ..)| (*b, p.clone())).collect();
-    let mut io = Io { seg: Segment { file, base, path, len: valid, end }, segments, scratch: Vec::new() };
+    let mut io = Io {
+        seg: Segment {
+            file,
+            base,
+            path,
+            len: valid,
+            end,
+        },
+        segments,
+        scratch: Vec::new(),
+    };
     if end < from {
         // A relaxed-policy crash lost entries the snapshot holds: go on at the snapshot.
         io.rotate(dir, from)?;
@@ -232,7 +281,10 @@ impl Io {
             return Err(DurableError::corrupt(
                 &self.seg.path,
                 self.seg.len,
-                format!("entry {first} appended where entry {} belongs", self.seg.end),
+                format!(
+                    "entry {first} appended where entry {} belongs",
+                    self.seg.end
+                ),
             ));
         }
         self.scratch.clear();
@@ -240,8 +292,14 @@ impl Io {
             entry::frame_into(&mut self.scratch, self.seg.base, first, p);
         }
         let path = &self.seg.path;
-        self.seg.file.write_all(&self.scratch).map_err(|e| DurableError::io("write", path, e))?;
-        self.seg.file.sync_data().map_err(|e| DurableError::io("fdatasync", path, e))?;
+        self.seg
+            .file
+            .write_all(&self.scratch)
+            .map_err(|e| DurableError::io("write", path, e))?;
+        self.seg
+            .file
+            .sync_data()
+            .map_err(|e| DurableError::io("fdatasync", path, e))?;
         self.seg.len += self.scratch.len() as u64;
         self.seg.end += batch.len() as u64;
         counters.add(&counters.syncs, 1);
@@ -251,7 +309,10 @@ impl Io {
 
     /// Seals the current segment and starts a new one at `base` (`>=` its end).
     fn rotate(&mut self, dir: &Path, base: u64) -> Result<(), DurableError> {
-        self.seg.file.sync_data().map_err(|e| DurableError::io("fdatasync", &self.seg.path, e))?;
+        self.seg
+            .file
+            .sync_data()
+            .map_err(|e| DurableError::io("fdatasync", &self.seg.path, e))?;
         self.seg = create_segment(dir, base)?;
         self.segments.push((base, self.seg.path.clone()));
         Ok(())

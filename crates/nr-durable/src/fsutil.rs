@@ -24,8 +24,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DurableError
         .truncate(true)
         .open(&tmp)
         .map_err(|e| DurableError::io("create", &tmp, e))?;
-    f.write_all(bytes).map_err(|e| DurableError::io("write", &tmp, e))?;
-    f.sync_all().map_err(|e| DurableError::io("fsync", &tmp, e))?;
+    f.write_all(bytes)
+        .map_err(|e| DurableError::io("write", &tmp, e))?;
+    f.sync_all()
+        .map_err(|e| DurableError::io("fsync", &tmp, e))?;
     drop(f);
     std::fs::rename(&tmp, path).map_err(|e| DurableError::io("rename", &tmp, e))?;
     sync_dir(parent(path))
@@ -59,7 +61,9 @@ pub(crate) fn numbered(
         let entry = entry.map_err(|e| DurableError::io("list", dir, e))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some(rest) = name.strip_prefix(prefix) else { continue };
+        let Some(rest) = name.strip_prefix(prefix) else {
+            continue;
+        };
         if let Some(num) = rest.strip_suffix(&format!("{suffix}.tmp")) {
             if num.parse::<u64>().is_ok() {
                 let p = entry.path();
@@ -67,7 +71,9 @@ pub(crate) fn numbered(
             }
             continue;
         }
-        let Some(num) = rest.strip_suffix(suffix) else { continue };
+        let Some(num) = rest.strip_suffix(suffix) else {
+            continue;
+        };
         if let Ok(n) = num.parse::<u64>() {
             out.push((n, entry.path()));
         }
@@ -109,7 +115,11 @@ impl DirLock {
         // it touches no memory.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc != 0 {
-            return Err(DurableError::io("lock", &path, std::io::Error::last_os_error()));
+            return Err(DurableError::io(
+                "lock",
+                &path,
+                std::io::Error::last_os_error(),
+            ));
         }
         Ok(Self { _file: file })
     }

@@ -19,7 +19,9 @@ impl Batch {
     /// The payloads in order.
     pub(crate) fn payloads(&self) -> impl Iterator<Item = &[u8]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(self.ends.iter().copied()).map(|(s, e)| &self.bytes[s..e])
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(s, e)| &self.bytes[s..e])
     }
 
     pub(crate) fn len(&self) -> usize {

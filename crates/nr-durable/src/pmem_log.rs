@@ -1,7 +1,9 @@
 //! The persistent-memory medium: the log in a `pmem::Region`.
 //!
 //! The region's root slot 0 names a 64-byte block at the start of the user area: word 0 is
-//! [`pmem::kinds::NR_DURABLE_TAG`], word 1 the *state* `base << 1 | half`. The rest of the user
+//! [`pmem::kinds::NR_DURABLE_TAG`], word 1 the *state*: bits 0..47 the base position, bit 47
+//! the half, bits 48..64 a check (the low 16 bits of the CRC-32 of bits 0..48, so a damaged
+//! state word is reported, not read as an empty log). The rest of the user
 //! area is two halves of equal size; the live log is the entries from position `base` on,
 //! from the start of half `half`, salted with `base` (so entries of older generations fail
 //! their checksums). The state is one 8-byte word, so a crash leaves the old or the new one.
@@ -23,6 +25,22 @@ use crate::DurableError;
 /// The layout id of an nr-durable region (see `pmem::Region::open`).
 pub const PMEM_LAYOUT: u64 = u64::from_le_bytes(*b"NRDURLAY");
 const BLOCK: u64 = 64;
+/// Base positions are below this (2^47, about 1.4 * 10^14 writes).
+const MAX_BASE: u64 = 1 << 47;
+
+/// The state word of `base` and `half`.
+fn state_word(base: u64, half: u64) -> u64 {
+    let low = base | half << 47;
+    let check = u64::from(crc32fast::hash(&low.to_le_bytes()) & 0xffff);
+    low | check << 48
+}
+
+/// The base and half of a state word, if its check holds.
+fn parse_state(word: u64) -> Option<(u64, u64)> {
+    let low = word & ((1 << 48) - 1);
+    (state_word(low & (MAX_BASE - 1), low >> 47) == word)
+        .then_some((low & (MAX_BASE - 1), low >> 47))
+}
 
 #[derive(Debug)]
 struct State {
@@ -59,7 +77,9 @@ impl<P: Persist> std::fmt::Debug for PmemLog<P> {
 impl<P: Persist> PmemLog<P> {
     /// The name errors give the region.
     fn name(&self) -> PathBuf {
-        self.path.clone().unwrap_or_else(|| PathBuf::from("<region>"))
+        self.path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<region>"))
     }
 
     /// Opens the log in `region` (initializing a fresh one) and recovers the entries from
@@ -74,14 +94,23 @@ impl<P: Persist> PmemLog<P> {
         let area = block.0 + BLOCK;
         let half_len = (region.len().saturating_sub(area) / 2) / BLOCK * BLOCK;
         if half_len < BLOCK {
-            return Err(DurableError::LogFull { path, capacity: half_len });
+            return Err(DurableError::LogFull {
+                path,
+                capacity: half_len,
+            });
         }
         let log = Self {
             region,
             path,
             area,
             half_len,
-            state: Mutex::new(State { base: 0, half: 0, tail: 0, end: 0, scratch: Vec::new() }),
+            state: Mutex::new(State {
+                base: 0,
+                half: 0,
+                tail: 0,
+                end: 0,
+                scratch: Vec::new(),
+            }),
             counters: Counters::default(),
         };
         match log.region.root() {
@@ -101,12 +130,15 @@ impl<P: Persist> PmemLog<P> {
     /// Writes the block of a fresh log (base 0, half 0) and publishes it as the root.
     fn init(&self, block: Offset) -> Result<(), DurableError> {
         self.store_word(block.0, pmem::kinds::NR_DURABLE_TAG);
-        self.store_word(block.0 + 8, 0);
+        self.store_word(block.0 + 8, state_word(0, 0));
         self.write_back(block.0, 16);
         self.region.persist().pfence(); // the block before the root that names it
         self.region
             .set_root(block)
-            .map_err(|source| DurableError::Region { path: self.name(), source })
+            .map_err(|source| DurableError::Region {
+                path: self.name(),
+                source,
+            })
     }
 
     /// The pointer to byte `off` of the region.
@@ -150,9 +182,15 @@ impl<P: Persist> PmemLog<P> {
     /// Reads the live log, clears the remnants of a torn last commit, and returns the entries
     /// from `from` on.
     fn recover(&self, from: u64) -> Result<RecoveredLog, DurableError> {
-        let word = self.word(self.region.user_offset().0 + 8);
-        let (base, half) = (word >> 1, word & 1);
         let name = self.name();
+        let state_off = self.region.user_offset().0 + 8;
+        let Some((base, half)) = parse_state(self.word(state_off)) else {
+            return Err(DurableError::corrupt(
+                &name,
+                state_off,
+                "a damaged log state word",
+            ));
+        };
         let half_off = self.area + half * self.half_len;
         let bytes = self.half_bytes(half);
         let scan = entry::scan(bytes, base, base, &name, half_off)?;
@@ -163,7 +201,10 @@ impl<P: Persist> PmemLog<P> {
                 format!("the log starts at entry {base}, after the newest snapshot at {from}"),
             ));
         }
-        let mut out = RecoveredLog { files: vec![name], ..RecoveredLog::default() };
+        let mut out = RecoveredLog {
+            files: vec![name],
+            ..RecoveredLog::default()
+        };
         for e in scan.entries.iter().filter(|e| e.pos >= from) {
             out.records.push(Record {
                 pos: e.pos,
@@ -190,7 +231,13 @@ impl<P: Persist> PmemLog<P> {
         }
         {
             let mut st = lock(&self.state);
-            *st = State { base, half, tail: valid, end, scratch: Vec::new() };
+            *st = State {
+                base,
+                half,
+                tail: valid,
+                end,
+                scratch: Vec::new(),
+            };
         }
         if end < from {
             self.drop_before(from)?;
@@ -219,7 +266,10 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         }
         let len = st.scratch.len() as u64;
         if st.tail + len > self.half_len {
-            return Err(DurableError::LogFull { path: self.path.clone(), capacity: self.half_len });
+            return Err(DurableError::LogFull {
+                path: self.path.clone(),
+                capacity: self.half_len,
+            });
         }
         let off = self.area + st.half * self.half_len + st.tail;
         // SAFETY: `[off, off + len)` lies inside the current half (checked above); only this
@@ -245,6 +295,12 @@ impl<P: Persist> LogMedium for PmemLog<P> {
             return Ok(());
         }
         let name = self.name();
+        if pos >= MAX_BASE {
+            return Err(DurableError::LogFull {
+                path: self.path.clone(),
+                capacity: self.half_len,
+            });
+        }
         let old_off = self.area + st.half * self.half_len;
         let new_half = 1 - st.half;
         let new_off = self.area + new_half * self.half_len;
@@ -259,11 +315,13 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         let len = st.scratch.len() as u64;
         // SAFETY: `len` is at most the live part of a half (the same payloads, re-framed), so
         // `[new_off, new_off + len)` lies in the other half; no slice of the region is live.
-        unsafe { std::ptr::copy_nonoverlapping(st.scratch.as_ptr(), self.at(new_off), len as usize) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(st.scratch.as_ptr(), self.at(new_off), len as usize)
+        };
         self.write_back(new_off, len);
         self.region.persist().pfence(); // the copied entries before the state word naming them
         let state_off = self.region.user_offset().0 + 8;
-        self.store_word(state_off, pos << 1 | new_half);
+        self.store_word(state_off, state_word(pos, new_half));
         self.write_back(state_off, 8);
         self.region.persist().psync();
         self.counters.add(&self.counters.syncs, 1);

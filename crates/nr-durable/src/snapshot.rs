@@ -57,7 +57,8 @@ impl Snapshots {
     /// Writes the snapshot of `state` at `pos` atomically; returns its size in bytes.
     pub(crate) fn write<S: Serialize>(&self, pos: u64, state: &S) -> Result<u64, DurableError> {
         let mut bytes = vec![0u8; SNAP_HEADER];
-        bytes = postcard::to_extend(state, bytes).map_err(|source| DurableError::Encode { source })?;
+        bytes =
+            postcard::to_extend(state, bytes).map_err(|source| DurableError::Encode { source })?;
         let len = (bytes.len() - SNAP_HEADER) as u64;
         let crc = checksum(pos, len, &bytes[SNAP_HEADER..]);
         bytes[..8].copy_from_slice(SNAP_MAGIC);
@@ -73,7 +74,13 @@ impl Snapshots {
         let bytes = std::fs::read(path).map_err(|e| DurableError::io("read", path, e))?;
         let bad = |offset: u64, what: String| DurableError::corrupt(path, offset, what);
         if bytes.len() < SNAP_HEADER {
-            return Err(bad(0, format!("a snapshot of {} bytes, shorter than its header", bytes.len())));
+            return Err(bad(
+                0,
+                format!(
+                    "a snapshot of {} bytes, shorter than its header",
+                    bytes.len()
+                ),
+            ));
         }
         if &bytes[..8] != SNAP_MAGIC {
             return Err(bad(0, "not a snapshot (bad magic)".into()));
@@ -85,13 +92,19 @@ impl Snapshots {
         };
         let (at, len) = (word(8), word(16));
         if at != pos {
-            return Err(bad(8, format!("a snapshot at position {at} under the name of {pos}")));
+            return Err(bad(
+                8,
+                format!("a snapshot at position {at} under the name of {pos}"),
+            ));
         }
         let payload = &bytes[SNAP_HEADER..];
         if payload.len() as u64 != len {
             return Err(bad(
                 16,
-                format!("a payload of {} bytes where the header says {len}", payload.len()),
+                format!(
+                    "a payload of {} bytes where the header says {len}",
+                    payload.len()
+                ),
             ));
         }
         let crc = u32::from_le_bytes([bytes[24], bytes[25], bytes[26], bytes[27]]);

@@ -205,15 +205,18 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
                     Region::create(path, PMEM_LAYOUT, *capacity)
                 };
                 let region = region.map_err(|source| match source {
-                    pmem::RegionError::WrongLayout { .. } => {
-                        DurableError::WrongKind { path: path.clone(), found: None }
-                    }
-                    source => DurableError::Region { path: path.clone(), source },
+                    pmem::RegionError::WrongLayout { .. } => DurableError::WrongKind {
+                        path: path.clone(),
+                        found: None,
+                    },
+                    source => DurableError::Region {
+                        path: path.clone(),
+                        source,
+                    },
                 })?;
-                let name = path.file_name().map_or_else(
-                    || "log".to_owned(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
+                let name = path
+                    .file_name()
+                    .map_or_else(|| "log".to_owned(), |n| n.to_string_lossy().into_owned());
                 let dir = crate::fsutil::parent(path).to_owned();
                 let snapshots = Snapshots::new(dir, format!("{name}.snap-"));
                 Self::on_region(region, Some(path.clone()), snapshots)
@@ -277,10 +280,20 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
         let store = Self {
             medium,
             snapshots,
-            inner: Mutex::new(Inner { snapshot_pos, batch: Batch::default() }),
+            inner: Mutex::new(Inner {
+                snapshot_pos,
+                batch: Batch::default(),
+            }),
             _op: PhantomData,
         };
-        Ok((store, Recovery { snapshot, ops, end: rec.end }))
+        Ok((
+            store,
+            Recovery {
+                snapshot,
+                ops,
+                end: rec.end,
+            },
+        ))
     }
 
     /// Logs `ops` at positions `first ..`: durable when it returns under
