@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod durable;
 mod entry;
 mod error;
 mod file_log;
@@ -9,7 +10,9 @@ mod pmem_log;
 mod snapshot;
 mod store;
 mod sync;
+mod tracked;
 
+pub use durable::{Builder, Durable, DurableDispatch, DurableHandle};
 pub use entry::MAX_PAYLOAD;
 pub use error::DurableError;
 pub use pmem_log::PMEM_LAYOUT;

@@ -164,6 +164,8 @@ pub struct Store<Op> {
     snapshots: Snapshots,
     /// The position of the newest snapshot, and the encoding buffer, under the append turn.
     inner: Mutex<Inner>,
+    /// Held by a checkpoint from its snapshot to the removal of what it replaced.
+    checkpointing: Mutex<()>,
     _op: PhantomData<fn(Op) -> Op>,
 }
 
@@ -284,6 +286,7 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
                 snapshot_pos,
                 batch: Batch::default(),
             }),
+            checkpointing: Mutex::new(()),
             _op: PhantomData,
         };
         Ok((
@@ -333,10 +336,17 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
     ///
     /// I/O failures, [`DurableError::Encode`].
     pub fn checkpoint<S: Serialize>(&self, pos: u64, state: &S) -> Result<bool, DurableError> {
+        let payload = postcard::to_allocvec(state).map_err(|source| DurableError::Encode { source })?;
+        self.checkpoint_encoded(pos, &payload)
+    }
+
+    /// [`Store::checkpoint`] of a state already encoded with postcard.
+    pub(crate) fn checkpoint_encoded(&self, pos: u64, payload: &[u8]) -> Result<bool, DurableError> {
+        let _one_at_a_time = lock(&self.checkpointing);
         if pos <= lock(&self.inner).snapshot_pos && pos != 0 {
             return Ok(false);
         }
-        self.snapshots.write(pos, state)?;
+        self.snapshots.write(pos, payload)?;
         self.medium.drop_before(pos)?;
         self.snapshots.remove_before(pos)?;
         let mut inner = lock(&self.inner);
