@@ -112,7 +112,12 @@ pub struct Builder<D: DurableDispatch> {
     nr: nr_core::Builder<Tracked<D>>,
     replicas: usize,
     medium: Option<Medium>,
-    region: Option<Box<dyn FnOnce() -> Result<(Store<Op<D>>, crate::Recovery<Tracked<D>, Op<D>>), DurableError>>>,
+    region: Option<
+        Box<
+            dyn FnOnce()
+                -> Result<(Store<Op<D>>, crate::Recovery<Tracked<D>, Op<D>>), DurableError>,
+        >,
+    >,
     sync: SyncPolicy,
 }
 
@@ -289,20 +294,33 @@ impl<D: DurableDispatch> Builder<D> {
         // Each replica starts from its own copy of the recovered state (encoded once, decoded
         // for every replica but the first).
         let replicas = self.replicas.max(1);
-        let copy = postcard::to_allocvec(&state).map_err(|source| DurableError::Encode { source })?;
+        let copy =
+            postcard::to_allocvec(&state).map_err(|source| DurableError::Encode { source })?;
         let mut copies = Vec::with_capacity(replicas);
         for _ in 1..replicas {
-            let c: Tracked<D> = postcard::from_bytes(&copy)
-                .map_err(|source| DurableError::Decode { path: PathBuf::from("<state copy>"), offset: 0, source })?;
+            let c: Tracked<D> =
+                postcard::from_bytes(&copy).map_err(|source| DurableError::Decode {
+                    path: PathBuf::from("<state copy>"),
+                    offset: 0,
+                    source,
+                })?;
             copies.push(c);
         }
         copies.push(state);
-        let hook = Arc::new(Hook::<D> { store, base: rec.end, failure: Mutex::new(None) });
+        let hook = Arc::new(Hook::<D> {
+            store,
+            base: rec.end,
+            failure: Mutex::new(None),
+        });
         let nr = self
             .nr
             .replicas(self.replicas)
             .commit_log(Arc::clone(&hook) as Arc<dyn CommitLog<Op<D>>>)
-            .build(|_| copies.pop().expect("invariant: nr-core builds `replicas` replicas"))
+            .build(|_| {
+                copies
+                    .pop()
+                    .expect("invariant: nr-core builds `replicas` replicas")
+            })
             .map_err(|source| DurableError::Build { source })?;
         Ok(Durable {
             replicas: nr.replicas(),
@@ -443,21 +461,37 @@ impl<D: DurableDispatch> Durable<D> {
         if !lock(&self.registered).insert(thread) {
             return Err(DurableError::AlreadyRegistered { thread });
         }
-        let guard = Registration { durable: self, thread };
-        let inner = self.nr.register(replica).map_err(|source| DurableError::Register { source })?;
+        let guard = Registration {
+            durable: self,
+            thread,
+        };
+        let inner = self
+            .nr
+            .register(replica)
+            .map_err(|source| DurableError::Register { source })?;
         let last = self.last_of(replica, thread)?;
-        Ok(DurableHandle { inner, guard, seq: last.map_or(0, |l| l.0) })
+        Ok(DurableHandle {
+            inner,
+            guard,
+            seq: last.map_or(0, |l| l.0),
+        })
     }
 
     /// Thread `thread`'s last write as replica `replica` has applied it.
-    fn last_of(&self, replica: usize, thread: u32) -> Result<Option<(u64, D::Response)>, DurableError> {
+    fn last_of(
+        &self,
+        replica: usize,
+        thread: u32,
+    ) -> Result<Option<(u64, D::Response)>, DurableError> {
         self.nr
             .with_replica_state(replica, |t, _| t.last.get(&thread).cloned())
             .map_err(|_| self.poisoned())
     }
 
     fn poisoned(&self) -> DurableError {
-        DurableError::Poisoned { cause: lock(&self.hook.failure).clone() }
+        DurableError::Poisoned {
+            cause: lock(&self.hook.failure).clone(),
+        }
     }
 
     /// Takes a checkpoint: a snapshot of one replica's state at the log position it has applied
@@ -605,7 +639,11 @@ impl<D: DurableDispatch> DurableHandle<'_, D> {
     pub fn execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, DurableError> {
         let d = self.guard.durable;
         self.seq += 1;
-        let op = TrackedOp { tid: self.guard.thread, seq: self.seq, op };
+        let op = TrackedOp {
+            tid: self.guard.thread,
+            seq: self.seq,
+            op,
+        };
         let r = self.inner.execute_mut(op).map_err(|_| d.poisoned())?;
         if d.hook.store.needs_checkpoint() {
             // Best effort: a failed automatic checkpoint is retried at the next write.

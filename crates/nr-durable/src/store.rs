@@ -336,12 +336,17 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
     ///
     /// I/O failures, [`DurableError::Encode`].
     pub fn checkpoint<S: Serialize>(&self, pos: u64, state: &S) -> Result<bool, DurableError> {
-        let payload = postcard::to_allocvec(state).map_err(|source| DurableError::Encode { source })?;
+        let payload =
+            postcard::to_allocvec(state).map_err(|source| DurableError::Encode { source })?;
         self.checkpoint_encoded(pos, &payload)
     }
 
     /// [`Store::checkpoint`] of a state already encoded with postcard.
-    pub(crate) fn checkpoint_encoded(&self, pos: u64, payload: &[u8]) -> Result<bool, DurableError> {
+    pub(crate) fn checkpoint_encoded(
+        &self,
+        pos: u64,
+        payload: &[u8],
+    ) -> Result<bool, DurableError> {
         let _one_at_a_time = lock(&self.checkpointing);
         if pos <= lock(&self.inner).snapshot_pos && pos != 0 {
             return Ok(false);

@@ -32,13 +32,18 @@ pub(crate) struct Tracked<D: Dispatch> {
 
 impl<D: Dispatch> std::fmt::Debug for Tracked<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tracked").field("threads", &self.last.len()).finish_non_exhaustive()
+        f.debug_struct("Tracked")
+            .field("threads", &self.last.len())
+            .finish_non_exhaustive()
     }
 }
 
 impl<D: DurableDispatch> Tracked<D> {
     pub(crate) fn new(inner: D) -> Self {
-        Self { inner, last: HashMap::new() }
+        Self {
+            inner,
+            last: HashMap::new(),
+        }
     }
 }
 

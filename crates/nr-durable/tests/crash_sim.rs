@@ -122,13 +122,19 @@ fn check(image: Image, snaps: &Path, acked: u64, total: u64) -> Result<(), Strin
         ));
     }
     // Grow the recovered log, crash again at once: the new entry and nothing else follows.
-    store.append(n, &[&op(n)]).map_err(|e| format!("append after recovery: {e}"))?;
+    store
+        .append(n, &[&op(n)])
+        .map_err(|e| format!("append after recovery: {e}"))?;
     drop(store);
     let again = sim.crash();
     let (state2, _, _) = recover(&again, snaps)?;
     let want2: State = (0..=n).map(op).collect();
     if state2 != want2 {
-        return Err(format!("after one more append: {} ops, expected {}", state2.len(), n + 1));
+        return Err(format!(
+            "after one more append: {} ops, expected {}",
+            state2.len(),
+            n + 1
+        ));
     }
     Ok(())
 }
@@ -158,7 +164,11 @@ fn total(plan: &Plan) -> u64 {
 #[test]
 fn systematic_crash_at_every_event_of_a_short_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let plan = Plan { batches: vec![1, 2, 3, 1, 1, 2, 4, 1], checkpoints: vec![2, 5], size: 8192 };
+    let plan = Plan {
+        batches: vec![1, 2, 3, 1, 1, 2, 4, 1],
+        checkpoints: vec![2, 5],
+        size: 8192,
+    };
     let (events, _, _) = run(&plan, SimConfig::new(3), &snap_dir(tmp.path(), 0));
     assert!(events > 20, "{events} events");
     for k in 0..=events {
@@ -170,7 +180,10 @@ fn systematic_crash_at_every_event_of_a_short_run() {
 }
 
 fn crash_points() -> u64 {
-    std::env::var("NR_DURABLE_CRASH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
+    std::env::var("NR_DURABLE_CRASH_POINTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
 }
 
 #[test]
@@ -181,16 +194,24 @@ fn random_crash_points_with_evictions() {
     let counted = RefCell::new(0u64);
     for p in 0..points {
         let batches: Vec<u64> = (0..4 + rng.below(12)).map(|_| 1 + rng.below(5)).collect();
-        let checkpoints: Vec<usize> =
-            (0..rng.below(3)).map(|_| rng.below(batches.len() as u64) as usize).collect();
+        let checkpoints: Vec<usize> = (0..rng.below(3))
+            .map(|_| rng.below(batches.len() as u64) as usize)
+            .collect();
         // Small regions fill up between checkpoints; large ones do not.
         let size = [4096, 8192, 1 << 16][rng.below(3) as usize];
-        let plan = Plan { batches, checkpoints, size };
+        let plan = Plan {
+            batches,
+            checkpoints,
+            size,
+        };
         let snaps = snap_dir(tmp.path(), p);
         let (events, _, _) = run(&plan, SimConfig::new(p), &snaps);
         let k = rng.below(events + 1);
         let snaps = snap_dir(tmp.path(), p);
-        let cfg = SimConfig::new(rng.next()).evictions(0.3).crash_keeps(0.5).crash_at(k);
+        let cfg = SimConfig::new(rng.next())
+            .evictions(0.3)
+            .crash_keeps(0.5)
+            .crash_at(k);
         let (_, acked, image) = run(&plan, cfg, &snaps);
         check(image, &snaps, acked, total(&plan))
             .unwrap_or_else(|e| panic!("point {p}, crash at event {k} of {events}, {plan:?}: {e}"));

@@ -9,15 +9,24 @@ use nr_durable::{Durable, DurableError, Medium, SyncPolicy};
 
 fn media(dir: &std::path::Path) -> [Medium; 2] {
     [
-        Medium::File { dir: dir.join("files") },
-        Medium::Pmem { path: dir.join("log.pmem"), capacity: 1 << 16 },
+        Medium::File {
+            dir: dir.join("files"),
+        },
+        Medium::Pmem {
+            path: dir.join("log.pmem"),
+            capacity: 1 << 16,
+        },
     ]
 }
 
 /// 3 threads on 2 replicas, 150 puts each; thread 0 takes a checkpoint every 40 of its writes
 /// (the 64 KiB region also checkpoints by itself when half of its log half is used).
 fn fill(medium: &Medium) -> nr_durable::Stats {
-    let kv = Durable::<Kv>::builder().replicas(2).medium(medium.clone()).open(Kv::default).unwrap();
+    let kv = Durable::<Kv>::builder()
+        .replicas(2)
+        .medium(medium.clone())
+        .open(Kv::default)
+        .unwrap();
     std::thread::scope(|s| {
         for t in 0..3u32 {
             let kv = &kv;
@@ -41,9 +50,20 @@ fn acknowledged_writes_survive_a_reopen_on_each_medium() {
     for medium in media(tmp.path()) {
         let stats = fill(&medium);
         assert_eq!(stats.ops, 450, "{medium:?}");
-        assert!(stats.syncs >= stats.commits && stats.commits <= 450, "{stats:?}");
-        println!("{medium:?}: {stats:?}, {:.2} syncs/op, {:.1} bytes/op", stats.syncs_per_op(), stats.bytes_per_op());
-        let kv = Durable::<Kv>::builder().replicas(2).medium(medium.clone()).open(Kv::default).unwrap();
+        assert!(
+            stats.syncs >= stats.commits && stats.commits <= 450,
+            "{stats:?}"
+        );
+        println!(
+            "{medium:?}: {stats:?}, {:.2} syncs/op, {:.1} bytes/op",
+            stats.syncs_per_op(),
+            stats.bytes_per_op()
+        );
+        let kv = Durable::<Kv>::builder()
+            .replicas(2)
+            .medium(medium.clone())
+            .open(Kv::default)
+            .unwrap();
         for t in 0..3 {
             let last = kv.register(t).unwrap().last_applied().unwrap();
             assert_eq!(last, Some((150, None)), "{medium:?}");
@@ -61,7 +81,10 @@ fn detectability_survives_checkpoints_and_restarts() {
     let tmp = tempfile::tempdir().unwrap();
     for medium in media(tmp.path()) {
         {
-            let kv = Durable::<Kv>::builder().medium(medium.clone()).open(Kv::default).unwrap();
+            let kv = Durable::<Kv>::builder()
+                .medium(medium.clone())
+                .open(Kv::default)
+                .unwrap();
             let mut h = kv.register(9).unwrap();
             for i in 0..5 {
                 h.execute_mut(KvWrite::Put(7, i)).unwrap();
@@ -71,13 +94,19 @@ fn detectability_survives_checkpoints_and_restarts() {
         }
         {
             // Everything is in the snapshot: nothing replayed.
-            let kv = Durable::<Kv>::builder().medium(medium.clone()).open(Kv::default).unwrap();
+            let kv = Durable::<Kv>::builder()
+                .medium(medium.clone())
+                .open(Kv::default)
+                .unwrap();
             assert_eq!(kv.recovered_writes(), 0);
             let mut h = kv.register(9).unwrap();
             assert_eq!(h.last_applied().unwrap(), Some((5, Some(3))));
             assert_eq!(h.execute_mut(KvWrite::Remove(7)).unwrap(), Some(4));
         }
-        let kv = Durable::<Kv>::builder().medium(medium.clone()).open(Kv::default).unwrap();
+        let kv = Durable::<Kv>::builder()
+            .medium(medium.clone())
+            .open(Kv::default)
+            .unwrap();
         assert_eq!(kv.recovered_writes(), 1);
         let mut h = kv.register(9).unwrap();
         assert_eq!(h.last_applied().unwrap(), Some((6, Some(4))));
@@ -109,22 +138,38 @@ fn a_failed_commit_poisons_with_its_cause() {
     let tmp = tempfile::tempdir().unwrap();
     // A region whose log halves hold 96 bytes: a 200-byte write does not fit.
     let region = pmem::Region::anonymous(nr_durable::PMEM_LAYOUT, 512).unwrap();
-    let lines = Durable::<Lines>::builder().region(region, tmp.path()).open(Lines::default).unwrap();
+    let lines = Durable::<Lines>::builder()
+        .region(region, tmp.path())
+        .open(Lines::default)
+        .unwrap();
     let mut h = lines.register(0).unwrap();
     assert_eq!(h.execute_mut("short".into()).unwrap(), 1);
     let err = h.execute_mut("x".repeat(200)).unwrap_err();
-    let DurableError::Poisoned { cause: Some(cause) } = &err else { panic!("{err}") };
+    let DurableError::Poisoned { cause: Some(cause) } = &err else {
+        panic!("{err}")
+    };
     assert!(matches!(**cause, DurableError::LogFull { .. }), "{cause}");
-    assert_eq!(std::error::Error::source(&err).map(|s| s.to_string()), Some(cause.to_string()));
+    assert_eq!(
+        std::error::Error::source(&err).map(|s| s.to_string()),
+        Some(cause.to_string())
+    );
     assert!(matches!(h.execute(()), Err(DurableError::Poisoned { .. })));
 }
 
 #[test]
 fn a_thread_id_has_one_live_handle() {
     let tmp = tempfile::tempdir().unwrap();
-    let kv = Durable::<Kv>::builder().medium(Medium::File { dir: tmp.path().to_owned() }).open(Kv::default).unwrap();
+    let kv = Durable::<Kv>::builder()
+        .medium(Medium::File {
+            dir: tmp.path().to_owned(),
+        })
+        .open(Kv::default)
+        .unwrap();
     let h = kv.register(3).unwrap();
-    assert!(matches!(kv.register(3), Err(DurableError::AlreadyRegistered { thread: 3 })));
+    assert!(matches!(
+        kv.register(3),
+        Err(DurableError::AlreadyRegistered { thread: 3 })
+    ));
     drop(h);
     kv.register(3).unwrap();
 }
@@ -132,7 +177,9 @@ fn a_thread_id_has_one_live_handle() {
 #[test]
 fn the_every_policy_syncs_on_sync_and_counts_fewer_syncs() {
     let tmp = tempfile::tempdir().unwrap();
-    let medium = Medium::File { dir: tmp.path().to_owned() };
+    let medium = Medium::File {
+        dir: tmp.path().to_owned(),
+    };
     {
         let kv = Durable::<Kv>::builder()
             .medium(medium.clone())
@@ -147,6 +194,12 @@ fn the_every_policy_syncs_on_sync_and_counts_fewer_syncs() {
         kv.sync().unwrap();
         assert_eq!(kv.stats().syncs, 1);
     }
-    let kv = Durable::<Kv>::builder().medium(medium).open(Kv::default).unwrap();
-    assert_eq!(kv.register(0).unwrap().last_applied().unwrap(), Some((20, None)));
+    let kv = Durable::<Kv>::builder()
+        .medium(medium)
+        .open(Kv::default)
+        .unwrap();
+    assert_eq!(
+        kv.register(0).unwrap().last_applied().unwrap(),
+        Some((20, None))
+    );
 }

@@ -43,7 +43,10 @@ pub fn key(t: u32, i: u64) -> u64 {
 
 /// An environment variable as a number, or `default`.
 pub fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// SplitMix64.
@@ -75,11 +78,15 @@ pub fn check_thread(
 ) -> Result<u64, String> {
     let m = last.map_or(0, |l| l.0);
     if m < acked {
-        return Err(format!("thread {t}: {m} writes survive, {acked} were acknowledged"));
+        return Err(format!(
+            "thread {t}: {m} writes survive, {acked} were acknowledged"
+        ));
     }
     if let Some((_, resp)) = last {
         if resp.is_some() {
-            return Err(format!("thread {t}: its last put replaced a value: {resp:?}"));
+            return Err(format!(
+                "thread {t}: its last put replaced a value: {resp:?}"
+            ));
         }
     }
     let mut h = kv.register(u32::MAX - t).map_err(|e| e.to_string())?;
@@ -87,7 +94,9 @@ pub fn check_thread(
         let got = h.execute(key(t, i)).map_err(|e| e.to_string())?;
         let want = (i < m).then_some(i);
         if got != want {
-            return Err(format!("thread {t}: key {i} is {got:?}, expected {want:?} ({m} writes survive)"));
+            return Err(format!(
+                "thread {t}: key {i} is {got:?}, expected {want:?} ({m} writes survive)"
+            ));
         }
     }
     Ok(m)
