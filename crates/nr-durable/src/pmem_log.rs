@@ -227,7 +227,7 @@ impl<P: Persist> PmemLog<P> {
             // the log is not shared yet and `bytes` is not used after this.
             unsafe { std::ptr::write_bytes(start, 0, (remnant_end - valid) as usize) };
             self.write_back(half_off + valid, remnant_end - valid);
-            self.region.persist().psync();
+            self.region.persist().psync(); // cleared before the log grows over them
         }
         {
             let mut st = lock(&self.state);
@@ -323,7 +323,7 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         let state_off = self.region.user_offset().0 + 8;
         self.store_word(state_off, state_word(pos, new_half));
         self.write_back(state_off, 8);
-        self.region.persist().psync();
+        self.region.persist().psync(); // the new generation durable before the checkpoint returns
         self.counters.add(&self.counters.syncs, 1);
         self.counters.add(&self.counters.bytes, len + 8);
         st.base = pos;

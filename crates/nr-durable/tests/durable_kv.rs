@@ -203,3 +203,51 @@ fn the_every_policy_syncs_on_sync_and_counts_fewer_syncs() {
         Some((20, None))
     );
 }
+
+#[test]
+fn a_checkpoint_drops_the_log_before_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("files");
+    {
+        let kv = Durable::<Kv>::builder().medium(Medium::File { dir: dir.clone() }).open(Kv::default).unwrap();
+        let mut h = kv.register(0).unwrap();
+        for i in 0..10 {
+            h.execute_mut(KvWrite::Put(i, i)).unwrap();
+            if i == 4 || i == 7 {
+                kv.checkpoint().unwrap();
+            }
+        }
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let want = [
+        "LOCK".to_owned(),
+        format!("log-{:020}.seg", 8),
+        format!("snap-{:020}.snap", 8),
+    ];
+    assert_eq!(names, want);
+    let kv = Durable::<Kv>::builder().medium(Medium::File { dir }).open(Kv::default).unwrap();
+    assert_eq!(kv.recovered_writes(), 2);
+
+    // A 4 KiB region holds about 40 writes per log half: 1,000 need the checkpoints' drops.
+    let path = tmp.path().join("small.pmem");
+    {
+        let kv = Durable::<Kv>::builder()
+            .medium(Medium::Pmem { path: path.clone(), capacity: 4096 })
+            .open(Kv::default)
+            .unwrap();
+        let mut h = kv.register(0).unwrap();
+        for i in 0..1000 {
+            h.execute_mut(KvWrite::Put(i % 7, i)).unwrap();
+        }
+    }
+    let kv = Durable::<Kv>::builder()
+        .medium(Medium::Pmem { path, capacity: 4096 })
+        .open(Kv::default)
+        .unwrap();
+    assert!(kv.recovered_writes() < 40, "{}", kv.recovered_writes());
+    assert_eq!(kv.register(0).unwrap().last_applied().unwrap().map(|l| l.0), Some(1000));
+}
