@@ -81,7 +81,9 @@ impl std::error::Error for Shared {
 
 impl<D: DurableDispatch> CommitLog<Op<D>> for Hook<D> {
     fn commit(&self, first: u64, ops: &[&Op<D>]) -> Result<(), CommitError> {
-        self.store.append(self.base + first, ops).map_err(|e| {
+        // nr-core's indexes start at 0 on every open; positions go on from the recovered end.
+        let pos = self.base + first;
+        self.store.append(pos, ops).map_err(|e| {
             let e = Arc::new(e);
             lock(&self.failure).get_or_insert_with(|| Arc::clone(&e));
             CommitError::new(Shared(e))

@@ -111,6 +111,8 @@ fn detectability_survives_checkpoints_and_restarts() {
         let mut h = kv.register(9).unwrap();
         assert_eq!(h.last_applied().unwrap(), Some((6, Some(4))));
         assert_eq!(h.execute(7).unwrap(), None);
+        // Positions go on from the recovered ones (5 in the snapshot, 1 logged).
+        assert_eq!(kv.checkpoint().unwrap(), 6);
         // Another thread id has made no write.
         assert_eq!(kv.register(10).unwrap().last_applied().unwrap(), None);
     }
