@@ -551,6 +551,31 @@ impl<D: DurableDispatch> Durable<D> {
         self.hook.store.sync()
     }
 
+    /// The number of writes (log positions, counted since the store was created) that are
+    /// durable: every acknowledged one, except under [`SyncPolicy::Every`], where it trails the
+    /// acknowledged writes until the next flush (the loss window).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[derive(Default, serde::Serialize, serde::Deserialize)] struct S(u64);
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = u64; type Response = u64;
+    /// #     fn dispatch(&self, _: ()) -> u64 { self.0 }
+    /// #     fn dispatch_mut(&mut self, v: u64) -> u64 { self.0 += v; self.0 }
+    /// # }
+    /// let dir = tempfile::tempdir()?;
+    /// let c = nr_durable::Durable::<S>::builder()
+    ///     .medium(nr_durable::Medium::File { dir: dir.path().to_owned() })
+    ///     .open(S::default)?;
+    /// c.register(0)?.execute_mut(1)?;
+    /// assert_eq!(c.durable_writes(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn durable_writes(&self) -> u64 {
+        self.hook.store.durable_end()
+    }
+
     /// The log's counters since the object was opened: writes, commits (group commits),
     /// durability actions, bytes.
     ///

@@ -410,6 +410,10 @@ impl LogMedium for FileLog {
         Ok(())
     }
 
+    fn durable_end(&self) -> u64 {
+        lock(&self.shared.io).seg.end
+    }
+
     fn needs_checkpoint(&self) -> bool {
         lock(&self.shared.io).seg.len > self.shared.checkpoint_bytes
     }

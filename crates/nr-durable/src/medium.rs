@@ -75,6 +75,9 @@ pub(crate) trait LogMedium: Send + Sync + std::fmt::Debug {
     /// Drops the entries before `pos` (a durable snapshot at `pos` holds them); the next
     /// append gets `max(end, pos)`.
     fn drop_before(&self, pos: u64) -> Result<(), DurableError>;
+    /// The position before which every entry is durable (all appended entries, except under
+    /// `SyncPolicy::Every`).
+    fn durable_end(&self) -> u64;
     /// Whether the live log has grown past the point where a checkpoint should shrink it.
     fn needs_checkpoint(&self) -> bool;
     /// The counters.

@@ -333,6 +333,10 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         Ok(())
     }
 
+    fn durable_end(&self) -> u64 {
+        lock(&self.state).end
+    }
+
     fn needs_checkpoint(&self) -> bool {
         lock(&self.state).tail > self.half_len / 2
     }

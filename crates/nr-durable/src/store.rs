@@ -359,6 +359,26 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
         Ok(true)
     }
 
+    /// The number of logged operations that are durable: every appended one, except under
+    /// [`SyncPolicy::Every`], where it trails until the next flush.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let medium = nr_durable::Medium::File { dir: dir.path().to_owned() };
+    /// let every = nr_durable::SyncPolicy::Every(std::time::Duration::from_secs(3600));
+    /// let (store, _) = nr_durable::Store::<u8>::open::<()>(&medium, every)?;
+    /// store.append(0, &[&1, &2])?;
+    /// assert_eq!(store.durable_end(), 0); // queued
+    /// store.sync()?;
+    /// assert_eq!(store.durable_end(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn durable_end(&self) -> u64 {
+        self.medium.durable_end()
+    }
+
     /// Whether the live log has grown enough that a checkpoint should shrink it (persistent
     /// memory: half of its half of the area; file: [`CHECKPOINT_BYTES`] in the current segment).
     pub fn needs_checkpoint(&self) -> bool {

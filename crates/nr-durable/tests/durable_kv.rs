@@ -211,7 +211,10 @@ fn a_checkpoint_drops_the_log_before_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("files");
     {
-        let kv = Durable::<Kv>::builder().medium(Medium::File { dir: dir.clone() }).open(Kv::default).unwrap();
+        let kv = Durable::<Kv>::builder()
+            .medium(Medium::File { dir: dir.clone() })
+            .open(Kv::default)
+            .unwrap();
         let mut h = kv.register(0).unwrap();
         for i in 0..10 {
             h.execute_mut(KvWrite::Put(i, i)).unwrap();
@@ -231,14 +234,20 @@ fn a_checkpoint_drops_the_log_before_it() {
         format!("snap-{:020}.snap", 8),
     ];
     assert_eq!(names, want);
-    let kv = Durable::<Kv>::builder().medium(Medium::File { dir }).open(Kv::default).unwrap();
+    let kv = Durable::<Kv>::builder()
+        .medium(Medium::File { dir })
+        .open(Kv::default)
+        .unwrap();
     assert_eq!(kv.recovered_writes(), 2);
 
     // A 4 KiB region holds about 40 writes per log half: 1,000 need the checkpoints' drops.
     let path = tmp.path().join("small.pmem");
     {
         let kv = Durable::<Kv>::builder()
-            .medium(Medium::Pmem { path: path.clone(), capacity: 4096 })
+            .medium(Medium::Pmem {
+                path: path.clone(),
+                capacity: 4096,
+            })
             .open(Kv::default)
             .unwrap();
         let mut h = kv.register(0).unwrap();
@@ -247,9 +256,15 @@ fn a_checkpoint_drops_the_log_before_it() {
         }
     }
     let kv = Durable::<Kv>::builder()
-        .medium(Medium::Pmem { path, capacity: 4096 })
+        .medium(Medium::Pmem {
+            path,
+            capacity: 4096,
+        })
         .open(Kv::default)
         .unwrap();
     assert!(kv.recovered_writes() < 40, "{}", kv.recovered_writes());
-    assert_eq!(kv.register(0).unwrap().last_applied().unwrap().map(|l| l.0), Some(1000));
+    assert_eq!(
+        kv.register(0).unwrap().last_applied().unwrap().map(|l| l.0),
+        Some(1000)
+    );
 }

@@ -1,0 +1,90 @@
+//! The loss window of `SyncPolicy::Every(d)`, with a real crash: a child process writes 50
+//! puts under the policy and is killed with SIGKILL.
+//!
+//! - With `d` = 1 hour the writes are acknowledged but only queued: all 50 are lost, and the
+//!   store reopens cleanly with none of them (a prefix: the empty one).
+//! - With `d` = 5 ms the child waits (polling, not timing) until `durable_writes()` covers its
+//!   writes, which only the background flusher can do, and is killed then: all 50 survive.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{check_thread, key, Kv, KvWrite};
+use nr_durable::{Durable, Medium, SyncPolicy};
+
+const CHILD_ENV: &str = "NR_DURABLE_EVERY_CHILD";
+const WRITES: u64 = 50;
+
+/// The child role: `<period ms>|<dir>`; writes, waits for the flusher when the period is
+/// short, prints `ready`, and waits to be killed.
+#[test]
+#[ignore = "child process of the_loss_window_is_what_the_flusher_has_not_written, which runs it with --ignored --exact"]
+fn every_child() {
+    let spec = testkit::child::child_spec(
+        CHILD_ENV,
+        "the_loss_window_is_what_the_flusher_has_not_written",
+    );
+    let (ms, dir) = spec.split_once('|').expect("ms|dir");
+    let period = Duration::from_millis(ms.parse().expect("ms"));
+    let kv = Durable::<Kv>::builder()
+        .medium(Medium::File { dir: dir.into() })
+        .sync(SyncPolicy::Every(period))
+        .open(Kv::default)
+        .unwrap();
+    let mut h = kv.register(0).unwrap();
+    for i in 0..WRITES {
+        h.execute_mut(KvWrite::Put(key(0, i), i)).unwrap();
+    }
+    if period < Duration::from_secs(1) {
+        while kv.durable_writes() < WRITES {
+            std::thread::yield_now();
+        }
+    }
+    println!("ready");
+    loop {
+        std::thread::park();
+    }
+}
+
+fn killed_after_ready(ms: u64, dir: &std::path::Path) -> u64 {
+    let mut child = testkit::child::child_command("every_child")
+        .env(CHILD_ENV, format!("{ms}|{}", dir.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let out = BufReader::new(child.stdout.take().expect("piped"));
+    for line in out.lines() {
+        if line.expect("read").trim() == "ready" {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let kv = Durable::<Kv>::builder()
+        .medium(Medium::File { dir: dir.into() })
+        .open(Kv::default)
+        .unwrap();
+    let last = kv.register(0).unwrap().last_applied().unwrap();
+    check_thread(&kv, 0, 0, last).unwrap()
+}
+
+#[test]
+fn the_loss_window_is_what_the_flusher_has_not_written() {
+    testkit::child::assert_child_fails_alone("every_child", CHILD_ENV);
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(
+        killed_after_ready(3_600_000, &tmp.path().join("hour")),
+        0,
+        "queued writes survived"
+    );
+    assert_eq!(
+        killed_after_ready(5, &tmp.path().join("ms")),
+        WRITES,
+        "flushed writes were lost"
+    );
+}
