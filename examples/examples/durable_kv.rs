@@ -50,14 +50,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = PathBuf::from(args.next().unwrap_or_else(|| "/tmp/durable-kv".into()));
     let medium = match args.next().as_deref() {
-        Some("pmem") => Medium::Pmem { path, capacity: 64 << 20 },
+        Some("pmem") => Medium::Pmem {
+            path,
+            capacity: 64 << 20,
+        },
         _ => Medium::File { dir: path },
     };
-    let writes: u64 = std::env::var("WRITES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let writes: u64 = std::env::var("WRITES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
 
-    let kv = Durable::<Kv>::builder().replicas(2).medium(medium.clone()).open(Kv::default)?;
+    let kv = Durable::<Kv>::builder()
+        .replicas(2)
+        .medium(medium.clone())
+        .open(Kv::default)?;
     let mut reader = kv.register(100)?;
-    println!("opened {medium:?}: replayed {} logged writes after the snapshot", kv.recovered_writes());
+    println!(
+        "opened {medium:?}: replayed {} logged writes after the snapshot",
+        kv.recovered_writes()
+    );
     for t in 0..2u32 {
         let last = kv.register(t)?.last_applied()?;
         let seq = last.as_ref().map_or(0, |l| l.0);

@@ -55,6 +55,10 @@ impl<D> DurableDispatch for D where
 
 type Op<D> = TrackedOp<<D as Dispatch>::WriteOperation>;
 
+/// Opens the store on a caller's region (`Builder::region`), deferred to `open`.
+type OpenRegion<D> =
+    Box<dyn FnOnce() -> Result<(Store<Op<D>>, crate::Recovery<Tracked<D>, Op<D>>), DurableError>>;
+
 /// nr-core's commit hook: appends each group of writes to the store at `base + index`.
 struct Hook<D: DurableDispatch> {
     store: Store<Op<D>>,
@@ -114,12 +118,7 @@ pub struct Builder<D: DurableDispatch> {
     nr: nr_core::Builder<Tracked<D>>,
     replicas: usize,
     medium: Option<Medium>,
-    region: Option<
-        Box<
-            dyn FnOnce()
-                -> Result<(Store<Op<D>>, crate::Recovery<Tracked<D>, Op<D>>), DurableError>,
-        >,
-    >,
+    region: Option<OpenRegion<D>>,
     sync: SyncPolicy,
 }
 

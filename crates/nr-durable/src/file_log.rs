@@ -326,7 +326,11 @@ impl Shared {
         let first = {
             let mut p = lock(&self.pending);
             if let Some(why) = &p.failed {
-                return Err(DurableError::corrupt(&self.dir, 0, why.clone()));
+                return Err(DurableError::io(
+                    "flush",
+                    &self.dir,
+                    std::io::Error::other(why.clone()),
+                ));
             }
             std::mem::swap(&mut taken, &mut p.batch);
             let first = p.first;
@@ -368,7 +372,11 @@ impl LogMedium for FileLog {
         if s.relaxed {
             let mut p = lock(&s.pending);
             if let Some(why) = &p.failed {
-                return Err(DurableError::corrupt(&s.dir, 0, why.clone()));
+                return Err(DurableError::io(
+                    "flush",
+                    &s.dir,
+                    std::io::Error::other(why.clone()),
+                ));
             }
             if first != p.end {
                 return Err(DurableError::corrupt(
