@@ -46,6 +46,21 @@ struct Pending {
     failed: Option<String>,
 }
 
+impl Pending {
+    /// Fails when a background flush failed: the queued writes it held are lost, so no later
+    /// write may be acknowledged.
+    fn check(&self, dir: &Path) -> Result<(), DurableError> {
+        match &self.failed {
+            Some(why) => Err(DurableError::io(
+                "flush",
+                dir,
+                std::io::Error::other(why.clone()),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     dir: PathBuf,
@@ -325,13 +340,7 @@ impl Shared {
         let mut taken = Batch::default();
         let first = {
             let mut p = lock(&self.pending);
-            if let Some(why) = &p.failed {
-                return Err(DurableError::io(
-                    "flush",
-                    &self.dir,
-                    std::io::Error::other(why.clone()),
-                ));
-            }
+            p.check(&self.dir)?;
             std::mem::swap(&mut taken, &mut p.batch);
             let first = p.first;
             p.first = p.end;
@@ -371,13 +380,7 @@ impl LogMedium for FileLog {
         s.counters.add(&s.counters.ops, batch.len() as u64);
         if s.relaxed {
             let mut p = lock(&s.pending);
-            if let Some(why) = &p.failed {
-                return Err(DurableError::io(
-                    "flush",
-                    &s.dir,
-                    std::io::Error::other(why.clone()),
-                ));
-            }
+            p.check(&s.dir)?;
             if first != p.end {
                 return Err(DurableError::corrupt(
                     &s.dir,

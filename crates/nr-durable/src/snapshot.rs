@@ -31,11 +31,7 @@ pub(crate) struct Snapshots {
 }
 
 fn checksum(pos: u64, len: u64, payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&pos.to_le_bytes());
-    h.update(&len.to_le_bytes());
-    h.update(payload);
-    h.finalize()
+    crate::entry::crc_of(pos, len, payload)
 }
 
 impl Snapshots {

@@ -18,6 +18,9 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::{env, Rng};
 use nr_durable::{Store, PMEM_LAYOUT};
 use pmem::sim::{Image, SimConfig, Simulated};
 use pmem::Region;
@@ -37,20 +40,6 @@ struct Plan {
     /// the entries after the snapshot are copied to the new log generation).
     checkpoints: Vec<(usize, u64)>,
     size: u64,
-}
-
-struct SplitMix(u64);
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Runs `plan` on `region` until the simulated machine crashes; returns how many operations
@@ -198,18 +187,11 @@ fn systematic_crash_at_every_event_of_a_short_run() {
     }
 }
 
-fn crash_points() -> u64 {
-    std::env::var("NR_DURABLE_CRASH_POINTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
-}
-
 #[test]
 fn random_crash_points_with_evictions() {
     let tmp = tempfile::tempdir().unwrap();
-    let points = crash_points();
-    let mut rng = SplitMix(0x5EED);
+    let points = env("NR_DURABLE_CRASH_POINTS", 300);
+    let mut rng = Rng(0x5EED);
     let counted = RefCell::new(0u64);
     for p in 0..points {
         let batches: Vec<u64> = (0..4 + rng.below(12)).map(|_| 1 + rng.below(5)).collect();
