@@ -128,6 +128,8 @@ impl FileLog {
         let dir_lock = DirLock::take(dir)?;
         let (io, recovered) = recover(dir, from)?;
         let end = recovered.end;
+        let counters = Counters::default();
+        counters.set_due(io.seg.len, checkpoint_bytes);
         let relaxed = matches!(policy, SyncPolicy::Every(_));
         let shared = Arc::new(Shared {
             dir: dir.to_owned(),
@@ -137,7 +139,7 @@ impl FileLog {
                 end,
                 ..Pending::default()
             }),
-            counters: Counters::default(),
+            counters,
             stop: AtomicBool::new(false),
             wake: Condvar::new(),
             relaxed,
@@ -288,6 +290,7 @@ impl Io {
         first: u64,
         batch: &Batch,
         counters: &Counters,
+        threshold: u64,
     ) -> Result<(), DurableError> {
         if batch.len() == 0 {
             return Ok(());
@@ -316,6 +319,7 @@ impl Io {
             .sync_data()
             .map_err(|e| DurableError::io("fdatasync", path, e))?;
         self.seg.len += self.scratch.len() as u64;
+        counters.set_due(self.seg.len, threshold);
         self.seg.end += batch.len() as u64;
         counters.add(&counters.syncs, 1);
         counters.add(&counters.bytes, self.scratch.len() as u64);
@@ -346,7 +350,7 @@ impl Shared {
             p.first = p.end;
             first
         };
-        let result = io.write_synced(first, &taken, &self.counters);
+        let result = io.write_synced(first, &taken, &self.counters, self.checkpoint_bytes);
         if let Err(e) = &result {
             lock(&self.pending).failed = Some(format!("a background flush failed: {e}"));
         }
@@ -392,7 +396,7 @@ impl LogMedium for FileLog {
             p.end += batch.len() as u64;
             return Ok(());
         }
-        lock(&s.io).write_synced(first, batch, &s.counters)
+        lock(&s.io).write_synced(first, batch, &s.counters, s.checkpoint_bytes)
     }
 
     fn sync(&self) -> Result<(), DurableError> {
@@ -407,6 +411,7 @@ impl LogMedium for FileLog {
         let end = io.seg.end;
         if io.seg.len > SEG_HEADER || end < pos {
             io.rotate(&s.dir, end.max(pos))?;
+            s.counters.set_due(io.seg.len, s.checkpoint_bytes);
             if end < pos {
                 let mut p = lock(&s.pending);
                 p.first = pos;
@@ -423,10 +428,6 @@ impl LogMedium for FileLog {
 
     fn durable_end(&self) -> u64 {
         lock(&self.shared.io).seg.end
-    }
-
-    fn needs_checkpoint(&self) -> bool {
-        lock(&self.shared.io).seg.len > self.shared.checkpoint_bytes
     }
 
     fn counters(&self) -> &Counters {

@@ -231,6 +231,7 @@ impl<P: Persist> PmemLog<P> {
         }
         {
             let mut st = lock(&self.state);
+            self.counters.set_due(valid, self.half_len / 2);
             *st = State {
                 base,
                 half,
@@ -278,6 +279,7 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         self.write_back(off, len);
         self.region.persist().psync(); // the commit's one durability action
         st.tail += len;
+        self.counters.set_due(st.tail, self.half_len / 2);
         st.end += batch.len() as u64;
         self.counters.add(&self.counters.syncs, 1);
         self.counters.add(&self.counters.bytes, len);
@@ -329,16 +331,13 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         st.base = pos;
         st.half = new_half;
         st.tail = len;
+        self.counters.set_due(st.tail, self.half_len / 2);
         st.end = st.end.max(pos);
         Ok(())
     }
 
     fn durable_end(&self) -> u64 {
         lock(&self.state).end
-    }
-
-    fn needs_checkpoint(&self) -> bool {
-        lock(&self.state).tail > self.half_len / 2
     }
 
     fn counters(&self) -> &Counters {
