@@ -53,10 +53,16 @@ pub(crate) fn encode_payload<Op: Serialize>(
 
 /// The checksum of a frame.
 fn checksum(salt: u64, write_start: u64, payload: &[u8]) -> u32 {
+    crc_of(salt, write_start, payload)
+}
+
+/// CRC-32 of two little-endian words and `bytes` (entries: salt, write start, payload;
+/// snapshots: position, length, payload).
+pub(crate) fn crc_of(a: u64, b: u64, bytes: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    h.update(&salt.to_le_bytes());
-    h.update(&write_start.to_le_bytes());
-    h.update(payload);
+    h.update(&a.to_le_bytes());
+    h.update(&b.to_le_bytes());
+    h.update(bytes);
     h.finalize()
 }
 

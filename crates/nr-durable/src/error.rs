@@ -218,7 +218,7 @@ mod tests {
         let err = DurableError::io(
             "fdatasync",
             "/d/log-1.seg",
-            std::io::Error::new(std::io::ErrorKind::Other, "disk on fire"),
+            std::io::Error::other("disk on fire"),
         );
         assert_eq!(err.to_string(), "fdatasync /d/log-1.seg failed");
         assert_eq!(

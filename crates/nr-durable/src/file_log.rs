@@ -46,6 +46,21 @@ struct Pending {
     failed: Option<String>,
 }
 
+impl Pending {
+    /// Fails when a background flush failed: the queued writes it held are lost, so no later
+    /// write may be acknowledged.
+    fn check(&self, dir: &Path) -> Result<(), DurableError> {
+        match &self.failed {
+            Some(why) => Err(DurableError::io(
+                "flush",
+                dir,
+                std::io::Error::other(why.clone()),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     dir: PathBuf,
@@ -113,6 +128,8 @@ impl FileLog {
         let dir_lock = DirLock::take(dir)?;
         let (io, recovered) = recover(dir, from)?;
         let end = recovered.end;
+        let counters = Counters::default();
+        counters.set_due(io.seg.len, checkpoint_bytes);
         let relaxed = matches!(policy, SyncPolicy::Every(_));
         let shared = Arc::new(Shared {
             dir: dir.to_owned(),
@@ -122,7 +139,7 @@ impl FileLog {
                 end,
                 ..Pending::default()
             }),
-            counters: Counters::default(),
+            counters,
             stop: AtomicBool::new(false),
             wake: Condvar::new(),
             relaxed,
@@ -273,6 +290,7 @@ impl Io {
         first: u64,
         batch: &Batch,
         counters: &Counters,
+        threshold: u64,
     ) -> Result<(), DurableError> {
         if batch.len() == 0 {
             return Ok(());
@@ -301,6 +319,7 @@ impl Io {
             .sync_data()
             .map_err(|e| DurableError::io("fdatasync", path, e))?;
         self.seg.len += self.scratch.len() as u64;
+        counters.set_due(self.seg.len, threshold);
         self.seg.end += batch.len() as u64;
         counters.add(&counters.syncs, 1);
         counters.add(&counters.bytes, self.scratch.len() as u64);
@@ -325,15 +344,13 @@ impl Shared {
         let mut taken = Batch::default();
         let first = {
             let mut p = lock(&self.pending);
-            if let Some(why) = &p.failed {
-                return Err(DurableError::corrupt(&self.dir, 0, why.clone()));
-            }
+            p.check(&self.dir)?;
             std::mem::swap(&mut taken, &mut p.batch);
             let first = p.first;
             p.first = p.end;
             first
         };
-        let result = io.write_synced(first, &taken, &self.counters);
+        let result = io.write_synced(first, &taken, &self.counters, self.checkpoint_bytes);
         if let Err(e) = &result {
             lock(&self.pending).failed = Some(format!("a background flush failed: {e}"));
         }
@@ -367,9 +384,7 @@ impl LogMedium for FileLog {
         s.counters.add(&s.counters.ops, batch.len() as u64);
         if s.relaxed {
             let mut p = lock(&s.pending);
-            if let Some(why) = &p.failed {
-                return Err(DurableError::corrupt(&s.dir, 0, why.clone()));
-            }
+            p.check(&s.dir)?;
             if first != p.end {
                 return Err(DurableError::corrupt(
                     &s.dir,
@@ -381,7 +396,7 @@ impl LogMedium for FileLog {
             p.end += batch.len() as u64;
             return Ok(());
         }
-        lock(&s.io).write_synced(first, batch, &s.counters)
+        lock(&s.io).write_synced(first, batch, &s.counters, s.checkpoint_bytes)
     }
 
     fn sync(&self) -> Result<(), DurableError> {
@@ -396,6 +411,7 @@ impl LogMedium for FileLog {
         let end = io.seg.end;
         if io.seg.len > SEG_HEADER || end < pos {
             io.rotate(&s.dir, end.max(pos))?;
+            s.counters.set_due(io.seg.len, s.checkpoint_bytes);
             if end < pos {
                 let mut p = lock(&s.pending);
                 p.first = pos;
@@ -410,8 +426,8 @@ impl LogMedium for FileLog {
         Ok(())
     }
 
-    fn needs_checkpoint(&self) -> bool {
-        lock(&self.shared.io).seg.len > self.shared.checkpoint_bytes
+    fn durable_end(&self) -> u64 {
+        lock(&self.shared.io).seg.end
     }
 
     fn counters(&self) -> &Counters {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::DurableError;
 
 /// Payloads of consecutive entries, back to back.
@@ -75,8 +75,15 @@ pub(crate) trait LogMedium: Send + Sync + std::fmt::Debug {
     /// Drops the entries before `pos` (a durable snapshot at `pos` holds them); the next
     /// append gets `max(end, pos)`.
     fn drop_before(&self, pos: u64) -> Result<(), DurableError>;
-    /// Whether the live log has grown past the point where a checkpoint should shrink it.
-    fn needs_checkpoint(&self) -> bool;
+    /// The position before which every entry is durable (all appended entries, except under
+    /// `SyncPolicy::Every`).
+    fn durable_end(&self) -> u64;
+    /// Whether the live log has grown past the point where a checkpoint should shrink it
+    /// (read on every write: an atomic flag the medium keeps, no lock).
+    fn needs_checkpoint(&self) -> bool {
+        // Relaxed: a hint; a late or early checkpoint is correct either way.
+        self.counters().due.load(Ordering::Relaxed)
+    }
     /// The counters.
     fn counters(&self) -> &Counters;
 }
@@ -92,6 +99,8 @@ pub(crate) struct Counters {
     pub(crate) ops: AtomicU64,
     /// `append` calls.
     pub(crate) commits: AtomicU64,
+    /// The live log has outgrown its checkpoint threshold.
+    pub(crate) due: AtomicBool,
 }
 
 impl Counters {
@@ -99,5 +108,11 @@ impl Counters {
         let _ = self;
         // Relaxed: statistics only; nothing is ordered by them.
         c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records whether the live log, now `len` bytes, has outgrown `threshold`.
+    pub(crate) fn set_due(&self, len: u64, threshold: u64) {
+        // Relaxed: a hint (see `LogMedium::needs_checkpoint`).
+        self.due.store(len > threshold, Ordering::Relaxed);
     }
 }

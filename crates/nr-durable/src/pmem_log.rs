@@ -227,10 +227,11 @@ impl<P: Persist> PmemLog<P> {
             // the log is not shared yet and `bytes` is not used after this.
             unsafe { std::ptr::write_bytes(start, 0, (remnant_end - valid) as usize) };
             self.write_back(half_off + valid, remnant_end - valid);
-            self.region.persist().psync();
+            self.region.persist().psync(); // cleared before the log grows over them
         }
         {
             let mut st = lock(&self.state);
+            self.counters.set_due(valid, self.half_len / 2);
             *st = State {
                 base,
                 half,
@@ -278,6 +279,7 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         self.write_back(off, len);
         self.region.persist().psync(); // the commit's one durability action
         st.tail += len;
+        self.counters.set_due(st.tail, self.half_len / 2);
         st.end += batch.len() as u64;
         self.counters.add(&self.counters.syncs, 1);
         self.counters.add(&self.counters.bytes, len);
@@ -323,18 +325,19 @@ impl<P: Persist> LogMedium for PmemLog<P> {
         let state_off = self.region.user_offset().0 + 8;
         self.store_word(state_off, state_word(pos, new_half));
         self.write_back(state_off, 8);
-        self.region.persist().psync();
+        self.region.persist().psync(); // the new generation durable before the checkpoint returns
         self.counters.add(&self.counters.syncs, 1);
         self.counters.add(&self.counters.bytes, len + 8);
         st.base = pos;
         st.half = new_half;
         st.tail = len;
+        self.counters.set_due(st.tail, self.half_len / 2);
         st.end = st.end.max(pos);
         Ok(())
     }
 
-    fn needs_checkpoint(&self) -> bool {
-        lock(&self.state).tail > self.half_len / 2
+    fn durable_end(&self) -> u64 {
+        lock(&self.state).end
     }
 
     fn counters(&self) -> &Counters {

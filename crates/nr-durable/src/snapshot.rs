@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 use crate::fsutil;
 use crate::DurableError;
@@ -32,11 +31,7 @@ pub(crate) struct Snapshots {
 }
 
 fn checksum(pos: u64, len: u64, payload: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(&pos.to_le_bytes());
-    h.update(&len.to_le_bytes());
-    h.update(payload);
-    h.finalize()
+    crate::entry::crc_of(pos, len, payload)
 }
 
 impl Snapshots {
@@ -54,19 +49,17 @@ impl Snapshots {
         fsutil::numbered(&self.dir, &self.prefix, SUFFIX)
     }
 
-    /// Writes the snapshot of `state` at `pos` atomically; returns its size in bytes.
-    pub(crate) fn write<S: Serialize>(&self, pos: u64, state: &S) -> Result<u64, DurableError> {
-        let mut bytes = vec![0u8; SNAP_HEADER];
-        bytes =
-            postcard::to_extend(state, bytes).map_err(|source| DurableError::Encode { source })?;
-        let len = (bytes.len() - SNAP_HEADER) as u64;
-        let crc = checksum(pos, len, &bytes[SNAP_HEADER..]);
-        bytes[..8].copy_from_slice(SNAP_MAGIC);
-        bytes[8..16].copy_from_slice(&pos.to_le_bytes());
-        bytes[16..24].copy_from_slice(&len.to_le_bytes());
-        bytes[24..28].copy_from_slice(&crc.to_le_bytes());
-        fsutil::write_atomic(&self.path(pos), &bytes)?;
-        Ok(bytes.len() as u64)
+    /// Writes the snapshot at `pos` of a state encoded as `payload` atomically.
+    pub(crate) fn write(&self, pos: u64, payload: &[u8]) -> Result<(), DurableError> {
+        let len = payload.len() as u64;
+        let mut bytes = Vec::with_capacity(SNAP_HEADER + payload.len());
+        bytes.extend_from_slice(SNAP_MAGIC);
+        bytes.extend_from_slice(&pos.to_le_bytes());
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&checksum(pos, len, payload).to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(payload);
+        fsutil::write_atomic(&self.path(pos), &bytes)
     }
 
     /// Reads and checks the snapshot file `path`, which its name says is at `pos`.

@@ -1,5 +1,5 @@
-//! The durable store: a log medium plus snapshots, and recovery from both. [`Durable`]
-//! (crate::Durable) drives one; it is public for structures that keep their own
+//! The durable store: a log medium plus snapshots, and recovery from both. nr-core's commit
+//! hook will drive one (issue 20); it is public for structures that keep their own
 //! synchronization (the `Mutex` + write-ahead-log baseline of the benchmarks uses it).
 
 use std::marker::PhantomData;
@@ -164,6 +164,8 @@ pub struct Store<Op> {
     snapshots: Snapshots,
     /// The position of the newest snapshot, and the encoding buffer, under the append turn.
     inner: Mutex<Inner>,
+    /// Held by a checkpoint from its snapshot to the removal of what it replaced.
+    checkpointing: Mutex<()>,
     _op: PhantomData<fn(Op) -> Op>,
 }
 
@@ -284,6 +286,7 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
                 snapshot_pos,
                 batch: Batch::default(),
             }),
+            checkpointing: Mutex::new(()),
             _op: PhantomData,
         };
         Ok((
@@ -333,15 +336,47 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
     ///
     /// I/O failures, [`DurableError::Encode`].
     pub fn checkpoint<S: Serialize>(&self, pos: u64, state: &S) -> Result<bool, DurableError> {
+        let payload =
+            postcard::to_allocvec(state).map_err(|source| DurableError::Encode { source })?;
+        self.checkpoint_encoded(pos, &payload)
+    }
+
+    /// [`Store::checkpoint`] of a state already encoded with postcard.
+    pub(crate) fn checkpoint_encoded(
+        &self,
+        pos: u64,
+        payload: &[u8],
+    ) -> Result<bool, DurableError> {
+        let _one_at_a_time = lock(&self.checkpointing);
         if pos <= lock(&self.inner).snapshot_pos && pos != 0 {
             return Ok(false);
         }
-        self.snapshots.write(pos, state)?;
+        self.snapshots.write(pos, payload)?;
         self.medium.drop_before(pos)?;
         self.snapshots.remove_before(pos)?;
         let mut inner = lock(&self.inner);
         inner.snapshot_pos = inner.snapshot_pos.max(pos);
         Ok(true)
+    }
+
+    /// The number of logged operations that are durable: every appended one, except under
+    /// [`SyncPolicy::Every`], where it trails until the next flush.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let medium = nr_durable::Medium::File { dir: dir.path().to_owned() };
+    /// let every = nr_durable::SyncPolicy::Every(std::time::Duration::from_secs(3600));
+    /// let (store, _) = nr_durable::Store::<u8>::open::<()>(&medium, every)?;
+    /// store.append(0, &[&1, &2])?;
+    /// assert_eq!(store.durable_end(), 0); // queued
+    /// store.sync()?;
+    /// assert_eq!(store.durable_end(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn durable_end(&self) -> u64 {
+        self.medium.durable_end()
     }
 
     /// Whether the live log has grown enough that a checkpoint should shrink it (persistent

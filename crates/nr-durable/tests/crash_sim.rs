@@ -1,6 +1,6 @@
 //! Crash tests of the persistent-memory medium on pmem's simulated persistence domain, at the
-//! store level: a single-threaded workload appends batches of operations and takes checkpoints
-//! (the snapshot files are real files: a checkpoint is skipped once the simulated machine has
+//! store level: a deterministic workload appends batches of operations and takes checkpoints on
+//! a second thread, one step at a time (the snapshot files are real files: a checkpoint is skipped once the simulated machine has
 //! crashed, as a dead process writes nothing). Each crash image is recovered and checked:
 //!
 //! - recovery succeeds (a torn commit is cut, never reported as damage);
@@ -10,7 +10,7 @@
 //!   recovered history is that prefix plus the new operation (so remnants of a torn commit
 //!   never come back).
 //!
-//! `systematic_*` crashes at every persistence event of a short run. `random_*` runs
+//! `systematic_*` crashes at every persistence event of a short run (4 seeds each). `random_*` runs
 //! `NR_DURABLE_CRASH_POINTS` (default 300; CI: 10,000) random configurations: batch sizes,
 //! checkpoint points and region sizes from a seeded RNG, evictions on, a crash at a random event.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
@@ -18,6 +18,9 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::{env, Rng};
 use nr_durable::{Store, PMEM_LAYOUT};
 use pmem::sim::{Image, SimConfig, Simulated};
 use pmem::Region;
@@ -33,23 +36,10 @@ fn op(i: u64) -> u64 {
 #[derive(Debug, Clone)]
 struct Plan {
     batches: Vec<u64>,
-    /// Checkpoint after the batch with this index.
-    checkpoints: Vec<usize>,
+    /// Checkpoint after the batch with this index, at this many operations before the end (so
+    /// the entries after the snapshot are copied to the new log generation).
+    checkpoints: Vec<(usize, u64)>,
     size: u64,
-}
-
-struct SplitMix(u64);
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Runs `plan` on `region` until the simulated machine crashes; returns how many operations
@@ -73,12 +63,16 @@ fn workload(region: Region<Simulated>, snaps: &Path, plan: &Plan) -> u64 {
         }
         pos += n;
         acked = pos;
-        if plan.checkpoints.contains(&i) {
+        for &(_, lag) in plan.checkpoints.iter().filter(|c| c.0 == i) {
             if sim.is_crashed() {
                 return acked;
             }
-            let state: State = (0..pos).map(op).collect();
-            store.checkpoint(pos, &state).unwrap();
+            let at = pos.saturating_sub(lag);
+            let state: State = (0..at).map(op).collect();
+            // On another thread, as `Durable::checkpoint` runs beside the committing threads:
+            // its write-backs are fenced by its own fences only.
+            std::thread::scope(|s| s.spawn(|| store.checkpoint(at, &state).unwrap()).join())
+                .unwrap();
             if sim.is_crashed() {
                 return acked;
             }
@@ -89,9 +83,17 @@ fn workload(region: Region<Simulated>, snaps: &Path, plan: &Plan) -> u64 {
 
 /// Recovers `image` with the snapshots in `snaps`: the history.
 fn recover(image: &Image, snaps: &Path) -> Result<(State, Simulated, Store<u64>), String> {
+    // No evictions and nothing unfenced in a crash image: only what recovery itself writes back
+    // and fences reaches the media.
     // SAFETY: this thread makes every write to the region and every persistence call.
-    let region = unsafe { Region::from_image(image, PMEM_LAYOUT, SimConfig::new(1)) }
-        .map_err(|e| format!("region: {e}"))?;
+    let region = unsafe {
+        Region::from_image(
+            image,
+            PMEM_LAYOUT,
+            SimConfig::new(1).evictions(0.0).crash_keeps(0.0),
+        )
+    }
+    .map_err(|e| format!("region: {e}"))?;
     let sim = region.persist().clone();
     let (store, rec) = Store::<u64>::open_region::<State, _>(region, snaps)
         .map_err(|e| format!("recovery: {e}"))?;
@@ -121,14 +123,21 @@ fn check(image: Image, snaps: &Path, acked: u64, total: u64) -> Result<(), Strin
             &state[..state.len().min(4)]
         ));
     }
-    // Grow the recovered log, crash again at once: the new entry and nothing else follows.
-    store.append(n, &[&op(n)]).map_err(|e| format!("append after recovery: {e}"))?;
+    // Grow the recovered log from another thread (recovery's own write-backs are fenced by its
+    // own fences only), crash again at once: the new entry and nothing else follows.
+    std::thread::scope(|s| s.spawn(|| store.append(n, &[&op(n)])).join())
+        .map_err(|_| "the append panicked".to_owned())?
+        .map_err(|e| format!("append after recovery: {e}"))?;
     drop(store);
     let again = sim.crash();
     let (state2, _, _) = recover(&again, snaps)?;
     let want2: State = (0..=n).map(op).collect();
     if state2 != want2 {
-        return Err(format!("after one more append: {} ops, expected {}", state2.len(), n + 1));
+        return Err(format!(
+            "after one more append: {} ops, expected {}",
+            state2.len(),
+            n + 1
+        ));
     }
     Ok(())
 }
@@ -158,39 +167,52 @@ fn total(plan: &Plan) -> u64 {
 #[test]
 fn systematic_crash_at_every_event_of_a_short_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let plan = Plan { batches: vec![1, 2, 3, 1, 1, 2, 4, 1], checkpoints: vec![2, 5], size: 8192 };
+    let plan = Plan {
+        batches: vec![1, 2, 3, 1, 1, 2, 4, 1],
+        checkpoints: vec![(2, 2), (5, 1), (7, 0)],
+        size: 8192,
+    };
     let (events, _, _) = run(&plan, SimConfig::new(3), &snap_dir(tmp.path(), 0));
     assert!(events > 20, "{events} events");
+    // Each crash point with 4 seeds: which unfenced lines reach the image differs.
     for k in 0..=events {
-        let snaps = snap_dir(tmp.path(), k + 1);
-        let (_, acked, image) = run(&plan, SimConfig::new(k).evictions(0.3).crash_at(k), &snaps);
-        check(image, &snaps, acked, total(&plan)).unwrap_or_else(|e| panic!("crash at {k}: {e}"));
-        std::fs::remove_dir_all(&snaps).unwrap();
+        for seed in 0..4 {
+            let snaps = snap_dir(tmp.path(), k + 1);
+            let cfg = SimConfig::new(k * 4 + seed).evictions(0.3).crash_at(k);
+            let (_, acked, image) = run(&plan, cfg, &snaps);
+            check(image, &snaps, acked, total(&plan))
+                .unwrap_or_else(|e| panic!("crash at {k}, seed {seed}: {e}"));
+            std::fs::remove_dir_all(&snaps).unwrap();
+        }
     }
-}
-
-fn crash_points() -> u64 {
-    std::env::var("NR_DURABLE_CRASH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
 }
 
 #[test]
 fn random_crash_points_with_evictions() {
     let tmp = tempfile::tempdir().unwrap();
-    let points = crash_points();
-    let mut rng = SplitMix(0x5EED);
+    let points = env("NR_DURABLE_CRASH_POINTS", 300);
+    let mut rng = Rng(0x5EED);
     let counted = RefCell::new(0u64);
     for p in 0..points {
         let batches: Vec<u64> = (0..4 + rng.below(12)).map(|_| 1 + rng.below(5)).collect();
-        let checkpoints: Vec<usize> =
-            (0..rng.below(3)).map(|_| rng.below(batches.len() as u64) as usize).collect();
+        let checkpoints: Vec<(usize, u64)> = (0..rng.below(4))
+            .map(|_| (rng.below(batches.len() as u64) as usize, rng.below(4)))
+            .collect();
         // Small regions fill up between checkpoints; large ones do not.
         let size = [4096, 8192, 1 << 16][rng.below(3) as usize];
-        let plan = Plan { batches, checkpoints, size };
+        let plan = Plan {
+            batches,
+            checkpoints,
+            size,
+        };
         let snaps = snap_dir(tmp.path(), p);
         let (events, _, _) = run(&plan, SimConfig::new(p), &snaps);
         let k = rng.below(events + 1);
         let snaps = snap_dir(tmp.path(), p);
-        let cfg = SimConfig::new(rng.next()).evictions(0.3).crash_keeps(0.5).crash_at(k);
+        let cfg = SimConfig::new(rng.next())
+            .evictions(0.3)
+            .crash_keeps(0.5)
+            .crash_at(k);
         let (_, acked, image) = run(&plan, cfg, &snaps);
         check(image, &snaps, acked, total(&plan))
             .unwrap_or_else(|e| panic!("point {p}, crash at event {k} of {events}, {plan:?}: {e}"));
