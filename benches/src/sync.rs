@@ -54,6 +54,30 @@ impl AtomicBool {
     }
 }
 
+/// `std`'s `AtomicUsize` under a distinct name (see [`AtomicBool`]).
+#[derive(Debug, Default)]
+#[repr(transparent)]
+pub(crate) struct AtomicUsize(std::sync::atomic::AtomicUsize);
+
+impl AtomicUsize {
+    #[inline(always)]
+    pub(crate) const fn new(v: usize) -> Self {
+        Self(std::sync::atomic::AtomicUsize::new(v))
+    }
+    #[inline(always)]
+    pub(crate) fn load(&self, o: Ordering) -> usize {
+        self.0.load(o)
+    }
+    #[inline(always)]
+    pub(crate) fn fetch_add(&self, v: usize, o: Ordering) -> usize {
+        self.0.fetch_add(v, o)
+    }
+    #[inline(always)]
+    pub(crate) fn fetch_sub(&self, v: usize, o: Ordering) -> usize {
+        self.0.fetch_sub(v, o)
+    }
+}
+
 /// `std::thread::scope`: scoped threads that may borrow from the caller.
 pub(crate) fn scope<'env, F, T>(f: F) -> T
 where

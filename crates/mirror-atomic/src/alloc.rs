@@ -6,7 +6,7 @@
 //! high-water mark (one CAS, `pwb` + `psync`), then their header is made durable, so recovery
 //! can always tell which class a chunk holds.
 
-use crate::error::AllocError;
+use crate::error::HeapAllocError;
 use crate::heap::Space;
 use crate::sync::{lock, thread_hint, Mutex};
 use crossbeam_utils::CachePadded;
@@ -73,7 +73,7 @@ impl Alloc {
         &self,
         class: usize,
         space: &Space<P>,
-    ) -> Result<u64, AllocError> {
+    ) -> Result<u64, HeapAllocError> {
         let block = block_of(class);
         let mut shard = lock(self.shard());
         shard.live += 1;
@@ -91,10 +91,11 @@ impl Alloc {
             Some(chunk) => chunk,
             None => match space.region().allocator(CHUNK).alloc_bytes(CHUNK, 64) {
                 Ok(off) => off.0,
-                Err(_) => {
+                Err(source) => {
                     shard.live -= 1;
-                    return Err(AllocError::Exhausted {
+                    return Err(HeapAllocError::Exhausted {
                         requested: block as usize,
+                        source,
                     });
                 }
             },

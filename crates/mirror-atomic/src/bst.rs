@@ -52,7 +52,7 @@
 //! that what the cleanups unlinked is free again; afterwards no edge is flagged or tagged and
 //! exactly the root, the sentinels and two nodes per key are allocated.
 
-use crate::error::{AllocError, BstError, HeapError};
+use crate::error::{BstError, HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::heap::{Guard, Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
@@ -566,7 +566,12 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
 
     /// Replaces the clean edge `parent -> leaf` by a new internal node over `leaf` and a new
     /// leaf for `key`: whether the CAS succeeded (the new nodes are freed if not).
-    fn link(&self, key: u64, leaf_key: u64, rec: &SeekRecord<'_, F>) -> Result<bool, AllocError> {
+    fn link(
+        &self,
+        key: u64,
+        leaf_key: u64,
+        rec: &SeekRecord<'_, F>,
+    ) -> Result<bool, HeapAllocError> {
         // Both nodes are durable (`alloc`) before the CAS publishes them; their edges are
         // written before publication, so no persistent store to an unpublished node is needed.
         let new_leaf = self.heap.alloc(BstNode::<F>::leaf(key))?;

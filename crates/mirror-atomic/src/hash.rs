@@ -1,7 +1,7 @@
 //! A lock-free hash set: a fixed array of Harris-Michael lists (Michael, SPAA'02 §3), over an
 //! atomic [`Flavor`]. The bucket array is the root object.
 
-use crate::error::{AllocError, HeapError};
+use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::heap::{Heap, Object, Trace, Tracer};
 use crate::list::{self, Head};
@@ -136,8 +136,8 @@ impl<F: Flavor, P: Persist, const B: usize> HashSet<F, P, B> {
     ///
     /// # Errors
     ///
-    /// [`AllocError`] if the heap is full.
-    pub fn insert(&self, key: u64) -> Result<bool, AllocError> {
+    /// [`HeapAllocError`] if the heap is full.
+    pub fn insert(&self, key: u64) -> Result<bool, HeapAllocError> {
         let guard = self.heap.pin();
         list::insert(&self.heap, self.bucket(key), key, &guard)
     }

@@ -9,7 +9,7 @@
 //! volatile replica").
 
 use crate::alloc::{class_of, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG, OLD_CHUNK_TAG};
-use crate::error::{AllocError, HeapError};
+use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::persist::Durability;
 use crate::sync::{Arc, AtomicPair, AtomicWord, Ordering};
@@ -191,12 +191,12 @@ struct Arena {
 }
 
 impl Arena {
-    fn new(len: usize) -> Result<Self, AllocError> {
-        let layout = Layout::from_size_align(len, 4096)
-            .map_err(|_| AllocError::Exhausted { requested: len })?;
+    fn new(len: usize) -> Result<Self, HeapError> {
+        let out_of_memory = || HeapError::OutOfMemory { bytes: len };
+        let layout = Layout::from_size_align(len, 4096).map_err(|_| out_of_memory())?;
         // SAFETY: `layout` has a non-zero size (a region is at least MIN_REGION_SIZE bytes).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).ok_or(AllocError::Exhausted { requested: len })?;
+        let ptr = NonNull::new(raw).ok_or_else(out_of_memory)?;
         Ok(Self { ptr, layout })
     }
 }
@@ -492,7 +492,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// # Errors
     ///
     /// [`HeapError::NotEmpty`] if the region already holds allocations;
-    /// [`HeapError::Alloc`] if the volatile arena cannot be allocated;
+    /// [`HeapError::OutOfMemory`] if the volatile arena cannot be allocated;
     /// [`HeapError::Unsupported`] on an x86_64 CPU without `cmpxchg16b` (every flavor: the
     /// heap's `Space` is what lets Mirror loads skip a per-load CPU check).
     pub fn new(region: Region<P>) -> Result<Self, HeapError> {
@@ -524,9 +524,9 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     ///
     /// # Errors
     ///
-    /// [`AllocError::TooLarge`] above [`MAX_OBJECT`] bytes or 64-byte alignment;
-    /// [`AllocError::Exhausted`] when the region is full.
-    pub fn alloc<N: Object>(&self, value: N) -> Result<PPtr<N>, AllocError> {
+    /// [`HeapAllocError::TooLarge`] above [`MAX_OBJECT`] bytes or 64-byte alignment;
+    /// [`HeapAllocError::Exhausted`] when the region is full.
+    pub fn alloc<N: Object>(&self, value: N) -> Result<PPtr<N>, HeapAllocError> {
         self.alloc_prefix(value, core::mem::size_of::<N>())
     }
 
@@ -537,11 +537,11 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         &self,
         value: N,
         publish_len: usize,
-    ) -> Result<PPtr<N>, AllocError> {
+    ) -> Result<PPtr<N>, HeapAllocError> {
         let () = PaddingFree::<N>::OK;
         let size = core::mem::size_of::<N>();
         if size > MAX_OBJECT || core::mem::align_of::<N>() > 64 {
-            return Err(AllocError::TooLarge { requested: size });
+            return Err(HeapAllocError::TooLarge { requested: size });
         }
         let class = class_of(size);
         let off = self.alloc.alloc(class, &self.space)?;

@@ -22,7 +22,7 @@ mod sync;
 mod word;
 
 pub use bst::{Bst, BstNode, BST_MAX_KEY, BST_ROOT_SLOT};
-pub use error::{AllocError, BstError, HeapError};
+pub use error::{BstError, HeapAllocError, HeapError};
 pub use hash::{Buckets, HashSet, HASH_ROOT_SLOT};
 pub use heap::{Domain, Guard, Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
 pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};

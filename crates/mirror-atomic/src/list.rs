@@ -10,7 +10,7 @@
 //! list is durably linearizable (paper §5); after recovery, marked nodes still linked count as
 //! removed and are unlinked by the next traversal that meets them.
 
-use crate::error::{AllocError, HeapError};
+use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::heap::{Guard, Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
@@ -167,7 +167,7 @@ pub(crate) fn insert<F: Flavor, P: Persist>(
     head: &Head<F>,
     key: u64,
     guard: &Guard,
-) -> Result<bool, AllocError> {
+) -> Result<bool, HeapAllocError> {
     let space = heap.space();
     loop {
         let pos = find(heap, head, key, guard);
@@ -382,8 +382,8 @@ impl<F: Flavor, P: Persist> List<F, P> {
     ///
     /// # Errors
     ///
-    /// [`AllocError`] if the heap is full.
-    pub fn insert(&self, key: u64) -> Result<bool, AllocError> {
+    /// [`HeapAllocError`] if the heap is full.
+    pub fn insert(&self, key: u64) -> Result<bool, HeapAllocError> {
         let guard = self.heap.pin();
         insert(&self.heap, self.head(), key, &guard)
     }

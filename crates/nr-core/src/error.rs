@@ -10,10 +10,12 @@ use crate::TopologyError;
 /// replica was being updated. That replica may be half-updated and no longer equal to the others,
 /// so no further operation is accepted, exactly as a [`std::sync::Mutex`] refuses its guard after
 /// a panic while it was held. The thread whose operation panicked receives the panic itself (on
-/// the thread that ran the operation, which may be a combiner working for other threads).
+/// the thread that ran the operation, which may be a combiner working for other threads). Or,
+/// with a [`CommitLog`](crate::CommitLog), its `commit` returned an error or panicked: the
+/// entries it was given are not durable, so no replica applies them.
 ///
-/// **Remedy:** drop the object and rebuild it from a known-good state; fix the panicking
-/// operation. Operations are not retried: an operation that returned `Poisoned` may or may not
+/// **Remedy:** drop the object and rebuild it from a known-good state (with a commit log: recover
+/// from what the log made durable); fix the panicking operation or the failing log. Operations are not retried: an operation that returned `Poisoned` may or may not
 /// have been applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Poisoned;
@@ -22,12 +24,77 @@ impl fmt::Display for Poisoned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
             "the replicated object is poisoned: a write operation panicked while a replica was \
-             being updated, so replicas may differ; rebuild the object",
+             being updated, or the commit log failed, so replicas may differ; rebuild the object",
         )
     }
 }
 
 impl std::error::Error for Poisoned {}
+
+/// Returned by [`CommitLog::commit`](crate::CommitLog::commit) when it could not make the entries
+/// it was given durable.
+///
+/// **Cause:** the commit log's medium failed (an I/O error, a full device, ...); the wrapped
+/// error, given by [`source`](std::error::Error::source), says which. The object is then
+/// poisoned: no replica applies those entries, and every writer waiting on them, and every later
+/// operation, gets [`Poisoned`].
+///
+/// **Remedy:** fix the medium, then rebuild the object from what the log made durable.
+///
+/// # Examples
+///
+/// ```
+/// use std::error::Error;
+/// use nr_core::CommitError;
+///
+/// let e = CommitError::new(std::io::Error::other("disk full"));
+/// assert_eq!(e.to_string(), "the commit log could not make the entries durable");
+/// assert_eq!(e.source().map(|s| s.to_string()), Some("disk full".into()));
+/// ```
+#[derive(Debug)]
+pub struct CommitError {
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl CommitError {
+    /// Wraps the cause of a failed commit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = nr_core::CommitError::new("fdatasync failed");
+    /// assert_eq!(e.into_inner().to_string(), "fdatasync failed");
+    /// ```
+    pub fn new(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            source: source.into(),
+        }
+    }
+
+    /// The cause, given back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = nr_core::CommitError::new(std::io::Error::other("gone"));
+    /// assert!(e.into_inner().downcast::<std::io::Error>().is_ok());
+    /// ```
+    pub fn into_inner(self) -> Box<dyn std::error::Error + Send + Sync> {
+        self.source
+    }
+}
+
+impl fmt::Display for CommitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the commit log could not make the entries durable")
+    }
+}
+
+impl std::error::Error for CommitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
+}
 
 /// Why [`Builder::build`](crate::Builder::build) refused to build an object.
 #[derive(Debug)]

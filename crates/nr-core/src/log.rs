@@ -398,6 +398,31 @@ impl<T> Log<T> {
         f(op.expect("invariant: a filled log entry holds an operation"))
     }
 
+    /// The operation at index `idx`, borrowed for as long as the caller keeps the conditions
+    /// below (the commit hook hands several entries to `CommitLog::commit` at once).
+    ///
+    /// # Safety
+    ///
+    /// As for [`read`](Self::read), for as long as the returned reference is used: the caller saw
+    /// `is_filled(idx)` return true, and holds the combiner lock of a replica whose local tail
+    /// is at most `idx` until it drops the reference.
+    #[inline]
+    pub(crate) unsafe fn get(&self, idx: usize) -> &T {
+        let entry = self.segment(idx).entry(idx);
+        // SAFETY: as in `read`, from the caller's contract, which lasts as long as the reference.
+        let op = entry.op.with(|cell| unsafe { (*cell).as_ref() });
+        op.expect("invariant: a filled log entry holds an operation")
+    }
+
+    /// The first unreserved index, read so that the caller may look up the segments of the
+    /// indices below it (an Acquire load of the tail: module docs, "Finding an index's
+    /// segment").
+    #[inline]
+    pub(crate) fn reserved_tail(&self) -> usize {
+        // TAIL_READ: as in `try_reserve`.
+        self.tail.load(TAIL_READ) & !FROZEN
+    }
+
     /// The first unreserved index.
     #[inline]
     pub(crate) fn tail(&self) -> usize {

@@ -212,7 +212,7 @@ fn recover<S: Subject<P = Simulated>>(
         Ok(obj) => obj,
         // Crashed before `create` published the root: fine if nothing returned. Only a missing
         // root is: a root naming an unpersisted structure is a violation.
-        Err(pcomb::BuildError::LayoutMismatch {
+        Err(pcomb::CombBuildError::LayoutMismatch {
             detail: "the region has no root object",
             ..
         }) if outcomes.iter().all(|o| o.completed == 0) => return Ok(()),
@@ -417,7 +417,7 @@ where
                     panic!("{}: nested crash {i}: after the second crash: {e}", S::NAME);
                 }
             }
-            Err(pcomb::BuildError::LayoutMismatch {
+            Err(pcomb::CombBuildError::LayoutMismatch {
                 detail: "the region has no root object",
                 ..
             }) => {}

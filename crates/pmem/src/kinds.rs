@@ -62,8 +62,8 @@ const fn tag(bytes: &[u8; 8]) -> u64 {
 pub const PBCOMB_TAG: u64 = tag(b"PBCOMB02");
 /// pcomb's `PWFComb` objects, format 2.
 pub const PWFCOMB_TAG: u64 = tag(b"PWFCOMB2");
-/// pcomb's `PBComb1` objects.
-pub const PBCOMB1_TAG: u64 = tag(b"PBCOMB1L");
+/// pcomb's `PBComb1` objects, format 2 (format 1, `"PBCOMB1L"`, had no sequence numbers).
+pub const PBCOMB1_TAG: u64 = tag(b"PBCOM1L2");
 /// pcomb's `PBStack`, format 2.
 pub const PBSTACK_TAG: u64 = tag(b"PBSTACK2");
 /// pcomb's `PWFStack`, format 2.

@@ -4,7 +4,7 @@
 
 use mirror_atomic::flavor::Flavor;
 use mirror_atomic::{
-    AllocError, Bst, BstError, HashSet, Heap, HeapError, List, Persist, Region, SkipList,
+    Bst, BstError, HashSet, Heap, HeapAllocError, HeapError, List, Persist, Region, SkipList,
 };
 use pmem::sim::{Image, SimConfig, Simulated};
 use testkit::lin::Model;
@@ -43,7 +43,7 @@ pub(crate) fn single_thread_recovery(
 /// What the tests need of a set structure.
 pub(crate) trait Set: Sized + Send + Sync {
     type P: Persist;
-    fn insert(&self, k: u64) -> Result<bool, AllocError>;
+    fn insert(&self, k: u64) -> Result<bool, HeapAllocError>;
     fn remove(&self, k: u64) -> bool;
     fn contains(&self, k: u64) -> bool;
     fn snapshot(&self) -> (Vec<u64>, bool);
@@ -70,7 +70,7 @@ macro_rules! forward_set {
         impl<F: Flavor, P: Persist> Set for $ty<F, P $(, $c)?> {
             type P = P;
             type F = F;
-            fn insert(&self, k: u64) -> Result<bool, AllocError> {
+            fn insert(&self, k: u64) -> Result<bool, HeapAllocError> {
                 let ($s, $k) = (self, k);
                 $insert
             }

@@ -5,12 +5,15 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use std::sync::Arc;
+
+use super::commit::Commit;
 use super::{NodeReplicated, NO_WRITE_OPTIONS, SINGLE};
 use crate::config::{DEFAULT_LOG_ENTRIES, DEFAULT_THREADS_PER_REPLICA};
 use crate::log::Log;
 use crate::replica::Replica;
 use crate::sync::{run_pinned, AtomicU8};
-use crate::{BuildError, Dispatch, Topology};
+use crate::{BuildError, CommitLog, Dispatch, Topology};
 
 /// Configures a [`NodeReplicated`] object.
 ///
@@ -27,6 +30,8 @@ use crate::{BuildError, Dispatch, Topology};
 ///   [`writes_as_reads`](Self::writes_as_reads) (§6), [`min_batch`](Self::min_batch) (§5.2),
 ///   [`log_growth`](Self::log_growth) (§6) and
 ///   [`dedicated_combiners`](Self::dedicated_combiners) (§4, §6).
+/// * [`commit_log`](Self::commit_log): a hook that makes writes durable before they are applied
+///   (none by default).
 ///
 /// # Examples
 ///
@@ -51,7 +56,7 @@ use crate::{BuildError, Dispatch, Topology};
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Builder<D> {
+pub struct Builder<D: Dispatch> {
     topology: Option<Topology>,
     virtual_nodes: Option<usize>,
     replicas: Option<usize>,
@@ -63,10 +68,11 @@ pub struct Builder<D> {
     min_batch: usize,
     min_batch_wait: Duration,
     dedicated_combiners: bool,
+    commit_log: Option<Arc<dyn CommitLog<D::WriteOperation>>>,
     _structure: PhantomData<fn() -> D>,
 }
 
-impl<D> std::fmt::Debug for Builder<D> {
+impl<D: Dispatch> std::fmt::Debug for Builder<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Builder")
             .field("topology", &self.topology)
@@ -79,28 +85,30 @@ impl<D> std::fmt::Debug for Builder<D> {
             .field("min_batch", &self.min_batch)
             .field("min_batch_wait", &self.min_batch_wait)
             .field("dedicated_combiners", &self.dedicated_combiners)
+            .field("commit_log", &self.commit_log.is_some())
             .finish()
     }
 }
 
-impl<D> Clone for Builder<D> {
+impl<D: Dispatch> Clone for Builder<D> {
     fn clone(&self) -> Self {
         Self {
             topology: self.topology.clone(),
             virtual_nodes: self.virtual_nodes,
             replicas: self.replicas,
+            commit_log: self.commit_log.clone(),
             ..*self
         }
     }
 }
 
-impl<D> Default for Builder<D> {
+impl<D: Dispatch> Default for Builder<D> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<D> Builder<D> {
+impl<D: Dispatch> Builder<D> {
     /// A builder with the defaults described above.
     ///
     /// # Examples
@@ -126,6 +134,7 @@ impl<D> Builder<D> {
             min_batch: 1,
             min_batch_wait: Duration::ZERO,
             dedicated_combiners: false,
+            commit_log: None,
             _structure: PhantomData,
         }
     }
@@ -136,8 +145,13 @@ impl<D> Builder<D> {
     /// # Examples
     ///
     /// ```
+    /// # #[derive(Default)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
     /// # use nr_core::{Builder, Topology};
-    /// let b = Builder::<()>::new().topology(Topology::detect()?);
+    /// let b = Builder::<S>::new().topology(Topology::detect()?);
     /// # let _ = b;
     /// # Ok::<(), nr_core::TopologyError>(())
     /// ```
@@ -185,7 +199,12 @@ impl<D> Builder<D> {
     /// # Examples
     ///
     /// ```
-    /// let b = nr_core::Builder::<()>::new().replicas(4);
+    /// # #[derive(Default)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let b = nr_core::Builder::<S>::new().replicas(4);
     /// # let _ = b;
     /// ```
     pub fn replicas(mut self, n: usize) -> Self {
@@ -199,7 +218,12 @@ impl<D> Builder<D> {
     /// # Examples
     ///
     /// ```
-    /// let b = nr_core::Builder::<()>::new().log_size(1 << 20);
+    /// # #[derive(Default)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let b = nr_core::Builder::<S>::new().log_size(1 << 20);
     /// # let _ = b;
     /// ```
     pub fn log_size(mut self, entries: usize) -> Self {
@@ -288,7 +312,12 @@ impl<D> Builder<D> {
     /// # Examples
     ///
     /// ```
-    /// let b = nr_core::Builder::<()>::new().threads_per_replica(28);
+    /// # #[derive(Default)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let b = nr_core::Builder::<S>::new().threads_per_replica(28);
     /// # let _ = b;
     /// ```
     pub fn threads_per_replica(mut self, n: usize) -> Self {
@@ -345,6 +374,55 @@ impl<D> Builder<D> {
     pub fn min_batch(mut self, n: usize, max_wait: Duration) -> Self {
         self.min_batch = n;
         self.min_batch_wait = max_wait;
+        self
+    }
+
+    /// Makes every write durable before it is applied: `log`'s
+    /// [`commit`](CommitLog::commit) is called with each write's log index and operation, in log
+    /// order, in groups (one call for a combiner's batch, and for the batches of other replicas
+    /// that are ready by then), before any replica applies those writes and before their
+    /// writers return. Readers therefore never see a write that is not durable. An error or a
+    /// panic in `commit` poisons the object.
+    ///
+    /// Every write then goes through the shared log, with one replica too (the log-free
+    /// single-replica paths are off, so a single replica's writes cost what they cost with
+    /// several). [`writes_as_reads`](Self::writes_as_reads) stays available: a write answered
+    /// as a read changed nothing, so it needs no durability, and it gets no log index.
+    /// [`NodeReplicated::with_replica_state`] gives a replica's state with the number of log
+    /// indexes it has applied (a snapshot position). Without a commit log (the default) no
+    /// path pays for the hook beyond a branch on a field set here.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use nr_core::{CommitError, CommitLog, NodeReplicated};
+    /// # #[derive(Default)] struct S(u64);
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = u64; type Response = u64;
+    /// #     fn dispatch(&self, _: ()) -> u64 { self.0 }
+    /// #     fn dispatch_mut(&mut self, v: u64) -> u64 { self.0 += v; self.0 }
+    /// # }
+    ///
+    /// /// Counts the calls and the entries.
+    /// #[derive(Default)]
+    /// struct Count(Mutex<(u64, u64)>);
+    /// impl CommitLog<u64> for Count {
+    ///     fn commit(&self, _first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+    ///         let mut c = self.0.lock().map_err(|_| CommitError::new("poisoned"))?;
+    ///         *c = (c.0 + 1, c.1 + ops.len() as u64);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let log = Arc::new(Count::default());
+    /// let nr = NodeReplicated::builder().replicas(1).commit_log(log.clone()).build(|_| S::default())?;
+    /// nr.register(0)?.execute_mut(3)?;
+    /// assert_eq!(*log.0.lock().unwrap(), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn commit_log(mut self, log: Arc<dyn CommitLog<D::WriteOperation>>) -> Self {
+        self.commit_log = Some(log);
         self
     }
 }
@@ -440,7 +518,10 @@ where
                 .collect(),
         };
         let mut state = 0;
-        if replicas.len() == 1 {
+        // With a commit log a single replica goes through the log too, so that every write has
+        // a log index and is committed before it is applied (see `commit.rs`).
+        let single = replicas.len() == 1 && self.commit_log.is_none();
+        if single {
             state |= SINGLE;
         }
         if !self.writes_as_reads
@@ -462,6 +543,8 @@ where
             },
             min_batch_wait: self.min_batch_wait,
             dedicated: self.dedicated_combiners,
+            single,
+            commit: self.commit_log.map(Commit::new),
         })
     }
 }

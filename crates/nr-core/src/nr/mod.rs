@@ -1,10 +1,12 @@
 //! The replicated object: the paper's Algorithm 1 over a [`Log`] and one [`Replica`] per node.
 
 mod builder;
+mod commit;
 mod dedicated;
 mod handle;
 
 pub use builder::Builder;
+pub use commit::CommitLog;
 pub use handle::ThreadHandle;
 
 use std::time::{Duration, Instant};
@@ -17,6 +19,7 @@ use crate::replica::Replica;
 use crate::sync::{panicking, AtomicU8, Entered, Ordering};
 use crate::wait::Waiter;
 use crate::{Dispatch, Poisoned, Topology};
+use commit::Commit;
 
 /// A linearizable concurrent object made from a sequential [`Dispatch`] structure by Node
 /// Replication (Calciu, Sen, Balakrishnan, Aguilera: *Black-box Concurrent Data Structures for
@@ -93,7 +96,7 @@ pub struct NodeReplicated<D: Dispatch> {
     /// | bit | name | set by | meaning |
     /// |---|---|---|---|
     /// | 0 | `POISONED` | `poison`, never cleared | see [Poisoning](#poisoning) |
-    /// | 1 | `SINGLE` | the builder, never changed | one replica: no log (reads need not catch up) |
+    /// | 1 | `SINGLE` | the builder, never changed | one replica and no commit log: no log (reads need not catch up) |
     /// | 2 | `NO_WRITE_OPTIONS` | the builder, never changed | none of `writes_as_reads`, `min_batch`, `dedicated` |
     ///
     /// A write takes the inlined path of `execute_mut` only when the word is exactly
@@ -108,6 +111,11 @@ pub struct NodeReplicated<D: Dispatch> {
     min_batch_wait: Duration,
     /// `Builder::dedicated_combiners`: `run_combiner` may attach a dedicated combiner.
     dedicated: bool,
+    /// One replica and no commit log: the combiner applies its batch directly, without the log
+    /// (the `SINGLE` bit of `state`, as a plain field for the out-of-line paths).
+    single: bool,
+    /// `Builder::commit_log`: the commit hook and its state (see `commit.rs`).
+    commit: Option<Commit<D::WriteOperation>>,
 }
 
 /// `NodeReplicated::state`: a panic in user code poisoned the object.
@@ -140,6 +148,7 @@ impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
             .field("min_batch", &self.min_batch)
             .field("min_batch_wait", &self.min_batch_wait)
             .field("dedicated", &self.dedicated)
+            .field("commit_log", &self.commit.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -311,12 +320,13 @@ where
         }
     }
 
-    /// With a single replica there is nothing to replicate: the combiner applies its batch
-    /// directly, without the log, and takes the writer side together with the combiner lock
-    /// (`combine_single` and `serve_posted_single`; several replicas go through `combine`).
+    /// With a single replica and no commit log there is nothing to replicate: the combiner
+    /// applies its batch directly, without the log, and takes the writer side together with the
+    /// combiner lock (`combine_single` and `serve_posted_single`; several replicas, or a commit
+    /// log, go through `combine`).
     #[inline]
     fn single(&self) -> bool {
-        self.replicas.len() == 1
+        self.single
     }
 
     /// A write, from the thread registered in `slot` of replica `r` (`replica` is
@@ -713,10 +723,14 @@ where
         // previous laps' operations runs their `Drop`, and a panic there leaves no entry
         // unfilled for other replicas to wait on.
         batch.evicted.clear();
+        let end = start + n;
+        if let Some(commit) = &self.commit {
+            // Durable before anything is applied or answered (see `commit.rs`).
+            self.commit_through(commit, end)?;
+        }
         replica.lock.lock_writer();
         // Line 27: replay everything before our batch, waiting for entries still being written.
         self.replay(r, start, true)?;
-        let end = start + n;
         // SAFETY: we hold the combiner lock and the writer side of replica `r`: no reader and no
         // other writer touches `data` until we unlock.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
@@ -809,8 +823,15 @@ where
     /// Applies log entries `local_tail(r)..to` to replica `r` (Algorithm 1, `UpdateFromLog`).
     /// With `wait`, waits for entries still being written; otherwise stops at the first one.
     /// The caller holds replica `r`'s combiner lock and its writer side.
+    ///
+    /// With a commit log it never applies an index at or above `committed`: it stops there, or
+    /// with `wait` waits for it, as for an unfilled entry (see `commit.rs`).
     fn replay(&self, r: usize, to: usize, wait: bool) -> Result<(), Poisoned> {
         debug_assert!(to <= self.log.tail(), "replay past the reserved tail");
+        let to = match &self.commit {
+            None => to,
+            Some(commit) => self.committed_bound(commit, to, wait)?,
+        };
         let replica = &self.replicas[r];
         let from = self.log.local_tail(r);
         if from >= to {
@@ -834,6 +855,31 @@ where
         }
         self.log.set_local_tail(r, idx);
         Ok(())
+    }
+
+    /// The replay gate: how far a replay towards `to` may go with a commit log, `to` or less
+    /// (`committed`, without `wait`). With `wait`, waits until `to` is committed. Out of line,
+    /// so that the replay of an object without a commit log is compiled as before.
+    #[cold]
+    #[inline(never)]
+    fn committed_bound(
+        &self,
+        commit: &Commit<D::WriteOperation>,
+        to: usize,
+        wait: bool,
+    ) -> Result<usize, Poisoned> {
+        let mut waiter = Waiter::new();
+        loop {
+            let committed = commit.committed();
+            if committed >= to {
+                return Ok(to);
+            }
+            if !wait {
+                return Ok(committed);
+            }
+            self.check()?;
+            waiter.snooze();
+        }
     }
 
     /// Waits until log entry `idx` (already reserved by some combiner) is written. Writers never

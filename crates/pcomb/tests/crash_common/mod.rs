@@ -53,6 +53,59 @@ impl Subject for AtomicFloat {
     }
 }
 
+/// Recovery from the persisted numbers alone: thread `t`'s reopened handle says `seq` and
+/// `last_applied() == (last, r)`, and the recovered state holds `n` of its operations; the
+/// handle must name the last of them, with its response.
+pub(crate) fn check_reopened_numbers<D>(
+    t: usize,
+    n: u64,
+    seq: u64,
+    (last, r): (u64, u64),
+) -> Result<(), String>
+where
+    for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
+{
+    if seq != n || last != n || (n > 0 && D::count(r, t) != n - 1) {
+        return Err(format!(
+            "thread {t}: the reopened handle says seq {seq} (last applied {last}, response \
+             {r:#x}), but the state holds {n} of its ops"
+        ));
+    }
+    Ok(())
+}
+
+/// Resuming without user-kept numbers, on a reopened object `$obj` (any of the combining
+/// objects: their handles have `register_as`, `seq`, `execute_mut` and `execute`): each of
+/// `$threads` threads runs its operations from `seq() + 1` to `OPS`; then every thread must
+/// have exactly `OPS` in the state. Evaluates to `Result<(), String>`.
+macro_rules! check_resumed {
+    ($D:ty, $obj:expr, $threads:expr) => {{
+        let obj = &$obj;
+        let resume = |t: usize| -> Result<(), String> {
+            let mut h = obj.register_as(t).map_err(|e| e.to_string())?;
+            for _ in h.seq()..<$D as crash_common::Subject>::OPS {
+                h.execute_mut(<$D as crash_common::Subject>::op(t));
+            }
+            Ok(())
+        };
+        (0..$threads).try_for_each(resume).and_then(|()| {
+            let done = obj.register().map_err(|e| e.to_string())?.execute(());
+            (0..$threads).try_for_each(|t| {
+                let n = <$D as crash_common::Subject>::count(done, t);
+                let want = <$D as crash_common::Subject>::OPS;
+                if n == want {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "thread {t}: resumed from its seq() to {n} ops, want {want}"
+                    ))
+                }
+            })
+        })
+    }};
+}
+pub(crate) use check_resumed;
+
 /// What a thread did before the crash.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ThreadLog {

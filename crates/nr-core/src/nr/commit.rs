@@ -1,0 +1,406 @@
+//! The commit hook (`Builder::commit_log`): write operations are made durable, in log order and
+//! in groups, before any replica applies them and before their writers return.
+//!
+//! With a commit log every write goes through the shared log, a single replica too (the
+//! log-free single-replica paths are off), so that every write has a log index. After a combiner
+//! has written its batch `start..end` into the log, it calls `commit_through(end)`:
+//!
+//! 1. if `committed >= end`, another combiner's commit already covered the batch: done;
+//! 2. otherwise it takes the *commit turn* (one flag; others wait for it or for `committed`),
+//!    waits until the entries `committed..end` are filled (their combiners write them without
+//!    blocking), takes every further filled entry after them (other replicas' batches), and
+//!    calls `CommitLog::commit` once for all of them (group commit);
+//! 3. it stores the new `committed` (Release) and gives the turn back.
+//!
+//! Only then does the combiner replay and apply: **no replica applies an index at or above
+//! `committed`**. `replay` enforces it on its own as well (it stops at, or waits for,
+//! `committed`, as it does for unfilled entries); the other replays stop at `completed_tail`,
+//! which a combiner raises only after its batch is committed. A writer gets its response only
+//! after its combiner applied the batch, so after its entry's index was below `committed`;
+//! readers see only applied entries, so never an uncommitted write.
+//!
+//! An `Err` from `commit`, or a panic in it, poisons the object (the turn is given back in both
+//! cases): every combiner waiting for the turn or for `committed` sees the poisoning and returns
+//! [`Poisoned`], and no replica applies the entries.
+
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+
+use super::{CombinerGuard, NodeReplicated};
+use crate::sync::{panicking, AtomicBool, AtomicUsize, Entered, Ordering};
+use crate::wait::Waiter;
+use crate::{CommitError, Dispatch, Poisoned};
+
+/// Makes write operations durable before any replica applies them and before their writers
+/// return ([`Builder::commit_log`](crate::Builder::commit_log)).
+///
+/// # Examples
+///
+/// A commit log that keeps the entries in memory (a real one writes them to a file or to
+/// persistent memory, and syncs once per call):
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated};
+///
+/// #[derive(Default)]
+/// struct Counter(u64);
+/// impl Dispatch for Counter {
+///     type ReadOperation<'a> = ();
+///     type WriteOperation = u64;
+///     type Response = u64;
+///     fn dispatch(&self, _: ()) -> u64 { self.0 }
+///     fn dispatch_mut(&mut self, add: u64) -> u64 { self.0 += add; self.0 }
+/// }
+///
+/// #[derive(Default)]
+/// struct Memory(Mutex<Vec<u64>>);
+/// impl CommitLog<u64> for Memory {
+///     fn commit(&self, first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+///         let mut log = self.0.lock().map_err(|_| CommitError::new("log lock poisoned"))?;
+///         assert_eq!(first, log.len() as u64, "in order, each index once");
+///         log.extend(ops.iter().copied());
+///         Ok(())
+///     }
+/// }
+///
+/// let log = Arc::new(Memory::default());
+/// let nr = NodeReplicated::builder()
+///     .replicas(2)
+///     .commit_log(log.clone())
+///     .build(|_| Counter::default())?;
+/// let mut h = nr.register(0)?;
+/// h.execute_mut(5)?;
+/// h.execute_mut(2)?;
+/// assert_eq!(*log.0.lock().unwrap(), [5, 2]);
+/// // A snapshot of replica 1 and the number of log entries it holds.
+/// assert_eq!(nr.with_replica_state(1, |c, applied| (c.0, applied))?, (7, 2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait CommitLog<Op>: Send + Sync {
+    /// Makes the log entries at indexes `first .. first + ops.len()` durable, with one
+    /// durability action (group commit). nr-core calls it in log order, from one thread at a
+    /// time, with every index exactly once (indexes start at 0 when the object is built and
+    /// count every write that goes through the log: every write, except one that
+    /// `Builder::writes_as_reads` answered as a read, which changed nothing). `ops` is never
+    /// empty.
+    ///
+    /// An `Err` poisons the object: no replica applies these entries, and every writer waiting
+    /// on them, and every later call, gets [`Poisoned`]. A panic does the same (and propagates
+    /// on the thread that called `commit`). `commit` must not call back into the object.
+    ///
+    /// # Errors
+    ///
+    /// [`CommitError`], wrapping whatever kept the entries from being made durable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nr_core::{CommitError, CommitLog};
+    ///
+    /// struct Refuse;
+    /// impl CommitLog<u64> for Refuse {
+    ///     fn commit(&self, _first: u64, _ops: &[&u64]) -> Result<(), CommitError> {
+    ///         Err(CommitError::new("read-only medium"))
+    ///     }
+    /// }
+    /// assert!(Refuse.commit(0, &[&1]).is_err());
+    /// ```
+    fn commit(&self, first: u64, ops: &[&Op]) -> Result<(), CommitError>;
+}
+
+/// The commit state of an object built with a commit log (module docs).
+pub(super) struct Commit<W> {
+    log: Arc<dyn CommitLog<W>>,
+    /// Every log index below it is durable (`CommitLog::commit` returned `Ok` for it); no
+    /// replica applies an index at or above it. Written only by the holder of `turn`.
+    committed: CachePadded<AtomicUsize>,
+    /// The commit turn: set while one thread commits.
+    turn: CachePadded<AtomicBool>,
+}
+
+impl<W> Commit<W> {
+    pub(super) fn new(log: Arc<dyn CommitLog<W>>) -> Self {
+        Self {
+            log,
+            committed: CachePadded::new(AtomicUsize::new(0)),
+            turn: CachePadded::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The first index that is not durable yet.
+    #[inline]
+    pub(super) fn committed(&self) -> usize {
+        // Acquire: pairs with the Release store in `commit_through`, so that the `commit` call
+        // that covered the indices below the value read returned before whatever the caller
+        // does with them (apply them, answer their writers).
+        self.committed.load(Ordering::Acquire)
+    }
+}
+
+/// Holds the commit turn; giving it back while a panic unwinds (a panic in `commit`) poisons
+/// the object.
+struct Turn<'a, D: Dispatch + Send + Sync> {
+    nr: &'a NodeReplicated<D>,
+    turn: &'a AtomicBool,
+}
+
+impl<D: Dispatch + Send + Sync> Drop for Turn<'_, D> {
+    fn drop(&mut self) {
+        if panicking() {
+            self.nr.poison();
+        }
+        // Release: pairs with the Acquire CAS of the next holder, which then reads the
+        // `committed` we stored (Relaxed) and continues from there.
+        self.turn.store(false, Ordering::Release);
+    }
+}
+
+impl<D> NodeReplicated<D>
+where
+    D: Dispatch + Send + Sync,
+{
+    /// Makes every log index below `end` durable (module docs, steps 1-3). The caller is a
+    /// combiner that holds its replica's combiner lock (not its writer side) and has written
+    /// its batch, which ends at `end`, into the log.
+    #[cold]
+    pub(super) fn commit_through(
+        &self,
+        commit: &Commit<D::WriteOperation>,
+        end: usize,
+    ) -> Result<(), Poisoned> {
+        let mut waiter = Waiter::new();
+        loop {
+            if commit.committed() >= end {
+                return Ok(());
+            }
+            self.check()?;
+            // Acquire: pairs with the Release store in `Turn::drop`, so the previous holder's
+            // store of `committed` is seen below.
+            if !commit.turn.load(Ordering::Relaxed)
+                && commit
+                    .turn
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                let _turn = Turn {
+                    nr: self,
+                    turn: &commit.turn,
+                };
+                self.commit_turn(commit, end)?;
+                continue;
+            }
+            waiter.snooze();
+        }
+    }
+
+    /// The turn holder's commit: every filled entry from `committed`, at least up to `end`.
+    fn commit_turn(&self, commit: &Commit<D::WriteOperation>, end: usize) -> Result<(), Poisoned> {
+        // Relaxed: only the turn holder stores `committed`, and the turn's Acquire CAS ordered
+        // the previous holder's store before this load.
+        let from = commit.committed.load(Ordering::Relaxed);
+        if from >= end {
+            return Ok(());
+        }
+        let mut upto = from;
+        while upto < end {
+            if !self.log.is_filled(upto) {
+                self.wait_filled(upto)?;
+            }
+            upto += 1;
+        }
+        // Group commit: take along every entry already filled after ours (other replicas'
+        // batches), so that their combiners find them committed.
+        let tail = self.log.reserved_tail();
+        while upto < tail && self.log.is_filled(upto) {
+            upto += 1;
+        }
+        let ops: Vec<&D::WriteOperation> = (from..upto)
+            // SAFETY: each index was seen filled above; we hold our replica's combiner lock
+            // (the caller's contract), and its local tail is at most `committed` = `from`
+            // (no replica applies an index at or above `committed`, and it cannot move while we
+            // hold that lock), so `head <= from` and no entry in `from..upto` is reused until
+            // we drop `ops`, below, before giving the lock back.
+            .map(|idx| unsafe { self.log.get(idx) })
+            .collect();
+        if commit.log.commit(from as u64, &ops).is_err() {
+            self.poison();
+            return Err(Poisoned);
+        }
+        drop(ops);
+        // Release: pairs with the Acquire in `Commit::committed` (the combiners that find their
+        // batch committed, and the replay gate).
+        commit.committed.store(upto, Ordering::Release);
+        Ok(())
+    }
+
+    /// Runs `f` on replica `r`'s state and the number of log entries that state has applied
+    /// (with a commit log, `f` sees the state after the writes at indexes `0 .. applied`, and
+    /// `CommitLog::commit` has returned for all of them). Used to take a snapshot at a log
+    /// position.
+    ///
+    /// First brings the replica up to every write that has completed. Then `f` runs while this
+    /// call holds replica `r`'s combiner lock (not its writer side): reads on `r` go on, writes
+    /// from `r`'s threads wait until `f` returns, other replicas go on (until the log fills up
+    /// with entries `r` has not applied). An object with one replica and no commit log does not
+    /// use the log, and reports 0 entries.
+    ///
+    /// A panic in `f` propagates and does not poison the object (`f` only reads). `f` must not
+    /// wait for other threads' writes to this object: they may need this replica.
+    ///
+    /// # Errors
+    ///
+    /// [`Poisoned`] if the object is poisoned.
+    ///
+    /// # Panics
+    ///
+    /// If `r` is not below [`replicas`](Self::replicas). In debug builds, if called from user
+    /// code running inside an operation of this object (`f` must not call back into it
+    /// either).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use nr_core::{Dispatch, NodeReplicated};
+    /// # #[derive(Default, Clone)] struct S(Vec<u64>);
+    /// # impl Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = u64; type Response = usize;
+    /// #     fn dispatch(&self, _: ()) -> usize { self.0.len() }
+    /// #     fn dispatch_mut(&mut self, v: u64) -> usize { self.0.push(v); self.0.len() }
+    /// # }
+    /// let nr = NodeReplicated::builder().replicas(2).build(|_| S::default())?;
+    /// let mut h = nr.register(0)?;
+    /// h.execute_mut(4)?;
+    /// h.execute_mut(9)?;
+    /// // Replica 1 has applied nothing yet; the call catches it up first.
+    /// let (copy, applied) = nr.with_replica_state(1, |s, applied| (s.clone(), applied))?;
+    /// assert_eq!((copy.0, applied), (vec![4, 9], 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_replica_state<R>(
+        &self,
+        r: usize,
+        f: impl FnOnce(&D, u64) -> R,
+    ) -> Result<R, Poisoned> {
+        let _entered = Entered::new(self as *const Self as usize);
+        let replica = &self.replicas[r];
+        let mut waiter = Waiter::new();
+        loop {
+            self.check()?;
+            if replica.try_lock_combiner(false) {
+                break;
+            }
+            waiter.snooze();
+        }
+        let mut combiner = CombinerGuard::new(self, replica);
+        if self.poisoned_under_lock() {
+            return Err(Poisoned);
+        }
+        let applied = if self.single() {
+            0
+        } else {
+            let completed = self.log.completed_tail();
+            if self.log.local_tail(r) < completed {
+                replica.lock.lock_writer();
+                // Only up to `completed_tail` (see `catch_up`); every index below it is filled
+                // (and committed), so this does not wait.
+                self.replay(r, completed, false)?;
+                // SAFETY: we hold `r`'s combiner lock, and the replica now shows only entries
+                // below `completed_tail`.
+                unsafe { replica.lock.unlock_writer() };
+            }
+            self.log.local_tail(r)
+        };
+        // From here on only `f` runs, which reads: a panic in it leaves the replica as it was,
+        // so it must not poison (`panicking_before` makes the guard skip poisoning).
+        combiner.panicking_before = true;
+        // SAFETY: we hold `r`'s combiner lock, and every change to a replica's state is made
+        // under its combiner lock, so nothing changes `data` until `combiner` drops; readers
+        // only take shared references (`D: Sync`).
+        let data = replica.data.with(|p| unsafe { &*p });
+        Ok(f(data, applied as u64))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The values written, in the order applied.
+    #[derive(Default)]
+    struct Seen(Vec<u64>);
+
+    impl Dispatch for Seen {
+        type ReadOperation<'a> = ();
+        type WriteOperation = u64;
+        type Response = usize;
+
+        fn dispatch(&self, _: ()) -> usize {
+            self.0.len()
+        }
+
+        fn dispatch_mut(&mut self, v: u64) -> usize {
+            self.0.push(v);
+            self.0.len()
+        }
+    }
+
+    struct Accept;
+
+    impl CommitLog<u64> for Accept {
+        fn commit(&self, _first: u64, _ops: &[&u64]) -> Result<(), CommitError> {
+            Ok(())
+        }
+    }
+
+    /// Three writes on replica 0 of two; replica 1 has applied none of them.
+    fn lagging_replica() -> NodeReplicated<Seen> {
+        let nr = NodeReplicated::<Seen>::builder()
+            .replicas(2)
+            .commit_log(Arc::new(Accept))
+            .build(|_| Seen::default())
+            .expect("build");
+        {
+            let mut h = nr.register(0).expect("register");
+            for v in [10, 11, 12] {
+                h.execute_mut(v).expect("write");
+            }
+        }
+        assert_eq!(nr.log.local_tail(1), 0);
+        nr
+    }
+
+    /// The replay gate on its own: a replay asked to go past `committed` stops there, even
+    /// when its caller's bound (here 3) is beyond it. Emulated by lowering `committed` to 1
+    /// after three committed writes. Fails without the gate in `replay` (replica 1 reaches 3).
+    #[test]
+    fn replay_never_applies_an_index_at_or_past_committed() {
+        let nr = lagging_replica();
+        let commit = nr.commit.as_ref().expect("a commit log");
+        commit.committed.store(1, Ordering::Relaxed);
+        let replica = &nr.replicas[1];
+        assert!(replica.try_lock_combiner(true));
+        nr.replay(1, 3, false).expect("not poisoned");
+        assert_eq!(nr.log.local_tail(1), 1, "replayed past committed");
+        // SAFETY: taken just above.
+        unsafe { replica.unlock_combiner() };
+        commit.committed.store(3, Ordering::Relaxed);
+    }
+
+    /// `with_replica_state` catches a lagging replica up to every completed write first, and
+    /// reports how many entries the state holds. Fails without the catch-up (0 entries).
+    #[test]
+    fn with_replica_state_catches_up_first() {
+        let nr = lagging_replica();
+        let got = nr.with_replica_state(1, |s, applied| (s.0.clone(), applied));
+        assert_eq!(got, Ok((vec![10, 11, 12], 3)));
+        // A panic in `f` does not poison, and gives the lock back.
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            nr.with_replica_state(0, |_, _| panic!("f exploded"))
+        }));
+        assert!(panicked.is_err());
+        assert!(!nr.is_poisoned());
+        assert_eq!(nr.with_replica_state(0, |s, n| (s.0.len(), n)), Ok((3, 3)));
+    }
+}

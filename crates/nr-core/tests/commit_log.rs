@@ -1,0 +1,387 @@
+//! The commit hook (`Builder::commit_log`): order, exactly-once and grouping of the indexes the
+//! hook sees, poisoning on `Err` and on a panic, and no read of an uncommitted write.
+//! The loom models `commit_before_apply_*` (`tests/loom_combiner.rs`) check the hand-off itself.
+
+// Integration tests drive the crate from real std threads; the loom-shim rule of clippy.toml
+// applies to the library, not to its callers.
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::with_deadlock_watchdog;
+use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated, Poisoned};
+
+/// Writes are never applied with this value unless the hook committed them; `FAIL` makes the
+/// `Recorder` fail (or panic), so applying it means an uncommitted write was applied.
+const FAIL: u64 = 666;
+
+/// The values written, in the order this replica applied them.
+#[derive(Default, Clone)]
+struct Seen(Vec<u64>);
+
+impl Dispatch for Seen {
+    /// `Some(v)`: whether `v` was applied (1 or 0); `None`: how many writes were.
+    type ReadOperation<'a> = Option<u64>;
+    type WriteOperation = u64;
+    type Response = u64;
+
+    fn dispatch(&self, q: Option<u64>) -> u64 {
+        match q {
+            Some(v) => u64::from(self.0.contains(&v)),
+            None => self.0.len() as u64,
+        }
+    }
+
+    fn dispatch_mut(&mut self, v: u64) -> u64 {
+        assert_ne!(v, FAIL, "a write whose commit failed was applied");
+        self.0.push(v);
+        self.0.len() as u64
+    }
+}
+
+/// What a `Recorder` does when a batch holds `FAIL`.
+#[derive(Clone, Copy, PartialEq)]
+enum OnFail {
+    Err,
+    Panic,
+}
+
+/// A commit log that records every call and checks that calls never overlap.
+struct Recorder {
+    calls: Mutex<Vec<(u64, Vec<u64>)>>,
+    in_call: AtomicBool,
+    on_fail: OnFail,
+}
+
+impl Recorder {
+    fn new(on_fail: OnFail) -> Arc<Self> {
+        Arc::new(Self {
+            calls: Mutex::new(Vec::new()),
+            in_call: AtomicBool::new(false),
+            on_fail,
+        })
+    }
+
+    fn calls(&self) -> Vec<(u64, Vec<u64>)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl CommitLog<u64> for Recorder {
+    fn commit(&self, first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+        assert!(
+            !self.in_call.swap(true, Ordering::SeqCst),
+            "two commit calls at once"
+        );
+        assert!(!ops.is_empty(), "an empty commit");
+        let ops: Vec<u64> = ops.iter().map(|&&v| v).collect();
+        let failed = ops.contains(&FAIL);
+        if !failed {
+            self.calls.lock().unwrap().push((first, ops));
+        }
+        self.in_call.store(false, Ordering::SeqCst);
+        match (failed, self.on_fail) {
+            (false, _) => Ok(()),
+            (true, OnFail::Err) => Err(CommitError::new(std::io::Error::other("medium failed"))),
+            (true, OnFail::Panic) => panic!("commit exploded"),
+        }
+    }
+}
+
+fn build(replicas: usize, log: Arc<Recorder>) -> NodeReplicated<Seen> {
+    builder(replicas, log)
+        .build(|_| Seen::default())
+        .expect("build")
+}
+
+fn builder(replicas: usize, log: Arc<Recorder>) -> nr_core::Builder<Seen> {
+    NodeReplicated::builder()
+        .replicas(replicas)
+        .log_size(64)
+        .threads_per_replica(8)
+        .commit_log(log)
+}
+
+/// The options that change the write path, each with the hook: none, log growth, `MIN_BATCH`,
+/// dedicated combiners (the caller runs them).
+fn with_option(b: nr_core::Builder<Seen>, option: usize) -> nr_core::Builder<Seen> {
+    match option {
+        0 => b,
+        1 => b.log_growth(1024),
+        2 => b.min_batch(3, std::time::Duration::from_micros(50)),
+        _ => b.dedicated_combiners(true),
+    }
+}
+
+/// One write, on 1 and 2 replicas: when it returns, the hook has committed it at index 0.
+#[test]
+fn a_write_returns_after_its_commit() {
+    for replicas in [1, 2] {
+        let log = Recorder::new(OnFail::Err);
+        let nr = build(replicas, log.clone());
+        assert_eq!(nr.register(replicas - 1).unwrap().execute_mut(5), Ok(1));
+        assert_eq!(log.calls(), [(0, vec![5])], "{replicas} replica(s)");
+    }
+}
+
+/// Many threads on 1-3 replicas (a small log, so that it wraps and fills), with no other
+/// option, with log growth, with `MIN_BATCH` and with dedicated combiners: the hook sees indexes 0, 1, 2, ... each once,
+/// in order, with every write once; every replica applied them in that order, and
+/// `with_replica_state` reports how many. Fails if a write skips the hook (with one replica: if
+/// the log-free single-replica path is not turned off) or if two combiners commit at once.
+#[test]
+fn commit_sees_every_index_once_in_order() {
+    const THREADS: u64 = 6;
+    const WRITES: u64 = 300;
+    for (replicas, option) in (1..=3).flat_map(|r| (0..4).map(move |o| (r, o))) {
+        let log = Recorder::new(OnFail::Err);
+        let nr = with_option(builder(replicas, log.clone()), option)
+            .build(|_| Seen::default())
+            .expect("build");
+        let replicas = format!("{replicas} (option {option})");
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            if option == 3 {
+                for r in 0..nr.replicas() {
+                    let (nr, stop) = (&nr, &stop);
+                    s.spawn(move || nr.run_combiner(r, || stop.load(Ordering::Relaxed)).unwrap());
+                }
+            }
+            let writers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let nr = &nr;
+                    s.spawn(move || {
+                        let mut h = nr.register(t as usize % nr.replicas()).unwrap();
+                        for i in 0..WRITES {
+                            h.execute_mut(t * 1000 + i).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let calls = log.calls();
+        let mut next = 0;
+        let mut order = Vec::new();
+        for (first, ops) in &calls {
+            assert_eq!(*first, next, "{replicas} replica(s): a gap or a repeat");
+            next += ops.len() as u64;
+            order.extend(ops);
+        }
+        assert_eq!(next, THREADS * WRITES, "{replicas} replica(s)");
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        let mut expected: Vec<u64> = (0..THREADS)
+            .flat_map(|t| (0..WRITES).map(move |i| t * 1000 + i))
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(sorted, expected, "{replicas} replica(s): every write once");
+        for r in 0..nr.replicas() {
+            let (state, applied) = nr
+                .with_replica_state(r, |s, applied| (s.0.clone(), applied))
+                .unwrap();
+            assert_eq!(applied, THREADS * WRITES, "replica {r} of {replicas}");
+            assert_eq!(
+                state, order,
+                "replica {r} of {replicas}: not in commit order"
+            );
+        }
+    }
+}
+
+/// Group commit: with several threads writing, some commit call carries more than one write.
+/// Retried over rounds, since a round may by chance never overlap two writers.
+#[test]
+fn commits_are_grouped() {
+    for round in 0..50 {
+        let log = Recorder::new(OnFail::Err);
+        let nr = build(2, log.clone());
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let nr = &nr;
+                s.spawn(move || {
+                    let mut h = nr.register(t as usize % 2).unwrap();
+                    for i in 0..200 {
+                        h.execute_mut(t * 1000 + i).unwrap();
+                    }
+                });
+            }
+        });
+        if log.calls().iter().any(|(_, ops)| ops.len() > 1) {
+            return;
+        }
+        eprintln!("round {round}: every call held one write");
+    }
+    panic!("no commit call ever held more than one write");
+}
+
+/// Threads write on 2 replicas until one writes `FAIL` (`Err` or panic in the hook): every
+/// thread stops with `Poisoned` (or, for the one that ran the panicking hook, the panic), no
+/// replica applies `FAIL` (`Seen` asserts it), and the object stays poisoned.
+fn failing_commit(on_fail: OnFail) {
+    with_deadlock_watchdog(120, move || {
+        let log = Recorder::new(on_fail);
+        let nr = build(2, log.clone());
+        let panics = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (nr, panics) = (&nr, &panics);
+                s.spawn(move || {
+                    // A thread that starts late may find the object poisoned already.
+                    let Ok(mut h) = nr.register(t as usize % 2) else {
+                        return;
+                    };
+                    for i in 0.. {
+                        let v = if t == 0 && i == 100 {
+                            FAIL
+                        } else {
+                            t * 1000 + i + 1
+                        };
+                        match catch_unwind(AssertUnwindSafe(|| h.execute_mut(v))) {
+                            Ok(Ok(_)) => assert_ne!(v, FAIL, "the failed write returned Ok"),
+                            Ok(Err(Poisoned)) => return,
+                            Err(_) => {
+                                panics.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert!(nr.is_poisoned());
+        let expected_panics = usize::from(on_fail == OnFail::Panic);
+        assert_eq!(panics.into_inner(), expected_panics);
+        assert_eq!(
+            nr.register(0).map(|_| ()).err(),
+            Some(nr_core::RegisterError::Poisoned)
+        );
+        assert_eq!(nr.with_replica_state(1, |_, _| ()), Err(Poisoned));
+        // What was committed before is a gap-free prefix.
+        let mut next = 0;
+        for (first, ops) in log.calls() {
+            assert_eq!(first, next);
+            next += ops.len() as u64;
+        }
+    });
+}
+
+#[test]
+fn a_failing_commit_poisons_and_applies_nothing() {
+    failing_commit(OnFail::Err);
+}
+
+#[test]
+fn a_panicking_commit_poisons_without_hanging() {
+    failing_commit(OnFail::Panic);
+}
+
+/// A commit log that holds the commit of `HELD` until readers have polled for it many times.
+struct Holding {
+    polls: AtomicUsize,
+    released: AtomicBool,
+}
+
+const HELD: u64 = 7;
+
+impl CommitLog<u64> for Holding {
+    fn commit(&self, _first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+        if ops.iter().any(|&&v| v == HELD) {
+            let start = self.polls.load(Ordering::SeqCst);
+            while self.polls.load(Ordering::SeqCst) < start + 2_000 {
+                std::thread::yield_now();
+            }
+            self.released.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// While the commit of a write is held, readers on the writer's replica and on the other one
+/// poll for it: none sees it before the commit returned. Fails if a combiner applies (and so
+/// exposes) its batch before committing it.
+#[test]
+fn no_read_sees_an_uncommitted_write() {
+    with_deadlock_watchdog(120, || {
+        let hook = Arc::new(Holding {
+            polls: AtomicUsize::new(0),
+            released: AtomicBool::new(false),
+        });
+        let nr = NodeReplicated::builder()
+            .replicas(2)
+            .log_size(64)
+            .threads_per_replica(4)
+            .commit_log(hook.clone())
+            .build(|_| Seen::default())
+            .expect("build");
+        std::thread::scope(|s| {
+            for r in 0..2 {
+                let (nr, hook) = (&nr, &hook);
+                s.spawn(move || {
+                    let mut h = nr.register(r).unwrap();
+                    loop {
+                        if h.execute(Some(HELD)).unwrap() == 1 {
+                            assert!(
+                                hook.released.load(Ordering::SeqCst),
+                                "replica {r}: a read saw a write whose commit had not returned"
+                            );
+                            return;
+                        }
+                        hook.polls.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+            let mut h = nr.register(0).unwrap();
+            h.execute_mut(1).unwrap();
+            h.execute_mut(HELD).unwrap();
+            assert!(
+                hook.released.load(Ordering::SeqCst),
+                "returned before its commit"
+            );
+            // Replica 1's reader waits only for completed writes; one more write on replica 1
+            // is not needed: `completed_tail` covers `HELD` once the write returned.
+        });
+    });
+}
+
+/// With `writes_as_reads`, a write that `dispatch_as_read` answers changed nothing: it is not
+/// committed and gets no index; the others are committed as usual.
+#[test]
+fn writes_answered_as_reads_are_not_committed() {
+    use common::{Kv, KvWrite};
+
+    /// Counts the indexes committed.
+    struct Count(AtomicUsize);
+    impl CommitLog<KvWrite> for Count {
+        fn commit(&self, first: u64, ops: &[&KvWrite]) -> Result<(), CommitError> {
+            assert_eq!(first as usize, self.0.load(Ordering::SeqCst));
+            self.0.fetch_add(ops.len(), Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    for replicas in [1, 2] {
+        let log = Arc::new(Count(AtomicUsize::new(0)));
+        let nr = NodeReplicated::builder()
+            .replicas(replicas)
+            .writes_as_reads(true)
+            .commit_log(log.clone())
+            .build(|_| Kv::default())
+            .expect("build");
+        let mut h = nr.register(replicas - 1).unwrap();
+        assert_eq!(h.execute_mut(KvWrite::Remove(1)).unwrap(), None); // absent: no change
+        assert_eq!(log.0.load(Ordering::SeqCst), 0, "{replicas} replica(s)");
+        h.execute_mut(KvWrite::Put(1, 5)).unwrap();
+        h.execute_mut(KvWrite::Put(1, 5)).unwrap(); // the value already there: no change
+        h.execute_mut(KvWrite::Remove(1)).unwrap();
+        assert_eq!(log.0.load(Ordering::SeqCst), 2, "{replicas} replica(s)");
+        assert_eq!(nr.with_replica_state(0, |_, applied| applied), Ok(2));
+    }
+}
