@@ -145,3 +145,27 @@ impl Backoff {
         }
     }
 }
+
+/// Wraps `std`'s atomic (as [`AtomicBool`]); for the partitioned map of the CNR peers.
+#[derive(Debug, Default)]
+#[repr(transparent)]
+pub(crate) struct AtomicU64(std::sync::atomic::AtomicU64);
+
+impl AtomicU64 {
+    #[inline(always)]
+    pub(crate) const fn new(v: u64) -> Self {
+        Self(std::sync::atomic::AtomicU64::new(v))
+    }
+    #[inline(always)]
+    pub(crate) fn load(&self, o: Ordering) -> u64 {
+        self.0.load(o)
+    }
+    #[inline(always)]
+    pub(crate) fn store(&self, v: u64, o: Ordering) {
+        self.0.store(v, o)
+    }
+    #[inline(always)]
+    pub(crate) fn swap(&self, v: u64, o: Ordering) -> u64 {
+        self.0.swap(v, o)
+    }
+}

@@ -315,7 +315,7 @@ impl Set {
     pub(crate) fn read_begin(&self) -> Option<u64> {
         // Acquire: pairs with the Release in `SetWrite::drop`.
         let seq = self.seq.load(Ordering::Acquire);
-        (seq % 2 == 0).then_some(seq)
+        seq.is_multiple_of(2).then_some(seq)
     }
 
     /// Whether no writer entered the set since `read_begin` returned `stamp`: then everything

@@ -50,7 +50,7 @@ impl<'a> NodeHandle<'a> {
                 // (`try_write`, never waiting); `promote` re-checks under the lock.
                 // Relaxed: a sampling counter.
                 let misses = counters.l1_misses.fetch_add(1, Ordering::Relaxed);
-                if room || misses % PROMOTE_EVICTING_EVERY == 0 {
+                if room || misses.is_multiple_of(PROMOTE_EVICTING_EVERY) {
                     promote(shared, set, key, node, guard);
                 }
                 (entry.meta, Some(entry))

@@ -223,7 +223,7 @@ impl NodePool {
     /// block; where the kernel declines (THP off) it is ordinary memory.
     fn map_slab(&self) -> Option<NonNull<u8>> {
         let len = self.blocks_per_slab * self.block_size;
-        let huge = self.huge_pages && len % HUGE_PAGE == 0;
+        let huge = self.huge_pages && len.is_multiple_of(HUGE_PAGE);
         // Over-map by one huge page so that an aligned start exists inside, then trim.
         let map_len = if huge { len + HUGE_PAGE } else { len };
         // SAFETY:

@@ -131,6 +131,13 @@ pub enum HeapError {
     /// hash-set nodes were `{key, next}`; format 2 puts `next` first). Remedy: rebuild the
     /// structure from its source data; format 1 was never released.
     OldFormat,
+    /// The hash set's root is not a format-3 root (tag `"MIRHASH3"`, bucket count,
+    /// segment directory): the file was written by a hash set of format 2, whose root was a
+    /// fixed array of bucket heads whose count the file did not record (or the root's first
+    /// word is corrupt). Remedy: rebuild the set from its source data with
+    /// [`HashSet::with_capacity`](crate::HashSet::with_capacity); format 2 hash-set files
+    /// cannot be read by this version (the other structures' format-2 files can).
+    OldHashSetFormat,
     /// The region holds a file of another known kind (a pcomb object or structure, or another
     /// mirror-atomic structure; see [`pmem::kinds`]), not the `expected` one. The flavor is
     /// not recorded in the file, so opening a file with another flavor than it was written
@@ -181,6 +188,10 @@ impl fmt::Display for HeapError {
             Self::OldFormat => write!(
                 f,
                 "region written by format 1 of mirror-atomic (this version reads format 2)"
+            ),
+            Self::OldHashSetFormat => write!(
+                f,
+                "hash-set root of format 2 (fixed buckets, count not recorded); this version reads format 3"
             ),
             Self::WrongKind { found, expected } => {
                 write!(f, "this is a {found} file, expected a {expected}")

@@ -8,7 +8,11 @@
 //! Persistence comes from the flavor alone: with [`Mirror`](crate::flavor::Mirror) every CAS is
 //! durable before it is visible and a new node is durable before the CAS that links it, so the
 //! list is durably linearizable (paper §5); after recovery, marked nodes still linked count as
-//! removed and are unlinked by the next traversal that meets them.
+//! removed and are unlinked by the next traversal that meets them. The one exception is the
+//! unlinking CAS ([`Flavor::compare_exchange_unlinking`](crate::flavor::Flavor::compare_exchange_unlinking)):
+//! it changes no key (the node is already marked), so it may be visible before it is durable,
+//! and the `psync` of the [`retire`](crate::Heap::retire) that follows it makes it durable
+//! before the node's block can be reused.
 
 use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
@@ -152,7 +156,9 @@ unsafe fn unlink<F: Flavor, P: Persist>(
     next: PPtr<Node<F>>,
     guard: &Guard,
 ) -> bool {
-    if F::compare_exchange(prev, curr, next.unmarked(), heap.space()).is_err() {
+    // Unlinking: its durability comes from the `retire` below (see
+    // `Flavor::compare_exchange_unlinking`).
+    if F::compare_exchange_unlinking(prev, curr, next.unmarked(), heap.space()).is_err() {
         return false;
     }
     // SAFETY: our CAS unlinked `curr` (read under `guard`, caller); only the thread whose CAS
@@ -212,7 +218,8 @@ pub(crate) fn remove<F: Flavor, P: Persist>(
         if F::compare_exchange(&node.next, next, next.with_mark(), space).is_err() {
             continue;
         }
-        if F::compare_exchange(pos.prev, pos.curr, next, space).is_ok() {
+        // Unlinking, made durable by the `retire` (see `Flavor::compare_exchange_unlinking`).
+        if F::compare_exchange_unlinking(pos.prev, pos.curr, next, space).is_ok() {
             // SAFETY: our CAS unlinked it.
             unsafe { heap.retire(pos.curr, guard) };
         } else {

@@ -230,7 +230,7 @@ fn a_failed_file_operation_names_the_path_and_says_each_part_once() {
     );
     assert_each_part_once(&levels);
 
-    let through_pcomb = CombBuildError::Region(Box::new(region_err));
+    let through_pcomb = CombBuildError::Region(region_err);
     let levels = chain(&through_pcomb);
     assert_eq!(levels.len(), 3, "pcomb, region, OS: {levels:#?}");
     assert!(

@@ -667,7 +667,7 @@ where
         let ptr = region
             .ptr_array::<u64>(off, len as u64)
             .map_err(region_err)?;
-        if ptr.as_ptr() as usize % (LINE_WORDS * 8) != 0 {
+        if !(ptr.as_ptr() as usize).is_multiple_of(LINE_WORDS * 8) {
             return Err(mismatch("the object is not cache-line aligned"));
         }
         let backing = Backing::Region { region, ptr, len };
@@ -872,7 +872,7 @@ where
     /// so that the full numbers survive a crash while the record keeps 16 bits per thread.
     #[inline]
     fn begin(&self, q: usize, seq: u64) {
-        if seq % BASE_STEP == 0 {
+        if seq.is_multiple_of(BASE_STEP) {
             self.persist_base(q, seq);
         }
     }
@@ -947,7 +947,7 @@ where
             self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` in `Unlock::drop`.
             let mut lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0 {
+            if lval.is_multiple_of(2) {
                 // Acquire: pairs with the previous combiner's Release in `Unlock::drop`.
                 if self
                     .lock
@@ -1416,7 +1416,7 @@ mod tests {
     fn zero_records_are_invalid() {
         for lines in 1..=8 {
             let n = lines * LINE_WORDS - 1;
-            assert_ne!(seal(core::iter::repeat(0).take(n)), 0, "{lines} lines");
+            assert_ne!(seal(std::iter::repeat_n(0, n)), 0, "{lines} lines");
         }
     }
 

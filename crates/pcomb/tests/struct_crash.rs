@@ -86,7 +86,7 @@ fn settle<S: Subject>(outcomes: &mut [Outcome<S>], sim: &Simulated) -> u64 {
 
 fn options_for(i: u64) -> Options {
     Options {
-        elimination: i % 2 == 0,
+        elimination: i.is_multiple_of(2),
         recycling: i % 4 < 2,
     }
 }

@@ -303,7 +303,7 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
             self.check_poison()?;
             // Line 6. Acquire: pairs with the Release of `Lock` on line 28.
             let mut lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0 {
+            if lval.is_multiple_of(2) {
                 // Line 8. Acquire: pairs with the previous holder's Release on line 28.
                 if self
                     .lock
@@ -454,7 +454,7 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
             self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28.
             let lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0
+            if lval.is_multiple_of(2)
                 && self
                     .lock
                     .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)

@@ -45,7 +45,7 @@ impl Subject for AtomicFloat {
     fn count(v: u64, t: usize) -> u64 {
         let mut x = f64::from_bits(v) as u64;
         let mut n = 0;
-        while x > 0 && x % PRIMES[t] == 0 {
+        while x > 0 && x.is_multiple_of(PRIMES[t]) {
             x /= PRIMES[t];
             n += 1;
         }
@@ -128,7 +128,7 @@ impl ThreadLog {
     /// whether the old check (`is_crashed()` after the return) would have called a returned
     /// operation pending.
     pub(crate) fn settle(&mut self, crash_stamp: Option<u64>) -> bool {
-        let before = |s: &&u64| crash_stamp.map_or(true, |c| **s <= c);
+        let before = |s: &&u64| crash_stamp.is_none_or(|c| **s <= c);
         self.completed = self.stamps.iter().take_while(|s| before(s)).count() as u64;
         let returned_all = self.completed == self.stamps.len() as u64;
         self.pending = (!returned_all).then_some(self.first_seq + self.completed);
