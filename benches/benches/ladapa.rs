@@ -13,9 +13,10 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use benches::kv::ycsb::{self, spread, KeyDist, Mix, Rng};
+use benches::kv::{Cr, DashMapKv, KvBase, KvSession, KvStore};
 use criterion::Criterion;
-use ladapa::ycsb::{self, spread, KeyDist, Mix, Rng};
-use ladapa::{Cr, DashMapKv, KvBase, KvSession, KvStore, MetadataMode, Store};
+use ladapa::{MetadataMode, Store};
 use nr_core::Topology;
 
 const NODES: usize = 4;

@@ -20,7 +20,8 @@ use mirror_atomic::{Bst, HashSet, Heap, List, Persist, SkipList};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-const BUCKETS: usize = 1024;
+/// Buckets of the hash set: sized for its key range (16,384), one bucket per key.
+const BUCKETS: usize = 16_384;
 const SIZE: u64 = 256 + 256 * 65536;
 
 trait Set: Send + Sync {
@@ -41,7 +42,7 @@ impl<F: Flavor, P: Persist> Set for List<F, P> {
     }
 }
 
-impl<F: Flavor, P: Persist> Set for HashSet<F, P, BUCKETS> {
+impl<F: Flavor, P: Persist> Set for HashSet<F, P> {
     fn op(&self, r: u64, range: u64) {
         match step(r, range) {
             (k, 0..=79) => drop(self.contains(k)),
@@ -124,16 +125,20 @@ fn build(structure: &str, flavor: &str, dir: &std::path::Path) -> Box<dyn Set> {
             List::new(Heap::<Izraelevitz, _>::create(&p, 1, SIZE).expect("heap")).expect("list"),
         ),
         ("hash", "volatile") => Box::new(
-            HashSet::<_, _, BUCKETS>::new(Heap::<Volatile, _>::anonymous(SIZE).expect("heap"))
+            HashSet::with_capacity(Heap::<Volatile, _>::anonymous(SIZE).expect("heap"), BUCKETS)
                 .expect("hash"),
         ),
         ("hash", "mirror") => Box::new(
-            HashSet::<_, _, BUCKETS>::new(Heap::<Mirror, _>::create(&p, 1, SIZE).expect("heap"))
-                .expect("hash"),
+            HashSet::with_capacity(
+                Heap::<Mirror, _>::create(&p, 1, SIZE).expect("heap"),
+                BUCKETS,
+            )
+            .expect("hash"),
         ),
         ("hash", "izraelevitz") => Box::new(
-            HashSet::<_, _, BUCKETS>::new(
+            HashSet::with_capacity(
                 Heap::<Izraelevitz, _>::create(&p, 1, SIZE).expect("heap"),
+                BUCKETS,
             )
             .expect("hash"),
         ),

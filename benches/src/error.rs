@@ -35,12 +35,22 @@ pub enum BenchError {
     /// A method reported a poisoned object (a panic in user code). Remedy: the structure's
     /// `dispatch_mut` panicked; fix it.
     Poisoned,
-    /// A `pcomb` object, its region file or a thread's registration could not be built, or a
-    /// structure ran out of room. Remedy: see the message (a full structure: fewer operations
-    /// per run; a region file: check the temp dir's free space).
+    /// A `pcomb` object or a thread's registration could not be built, or a structure ran out
+    /// of room. Remedy: see the message (a full structure: fewer operations per run).
     Pcomb(String),
     /// A benchmark thread panicked. Remedy: see the panic message printed above.
     ThreadPanicked,
+    /// A persistent-memory region (a benchmark's file, or a pointer into it) could not be
+    /// created or used. Remedy: see the wrapped error (it names the path; check the temp
+    /// dir's free space).
+    Region(pmem::RegionError),
+    /// A region had no room for a benchmark's own block (the Mutex+persist baselines).
+    /// Remedy: see the wrapped error; a larger region.
+    RegionAlloc(pmem::AllocError),
+    /// A key-value store of the YCSB driver ([`kv`](crate::kv): ladapa's store or a baseline)
+    /// refused an operation (a wrong value size, a full store, no such node). Remedy: see
+    /// the wrapped error.
+    Store(ladapa::StoreError),
     /// Writing results (CSV, chart) failed. Remedy: check the output directory.
     Io(std::io::Error),
     /// Drawing a chart failed. Remedy: see the message.
@@ -60,6 +70,9 @@ impl fmt::Display for BenchError {
             Self::Topology(e) => write!(f, "topology: {}", error_chain(e)),
             Self::Poisoned => f.write_str("the object is poisoned (a panic in user code)"),
             Self::ThreadPanicked => f.write_str("a benchmark thread panicked"),
+            Self::Region(e) => write!(f, "region: {}", error_chain(e)),
+            Self::RegionAlloc(e) => write!(f, "region allocation: {}", error_chain(e)),
+            Self::Store(e) => write!(f, "key-value store: {}", error_chain(e)),
             Self::Io(e) => write!(f, "writing results failed: {}", error_chain(e)),
             Self::Chart(m) => write!(f, "drawing a chart failed: {m}"),
             Self::Parse(m) => write!(f, "parsing a CSV row failed: {m}"),
@@ -109,6 +122,24 @@ impl From<nr_core::RegisterError> for BenchError {
 impl From<nr_core::TopologyError> for BenchError {
     fn from(e: nr_core::TopologyError) -> Self {
         Self::Topology(e)
+    }
+}
+
+impl From<pmem::RegionError> for BenchError {
+    fn from(e: pmem::RegionError) -> Self {
+        Self::Region(e)
+    }
+}
+
+impl From<pmem::AllocError> for BenchError {
+    fn from(e: pmem::AllocError) -> Self {
+        Self::RegionAlloc(e)
+    }
+}
+
+impl From<ladapa::StoreError> for BenchError {
+    fn from(e: ladapa::StoreError) -> Self {
+        Self::Store(e)
     }
 }
 

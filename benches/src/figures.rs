@@ -1,6 +1,8 @@
 //! The `nr-core` rows of `BENCHMARKS.md`: which workloads and methods each figure runs.
 
-use crate::method::peers::{DashMapPeer, LfDict, LfPq, NrCratePeer, TreiberStack};
+use crate::method::peers::{
+    Cnr, CnrCratePeer, DashMapPeer, LfDict, LfPq, NrCratePeer, TreiberStack,
+};
 use crate::report::Row;
 use crate::sweep::Sweep;
 use crate::workload::{
@@ -19,7 +21,7 @@ use crate::{
 /// use benches::figures::Figure;
 ///
 /// assert_eq!(Figure::PqSkipList.name(), "pq-skiplist");
-/// assert_eq!(Figure::ALL.len(), 10);
+/// assert_eq!(Figure::ALL.len(), 11);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Figure {
@@ -46,11 +48,14 @@ pub enum Figure {
     /// takes its log-free single-replica path; the crate always logs) and exactly 2 replicas
     /// (both log). The crate runs `min(replicas, threads)` replicas (rows record what ran).
     NrPeer,
+    /// CNR (several logs, `nr_core::cnr`) against the `cnr` crate (0.1.0) and single-log NR on
+    /// a hash map partitioned by key, 1/2/4 logs, 1 and 2 replicas, 10% and 100% writes.
+    CnrPeer,
 }
 
 impl Figure {
     /// Every figure, in the order `all` runs them.
-    pub const ALL: [Figure; 10] = [
+    pub const ALL: [Figure; 11] = [
         Figure::HashMap,
         Figure::PqSkipList,
         Figure::PqPairing,
@@ -60,6 +65,7 @@ impl Figure {
         Figure::SortedSet,
         Figure::FakeUpdates,
         Figure::NrPeer,
+        Figure::CnrPeer,
         Figure::Cost,
     ];
 
@@ -80,6 +86,7 @@ impl Figure {
             Figure::Cost => "cost",
             Figure::FakeUpdates => "fake-updates",
             Figure::NrPeer => "nr-peer",
+            Figure::CnrPeer => "cnr-peer",
         }
     }
 
@@ -101,6 +108,12 @@ impl Figure {
                  (node-replication runs min(replicas, threads): 1 at 1 thread, see the CSV \
                  replicas column); node-replication's waiters only spin, so oversubscribed points \
                  measure waiting policy"
+            }
+            Figure::CnrPeer => {
+                "CNR-Nlog and cnr-crate-Nlog run N logs over a map of N partitions (key k in log \
+                 and partition k % N), each partition behind its own RwLock; NR runs the \
+                 sequential map with one log; the cnr crate runs min(replicas, threads) \
+                 replicas and its waiters only spin"
             }
             _ => {
                 "throughput vs threads; on a 1-node machine, replicas come from virtual nodes: \
@@ -317,29 +330,57 @@ pub fn for_each_panel(
                 visit(&p.workload.info(), &mut m)?;
             }
         }
-        Figure::NrPeer => {
-            for mix in params.mixes(&[10, 100]) {
-                for replicas in [1, 2] {
-                    let p = Prepared::new(
-                        HashMapWorkload::new(params.hashmap_keys, mix),
-                        sweep.topology.clone(),
-                        Replicas::Exactly(replicas),
-                        sweep.max_threads(),
-                    );
-                    let mut m = Vec::new();
-                    sweep.add::<_, Nr<_>>(&mut m, &p)?;
-                    sweep.add::<_, NrCratePeer>(&mut m, &p)?;
-                    let mut info = p.workload.info();
-                    info.panel = if replicas == 1 {
-                        format!("{}, 1 replica", info.panel)
-                    } else {
-                        format!("{}, {replicas} replicas", info.panel)
-                    };
-                    visit(&info, &mut m)?;
-                }
-            }
-        }
+        Figure::NrPeer => peer_panels(sweep, params, visit, &|m, p| {
+            sweep.add::<_, Nr<_>>(m, p)?;
+            sweep.add::<_, NrCratePeer>(m, p)
+        })?,
+        Figure::CnrPeer => peer_panels(sweep, params, visit, &|m, p| {
+            sweep.add::<_, Nr<_>>(m, p)?;
+            sweep.add::<_, Cnr<1>>(m, p)?;
+            sweep.add::<_, Cnr<2>>(m, p)?;
+            sweep.add::<_, Cnr<4>>(m, p)?;
+            sweep.add::<_, CnrCratePeer<1>>(m, p)?;
+            sweep.add::<_, CnrCratePeer<2>>(m, p)?;
+            sweep.add::<_, CnrCratePeer<4>>(m, p)
+        })?,
         Figure::Cost => {}
+    }
+    Ok(())
+}
+
+/// Appends a figure's methods for a prepared hash-map workload.
+type AddMethods<'s> = dyn for<'p> Fn(
+        &mut Vec<Box<dyn Bench + 'p>>,
+        &'p Prepared<HashMapWorkload>,
+    ) -> Result<(), BenchError>
+    + 's;
+
+/// The panels of the peer figures: the hash map at 10% and 100% writes, with exactly 1 and 2
+/// replicas; `add` appends the figure's methods.
+fn peer_panels(
+    sweep: &Sweep,
+    params: &Params,
+    visit: &mut dyn FnMut(&WorkloadInfo, &mut Methods<'_>) -> Result<(), BenchError>,
+    add: &AddMethods<'_>,
+) -> Result<(), BenchError> {
+    for mix in params.mixes(&[10, 100]) {
+        for replicas in [1, 2] {
+            let p = Prepared::new(
+                HashMapWorkload::new(params.hashmap_keys, mix),
+                sweep.topology.clone(),
+                Replicas::Exactly(replicas),
+                sweep.max_threads(),
+            );
+            let mut m = Vec::new();
+            add(&mut m, &p)?;
+            let mut info = p.workload.info();
+            info.panel = if replicas == 1 {
+                format!("{}, 1 replica", info.panel)
+            } else {
+                format!("{}, {replicas} replicas", info.panel)
+            };
+            visit(&info, &mut m)?;
+        }
     }
     Ok(())
 }

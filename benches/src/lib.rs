@@ -5,6 +5,7 @@ pub mod crit;
 mod driver;
 mod error;
 pub mod figures;
+pub mod kv;
 
 pub mod method;
 pub mod pcomb_bench;

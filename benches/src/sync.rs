@@ -54,6 +54,30 @@ impl AtomicBool {
     }
 }
 
+/// `std`'s `AtomicUsize` under a distinct name (see [`AtomicBool`]).
+#[derive(Debug, Default)]
+#[repr(transparent)]
+pub(crate) struct AtomicUsize(std::sync::atomic::AtomicUsize);
+
+impl AtomicUsize {
+    #[inline(always)]
+    pub(crate) const fn new(v: usize) -> Self {
+        Self(std::sync::atomic::AtomicUsize::new(v))
+    }
+    #[inline(always)]
+    pub(crate) fn load(&self, o: Ordering) -> usize {
+        self.0.load(o)
+    }
+    #[inline(always)]
+    pub(crate) fn fetch_add(&self, v: usize, o: Ordering) -> usize {
+        self.0.fetch_add(v, o)
+    }
+    #[inline(always)]
+    pub(crate) fn fetch_sub(&self, v: usize, o: Ordering) -> usize {
+        self.0.fetch_sub(v, o)
+    }
+}
+
 /// `std::thread::scope`: scoped threads that may borrow from the caller.
 pub(crate) fn scope<'env, F, T>(f: F) -> T
 where
@@ -119,5 +143,29 @@ impl Backoff {
         } else {
             yield_now();
         }
+    }
+}
+
+/// Wraps `std`'s atomic (as [`AtomicBool`]); for the partitioned map of the CNR peers.
+#[derive(Debug, Default)]
+#[repr(transparent)]
+pub(crate) struct AtomicU64(std::sync::atomic::AtomicU64);
+
+impl AtomicU64 {
+    #[inline(always)]
+    pub(crate) const fn new(v: u64) -> Self {
+        Self(std::sync::atomic::AtomicU64::new(v))
+    }
+    #[inline(always)]
+    pub(crate) fn load(&self, o: Ordering) -> u64 {
+        self.0.load(o)
+    }
+    #[inline(always)]
+    pub(crate) fn store(&self, v: u64, o: Ordering) {
+        self.0.store(v, o)
+    }
+    #[inline(always)]
+    pub(crate) fn swap(&self, v: u64, o: Ordering) -> u64 {
+        self.0.swap(v, o)
     }
 }

@@ -7,7 +7,7 @@
 // The sync shim is crate-private; integration tests spawn their threads with std directly.
 #![allow(clippy::disallowed_methods)]
 
-use benches::method::peers::{DashMapPeer, LfPq, NrCratePeer, TreiberStack};
+use benches::method::peers::{Cnr, CnrCratePeer, DashMapPeer, LfPq, NrCratePeer, TreiberStack};
 use benches::{
     FlatCombining, FlatCombiningRw, Handle, Method, Nr, Replicas, Rng, RwLock, Setup, SpinLock,
 };
@@ -204,6 +204,20 @@ fn dashmap_peer_is_linearizable() {
 #[test]
 fn node_replication_crate_peer_is_linearizable() {
     check_method::<_, NrCratePeer, _>(HashMapKv::new, &Kv, Replicas::Exactly(2));
+}
+
+/// CNR with 2 logs over the partitioned map (its lock-free reads rely on one writer per
+/// partition, which CNR's per-log combiners give), 1 and 2 replicas.
+#[test]
+fn cnr_peer_is_linearizable() {
+    check_method::<_, Cnr<2>, _>(HashMapKv::new, &Kv, Replicas::Exactly(1));
+    check_method::<_, Cnr<2>, _>(HashMapKv::new, &Kv, Replicas::Exactly(2));
+}
+
+/// The `cnr` crate with 2 logs over the same map.
+#[test]
+fn cnr_crate_peer_is_linearizable() {
+    check_method::<_, CnrCratePeer<2>, _>(HashMapKv::new, &Kv, Replicas::Exactly(2));
 }
 
 #[test]

@@ -44,8 +44,8 @@ fuzz_target!(|data: &[u8]| {
     let image = Image::from_bytes(bytes.to_vec());
     exercise!(&image, ops, List<Mirror, pmem::sim::Simulated>);
     exercise!(&image, ops, List<Izraelevitz, pmem::sim::Simulated>);
-    exercise!(&image, ops, HashSet<Mirror, pmem::sim::Simulated, 8>);
-    exercise!(&image, ops, HashSet<Izraelevitz, pmem::sim::Simulated, 8>);
+    exercise!(&image, ops, HashSet<Mirror, pmem::sim::Simulated>);
+    exercise!(&image, ops, HashSet<Izraelevitz, pmem::sim::Simulated>);
     exercise!(&image, ops, SkipList<Mirror, pmem::sim::Simulated>);
     exercise!(&image, ops, SkipList<Izraelevitz, pmem::sim::Simulated>);
     exercise!(&image, ops, Bst<Mirror, pmem::sim::Simulated>);

@@ -31,13 +31,11 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use benches::kv::ycsb::{self, KeyDist, Mix, RunConfig, RunResult};
+use benches::kv::{Cr, DashMapKv, KvBase, KvStore};
 use benches::report::Machine;
 use clap::Parser;
-use ladapa::ycsb::{self, KeyDist, Mix, RunConfig, RunResult};
-use ladapa::{
-    Cr, DashMapKv, KvBase, KvStore, MemoryUsage, MetadataMode, ReplicationScope, Store,
-    ValueReplication,
-};
+use ladapa::{MemoryUsage, MetadataMode, ReplicationScope, Store, ValueReplication};
 use nr_core::Topology;
 
 /// YCSB sweeps of Ladapa against kvbase, CR and dashmap.
@@ -128,7 +126,7 @@ enum Method {
 }
 
 impl Method {
-    fn run(&self, config: &RunConfig) -> Result<RunResult, ladapa::StoreError> {
+    fn run(&self, config: &RunConfig) -> Result<RunResult, benches::BenchError> {
         let tick = Duration::from_secs(3600);
         match self {
             Method::Ladapa(s) => ycsb::run(s, config, tick, |_| {}),
@@ -137,7 +135,7 @@ impl Method {
             Method::Dash(s) => ycsb::run(s, config, tick, |_| {}),
         }
     }
-    fn load(&self, keys: u64) -> Result<(), ladapa::StoreError> {
+    fn load(&self, keys: u64) -> Result<(), benches::BenchError> {
         match self {
             Method::Ladapa(s) => ycsb::load(s, keys),
             Method::KvBase(s) => ycsb::load(s, keys),

@@ -32,7 +32,6 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 const LAYOUT: u64 = 0x000F_1606;
-const BUCKETS: usize = 2048;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -55,6 +54,10 @@ struct Args {
     /// Key range of the hash set.
     #[arg(long, default_value_t = 65536)]
     hash_range: u64,
+    /// Buckets of the hash set (`HashSet::with_capacity`; 0: sized for the key range, one
+    /// bucket per key, rounded up to a power of two).
+    #[arg(long, default_value_t = 0)]
+    hash_buckets: usize,
     /// Key range of the skip list.
     #[arg(long, default_value_t = 65536)]
     skip_range: u64,
@@ -126,7 +129,7 @@ macro_rules! forward_set {
         }
     )*};
 }
-forward_set!(List, HashSet<BUCKETS>, SkipList, Bst);
+forward_set!(List, HashSet, SkipList, Bst);
 
 /// A mix name or lookup percentage as the lookup percentage and a label.
 fn parse_mix(m: &str) -> (u32, String) {
@@ -159,7 +162,7 @@ struct Outcome {
     pwb_per_update: f64,
 }
 
-fn build(structure: &str, flavor: &str, dir: &Path, n: usize) -> Box<dyn Set> {
+fn build(structure: &str, flavor: &str, dir: &Path, n: usize, buckets: usize) -> Box<dyn Set> {
     let size: u64 = 256 + 1024 * 65536; // 64 MiB
     let path = dir.join(format!("{structure}-{flavor}-{n}.pmem"));
     let _ = std::fs::remove_file(&path);
@@ -175,13 +178,15 @@ fn build(structure: &str, flavor: &str, dir: &Path, n: usize) -> Box<dyn Set> {
         ("list", "izraelevitz") => {
             Box::new(List::new(file::<Izraelevitz>(&path, size)).expect("list"))
         }
-        ("hash", "volatile") => Box::new(HashSet::<_, _, BUCKETS>::new(anon(size)).expect("hash")),
+        ("hash", "volatile") => {
+            Box::new(HashSet::with_capacity(anon(size), buckets).expect("hash"))
+        }
         ("hash", "mirror") => {
-            Box::new(HashSet::<_, _, BUCKETS>::new(file::<Mirror>(&path, size)).expect("hash"))
+            Box::new(HashSet::with_capacity(file::<Mirror>(&path, size), buckets).expect("hash"))
         }
-        ("hash", "izraelevitz") => {
-            Box::new(HashSet::<_, _, BUCKETS>::new(file::<Izraelevitz>(&path, size)).expect("hash"))
-        }
+        ("hash", "izraelevitz") => Box::new(
+            HashSet::with_capacity(file::<Izraelevitz>(&path, size), buckets).expect("hash"),
+        ),
         ("skip", "volatile") => Box::new(SkipList::new(anon(size)).expect("skip")),
         ("skip", "mirror") => Box::new(SkipList::new(file::<Mirror>(&path, size)).expect("skip")),
         ("skip", "izraelevitz") => {
@@ -349,21 +354,21 @@ fn recovery(dir: &Path, sizes: &[u64]) {
     for &n in sizes {
         one(
             dir,
-            &format!("hash set ({BUCKETS} buckets)"),
+            "hash set (sized)",
             n,
-            core::mem::size_of::<Node<Mirror>>().next_power_of_two() as u64,
-            |h| HashSet::<Mirror, _, BUCKETS>::new(h).expect("set"),
+            mirror_atomic::block_size::<Node<Mirror>>() as u64,
+            |h| HashSet::<Mirror, _>::with_capacity(h, n as usize).expect("set"),
             |s, k| {
                 s.insert(k).expect("room");
             },
-            |r| HashSet::<Mirror, _, BUCKETS>::recover(r).expect("recover"),
+            |r| HashSet::<Mirror, _>::recover(r).expect("recover"),
             |s, k| s.contains(k),
         );
         one(
             dir,
             "skip list",
             n,
-            core::mem::size_of::<SkipNode<Mirror>>().next_power_of_two() as u64,
+            mirror_atomic::block_size::<SkipNode<Mirror>>() as u64,
             |h| SkipList::new(h).expect("skip list"),
             |s, k| {
                 s.insert(k).expect("room");
@@ -375,7 +380,7 @@ fn recovery(dir: &Path, sizes: &[u64]) {
             dir,
             "bst",
             n,
-            2 * core::mem::size_of::<BstNode<Mirror>>().next_power_of_two() as u64,
+            2 * mirror_atomic::block_size::<BstNode<Mirror>>() as u64,
             |h| Bst::new(h).expect("bst"),
             |s, k| {
                 s.insert(k).expect("room");
@@ -421,32 +426,32 @@ fn main() {
         "bytes per list/hash node (block): volatile {} ({}), mirror {} ({}), izraelevitz {} ({}); \
          Mirror keeps a second copy of each node in the region",
         core::mem::size_of::<Node<Volatile>>(),
-        core::mem::size_of::<Node<Volatile>>().next_power_of_two(),
+        mirror_atomic::block_size::<Node<Volatile>>(),
         core::mem::size_of::<Node<Mirror>>(),
-        core::mem::size_of::<Node<Mirror>>().next_power_of_two(),
+        mirror_atomic::block_size::<Node<Mirror>>(),
         core::mem::size_of::<Node<Izraelevitz>>(),
-        core::mem::size_of::<Node<Izraelevitz>>().next_power_of_two(),
+        mirror_atomic::block_size::<Node<Izraelevitz>>(),
     );
     println!(
         "bytes per skip-list node (block; towers of {} levels, only the used ones written back): \
          volatile {} ({}), mirror {} ({}), izraelevitz {} ({})",
         mirror_atomic::MAX_LEVEL,
         core::mem::size_of::<SkipNode<Volatile>>(),
-        core::mem::size_of::<SkipNode<Volatile>>().next_power_of_two(),
+        mirror_atomic::block_size::<SkipNode<Volatile>>(),
         core::mem::size_of::<SkipNode<Mirror>>(),
-        core::mem::size_of::<SkipNode<Mirror>>().next_power_of_two(),
+        mirror_atomic::block_size::<SkipNode<Mirror>>(),
         core::mem::size_of::<SkipNode<Izraelevitz>>(),
-        core::mem::size_of::<SkipNode<Izraelevitz>>().next_power_of_two(),
+        mirror_atomic::block_size::<SkipNode<Izraelevitz>>(),
     );
     println!(
         "bytes per BST node (block; a leaf and an internal node per key): volatile {} ({}), \
          mirror {} ({}), izraelevitz {} ({})",
         core::mem::size_of::<BstNode<Volatile>>(),
-        core::mem::size_of::<BstNode<Volatile>>().next_power_of_two(),
+        mirror_atomic::block_size::<BstNode<Volatile>>(),
         core::mem::size_of::<BstNode<Mirror>>(),
-        core::mem::size_of::<BstNode<Mirror>>().next_power_of_two(),
+        mirror_atomic::block_size::<BstNode<Mirror>>(),
         core::mem::size_of::<BstNode<Izraelevitz>>(),
-        core::mem::size_of::<BstNode<Izraelevitz>>().next_power_of_two(),
+        mirror_atomic::block_size::<BstNode<Izraelevitz>>(),
     );
     println!(
         "workload: prefill {}% of the range; list range {}, hash range {}, skip range {}, \
@@ -489,7 +494,11 @@ fn main() {
                 for rep in 0..a.reps {
                     // Interleaved: every flavor once per repetition, same seed.
                     for (i, f) in flavors.iter().enumerate() {
-                        let set = build(s, f, &dir, rep);
+                        let buckets = match a.hash_buckets {
+                            0 => range as usize,
+                            b => b,
+                        };
+                        let set = build(s, f, &dir, rep, buckets);
                         runs[i].push(measure(
                             &*set,
                             range,

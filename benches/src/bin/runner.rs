@@ -41,6 +41,8 @@ enum Which {
     FakeUpdates,
     /// NR vs the node-replication crate, 1 replica (NR log-free) and 2 replicas (both log).
     NrPeer,
+    /// CNR (1/2/4 logs) vs the cnr crate and single-log NR, partitioned hash map, 1 and 2 replicas.
+    CnrPeer,
     /// Every figure above.
     All,
 }
@@ -208,6 +210,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         Which::Cost => vec![Figure::Cost],
         Which::FakeUpdates => vec![Figure::FakeUpdates],
         Which::NrPeer => vec![Figure::NrPeer],
+        Which::CnrPeer => vec![Figure::CnrPeer],
         Which::All => Figure::ALL.to_vec(),
     };
     std::fs::create_dir_all(&args.out)?;

@@ -113,14 +113,8 @@ impl Words<'_> {
 impl MutexPersist {
     pub(super) fn new(region: Region<Hardware>, slots: usize) -> Result<Self, BenchError> {
         let bytes = ((slots + 8) * 8) as u64;
-        let off = region
-            .allocator(bytes)
-            .alloc_bytes(bytes, 64)
-            .map_err(|e| BenchError::Pcomb(format!("region allocation: {e}")))?;
-        let base = region
-            .ptr::<u64>(off)
-            .map_err(|e| BenchError::Pcomb(format!("region pointer: {e}")))?
-            .as_ptr() as usize;
+        let off = region.allocator(bytes).alloc_bytes(bytes, 64)?;
+        let base = region.ptr::<u64>(off)?.as_ptr() as usize;
         Ok(Self {
             region,
             base,
@@ -287,5 +281,39 @@ impl<T: PairOps + ?Sized> PairOps for Box<T> {
     }
     fn second(&mut self) -> Result<Option<u64>, BenchError> {
         (**self).second()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A region with no room for the baseline's slots is the region allocator's typed error,
+    /// not a message.
+    #[test]
+    fn a_region_without_room_is_a_typed_region_error() {
+        let path = std::env::temp_dir().join(format!(
+            "benches-test-{}-region-room.pmem",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let region = Region::create(&path, 1, 1 << 16).expect("region");
+        let result = MutexPersist::new(region, 1 << 20).map(|_| ());
+        std::fs::remove_file(&path).expect("remove the region file");
+        let Err(err) = result else {
+            panic!("1 Mi slots fit in a 64 KiB region");
+        };
+        assert!(
+            matches!(
+                err,
+                BenchError::RegionAlloc(pcomb::pmem::AllocError::Exhausted { .. })
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("region allocation: region exhausted: "),
+            "{err}"
+        );
     }
 }

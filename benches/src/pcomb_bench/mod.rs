@@ -229,8 +229,7 @@ impl TempRegion {
             std::process::id()
         ));
         let size = (bytes + 16384).div_ceil(4096) * 4096;
-        let region = Region::create(&path, LAYOUT, size as u64)
-            .map_err(|e| BenchError::Pcomb(format!("region file: {}", crate::error_chain(&e))))?;
+        let region = Region::create(&path, LAYOUT, size as u64)?;
         Ok((Self { path }, region))
     }
 }

@@ -348,7 +348,7 @@ impl Shared {
         let replaced = {
             let mut shard = write(self.l2(node).shard(note.key));
             match shard.get_mut(&note.key) {
-                Some(entry) if entry.replica.map_or(true, |(_, v)| v.get() < note.version) => {
+                Some(entry) if entry.replica.is_none_or(|(_, v)| v.get() < note.version) => {
                     // Versions start at 1 (`SetData::next_version`): a 0 is never current.
                     NonZeroU64::new(note.version)
                         .map(|version| entry.replica.replace((block, version)))

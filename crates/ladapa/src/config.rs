@@ -495,7 +495,7 @@ impl Builder {
         if self.value_size == 0 {
             return Err(ConfigError::ZeroValueSize);
         }
-        if self.value_size % 8 != 0 {
+        if !self.value_size.is_multiple_of(8) {
             return Err(ConfigError::ValueSizeNotMultipleOf8 {
                 size: self.value_size,
             });

@@ -245,13 +245,18 @@ pub enum StoreError {
     ///
     /// Remedy: report the bug; [`Store::shutdown`](crate::Store::shutdown) returns the panic.
     BackgroundPanicked(BackgroundPanic),
-    /// A baseline's own error (for [`Cr`](crate::Cr): `nr-core` refused to register the
-    /// thread — too many threads on a replica — or the object is poisoned).
+    /// A value's bytes could not be decoded as the [`DispatchValue`](crate::DispatchValue)
+    /// type an operation named, or the type's new state did not encode into the value size.
     ///
-    /// Remedy: see the message; give `Cr` fewer threads per node.
-    Baseline {
-        /// The baseline's error, as text.
-        message: String,
+    /// Remedy: see the source ([`CodecError`]); write keys that are read or updated as a type
+    /// with [`Store::put_value`](crate::Store::put_value) of that type.
+    Codec {
+        /// The key operated on.
+        key: u64,
+        /// The value type's name (`std::any::type_name`).
+        type_name: &'static str,
+        /// What the type's codec reported.
+        source: CodecError,
     },
 }
 
@@ -275,9 +280,70 @@ impl fmt::Display for StoreError {
                 )
             }
             Self::BackgroundPanicked(p) => write!(f, "{p}; writes are refused"),
-            Self::Baseline { message } => write!(f, "baseline: {message}"),
+            Self::Codec { key, type_name, .. } => {
+                write!(
+                    f,
+                    "the value of key {key} does not convert to or from {type_name}"
+                )
+            }
         }
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Codec { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Why a [`DispatchValue`](crate::DispatchValue) could not be decoded from a value's bytes or
+/// encoded into them. Returned by the type's own codec and wrapped in [`StoreError::Codec`].
+///
+/// # Examples
+///
+/// ```
+/// use ladapa::CodecError;
+///
+/// let err = CodecError::TooLarge { needed: 24, value_size: 16 };
+/// assert_eq!(err.to_string(), "the encoding needs 24 bytes, values are 16 bytes");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The bytes are not an encoding of the type: the key was written with other bytes (by
+    /// [`Store::put`](crate::Store::put)) or as another type.
+    ///
+    /// Remedy: write the key with [`Store::put_value`](crate::Store::put_value) of this type,
+    /// or read it as the type it was written as.
+    Invalid {
+        /// What is wrong with the bytes, in the codec's words.
+        reason: &'static str,
+    },
+    /// The state needs more bytes than the store's values have.
+    ///
+    /// Remedy: bound the state (refuse the operation that grows it), or build the store with
+    /// a larger [`Builder::value_size`](crate::Builder::value_size).
+    TooLarge {
+        /// Bytes the encoding needs.
+        needed: usize,
+        /// The store's value size.
+        value_size: usize,
+    },
+}
+
+impl fmt::Display for CodecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Invalid { reason } => write!(f, "the bytes are not a valid encoding: {reason}"),
+            Self::TooLarge { needed, value_size } => write!(
+                f,
+                "the encoding needs {needed} bytes, values are {value_size} bytes"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CodecError {}

@@ -315,7 +315,7 @@ impl Set {
     pub(crate) fn read_begin(&self) -> Option<u64> {
         // Acquire: pairs with the Release in `SetWrite::drop`.
         let seq = self.seq.load(Ordering::Acquire);
-        (seq % 2 == 0).then_some(seq)
+        seq.is_multiple_of(2).then_some(seq)
     }
 
     /// Whether no writer entered the set since `read_begin` returned `stamp`: then everything
@@ -435,13 +435,23 @@ fn ways_of(set: &Set) -> usize {
 /// A hash map keyed by `u64` with [`KeyHash`].
 pub(crate) type KeyMap<V> = HashMap<u64, V, KeyHash>;
 
-/// The hash of the metadata maps (and of [`KvBase`](crate::KvBase), so that the baseline pays
-/// the same price per lookup): a per-map random seed mixed into the key by the SplitMix64
-/// finalizer (two multiplications). Much cheaper than the standard SipHash-1-3; unlike SipHash
-/// it is not a keyed PRF, so an adversary who can observe timings could in principle find
-/// colliding keys. Keys here come from the application, not from the network.
+/// The hash of the metadata maps, public so that a baseline can pay the same price per lookup
+/// (the benches' `KvBase` and `Cr` maps use it): a per-map random seed mixed into the key by
+/// the SplitMix64 finalizer (two multiplications). Much cheaper than the standard SipHash-1-3;
+/// unlike SipHash it is not a keyed PRF, so an adversary who can observe timings could in
+/// principle find colliding keys. Keys here come from the application, not from the network.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::HashMap;
+///
+/// let mut map: HashMap<u64, &str, ladapa::KeyHash> = HashMap::default();
+/// map.insert(7, "seven");
+/// assert_eq!(map[&7], "seven");
+/// ```
 #[derive(Clone, Debug)]
-pub(crate) struct KeyHash {
+pub struct KeyHash {
     seed: u64,
 }
 
@@ -462,8 +472,20 @@ impl BuildHasher for KeyHash {
 }
 
 /// The [`Hasher`] of [`KeyHash`].
+///
+/// # Examples
+///
+/// ```
+/// use std::hash::{BuildHasher, Hasher};
+///
+/// let hash = ladapa::KeyHash::default();
+/// let (mut a, mut b) = (hash.build_hasher(), hash.build_hasher());
+/// a.write_u64(1);
+/// b.write_u64(1);
+/// assert_eq!(a.finish(), b.finish(), "one seed, one hash");
+/// ```
 #[derive(Clone, Debug)]
-pub(crate) struct KeyHasher {
+pub struct KeyHasher {
     state: u64,
 }
 
@@ -564,7 +586,7 @@ impl L2Table {
     }
 }
 
-/// Read-locks, ignoring poison (nothing panics under these locks).
+/// Read-locks, ignoring poison (see [`write`]: what a poisoned lock guards is intact).
 #[inline]
 pub(crate) fn read<T>(lock: &RwLock<T>) -> crate::sync::RwLockReadGuard<'_, T> {
     match lock.read() {
@@ -573,7 +595,10 @@ pub(crate) fn read<T>(lock: &RwLock<T>) -> crate::sync::RwLockReadGuard<'_, T> {
     }
 }
 
-/// Write-locks, ignoring poison (nothing panics under these locks).
+/// Write-locks, ignoring poison. The only code that may panic under a lock is the caller's
+/// operation in [`NodeHandle::update`](crate::NodeHandle::update), which runs under a set's
+/// write lock before the write changes anything in the set (see `NodeHandle::write_version`):
+/// the set a poisoned lock guards is intact.
 #[inline]
 pub(crate) fn write<T>(lock: &RwLock<T>) -> crate::sync::RwLockWriteGuard<'_, T> {
     match lock.write() {

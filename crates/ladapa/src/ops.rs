@@ -7,6 +7,7 @@ use crate::background::MetaNote;
 use crate::config::MetadataMode;
 use crate::error::StoreError;
 use crate::meta::{read, L2Entry, L2Table, Loc, Meta, Set};
+use crate::pool::FreshBlock;
 use crate::store::{NodeHandle, Shared, Store, ValueGuard};
 use crate::sync::{yield_now, Guard, Ordering};
 
@@ -49,7 +50,7 @@ impl<'a> NodeHandle<'a> {
                 // (`try_write`, never waiting); `promote` re-checks under the lock.
                 // Relaxed: a sampling counter.
                 let misses = counters.l1_misses.fetch_add(1, Ordering::Relaxed);
-                if room || misses % PROMOTE_EVICTING_EVERY == 0 {
+                if room || misses.is_multiple_of(PROMOTE_EVICTING_EVERY) {
                     promote(shared, set, key, node, guard);
                 }
                 (entry.meta, Some(entry))
@@ -178,48 +179,88 @@ impl<'a> NodeHandle<'a> {
     pub fn put(&self, key: u64, value: &[u8]) -> Result<(), StoreError> {
         self.store.check_poison()?;
         self.check_len(value.len())?;
+        // Allocate and fill before pinning and locking: a pinned thread would hold back the
+        // epoch that frees blocks, and the copy need not lengthen the set's critical section.
+        let mut block = self.fresh_block()?;
+        block.bytes_mut().copy_from_slice(value);
+        self.write_version(key, block, |_, _| Ok(Some(())))?;
+        Ok(())
+    }
+
+    /// A block from this node's pool, waiting a little for retired blocks to come back if it
+    /// is exhausted. Called before pinning (see `put`).
+    pub(crate) fn fresh_block(&self) -> Result<FreshBlock<'a>, StoreError> {
+        let shared: &'a Shared = &self.store.shared;
+        let block = alloc_block(shared, self.node)?;
+        // SAFETY:
+        // - `block` was just allocated from this node's pool and nobody else knows it.
+        Ok(unsafe { FreshBlock::new(&shared.pools[self.node], block) })
+    }
+
+    /// Publishes `block` as the next version of `key`: the write path of `put`, `put_value`
+    /// and `update`, linearized under the key's set write lock.
+    ///
+    /// Under that lock, pinned, `fill` is first given the key's current value (`None`:
+    /// absent; it is the value of the version this write replaces, as nothing else writes
+    /// the key while the lock is held) and the block's bytes. `Ok(Some(response))` publishes
+    /// the block; `Ok(None)` or an error leaves the key as it was and frees the block (so does
+    /// a panic in `fill`: nothing of the set has changed yet, and the lock guard still
+    /// publishes and releases the set as it unwinds). `Ok(None)` is returned as it came.
+    ///
+    /// # Errors
+    ///
+    /// `fill`'s; [`StoreError::Full`] for a new key beyond the capacity.
+    pub(crate) fn write_version<R>(
+        &self,
+        key: u64,
+        mut block: FreshBlock<'_>,
+        fill: impl FnOnce(Option<&[u8]>, &mut [u8]) -> Result<Option<R>, StoreError>,
+    ) -> Result<Option<R>, StoreError> {
         let shared = self.shared();
         let node = self.node;
-        let pool = &shared.pools[node];
-        // Allocate before pinning: a pinned thread would hold back the epoch that frees blocks.
-        let block = alloc_block(shared, node)?;
-        // SAFETY:
-        // - `block` is fresh from `pool` and not yet published; `value.len()` is the block
-        //   size (checked above).
-        unsafe { pool.write(block, value) };
         let guard = shared.domain.pin();
         let set = shared.l1.set(key);
         let mut data = set.write();
-        let version = data.next_version();
+        let way = data.find(key);
+        let old = match way {
+            Some(way) => Some(data.meta(way)),
+            // L1 misses: this node's L2 is current.
+            None => shared.l2(node).get(key).map(|entry| entry.meta),
+        };
+        let current = old.map(|old| {
+            // SAFETY:
+            // - `old` is the key's current metadata, read under the set's write lock: its
+            //   block is published (immutable) and stays so while the lock is held (only a
+            //   writer of the key, under this lock, unpublishes it), and it cannot be
+            //   reclaimed before `guard` unpins, after `fill` returns.
+            unsafe { shared.pools[old.loc.node as usize].bytes(old.loc.block) }
+        });
+        let Some(response) = fill(current, block.bytes_mut())? else {
+            return Ok(None);
+        };
+        if old.is_none() {
+            // Relaxed: the count is only changed under set write locks of the keys
+            // concerned; its exactness is all that matters, not its ordering.
+            if shared.live_keys.fetch_add(1, Ordering::Relaxed) >= shared.capacity {
+                shared.live_keys.fetch_sub(1, Ordering::Relaxed);
+                return Err(StoreError::Full {
+                    capacity: shared.capacity,
+                });
+            }
+        }
         let meta = Meta {
-            version,
+            version: data.next_version(),
             loc: Loc {
                 node: node as u16,
-                block,
+                block: block.publish(),
             },
         };
-        let old = match data.find(key) {
+        match way {
             Some(way) => {
-                let old = data.meta(way);
                 data.set_meta(way, meta);
                 set.touch(way);
-                Some(old)
             }
             None => {
-                // L1 misses: this node's L2 is current.
-                let old = shared.l2(node).get(key).map(|entry| entry.meta);
-                if old.is_none() {
-                    // Relaxed: the count is only changed under set write locks of the keys
-                    // concerned; its exactness is all that matters, not its ordering.
-                    if shared.live_keys.fetch_add(1, Ordering::Relaxed) >= shared.capacity {
-                        shared.live_keys.fetch_sub(1, Ordering::Relaxed);
-                        drop(data);
-                        pool.free_now(block);
-                        return Err(StoreError::Full {
-                            capacity: shared.capacity,
-                        });
-                    }
-                }
                 let way = match data.free_way() {
                     Some(way) => way,
                     None => {
@@ -233,9 +274,8 @@ impl<'a> NodeHandle<'a> {
                 };
                 data.fill(way, key, meta);
                 set.touch(way);
-                old
             }
-        };
+        }
         // One replication domain (every node on one memory node, the default scope): the one
         // L2 table is all there is to update, and updating it here, under the set lock this
         // write already holds, is cheaper than handing it to the propagator (a queue push, a
@@ -282,7 +322,7 @@ impl<'a> NodeHandle<'a> {
             counters.sync_writes.fetch_add(1, Ordering::Relaxed);
             shared.notify_replicators(key, meta);
         }
-        Ok(())
+        Ok(Some(response))
     }
 
     /// [`Store::delete`] as this node.

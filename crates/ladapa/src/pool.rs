@@ -188,6 +188,20 @@ impl NodePool {
         };
     }
 
+    /// The bytes of a freshly allocated block, to fill before it is published.
+    ///
+    /// # Safety
+    ///
+    /// - `block` was allocated from this pool and is not published yet, and nothing else
+    ///   reads or writes it during `'b` (the caller owns it: see [`FreshBlock`]).
+    pub(crate) unsafe fn bytes_mut<'b>(&self, block: u32) -> &'b mut [u8] {
+        // SAFETY:
+        // - the block is mapped and `block_size` bytes long (allocated from this pool);
+        // - nobody else accesses it during `'b` (the caller's contract), so the one mutable
+        //   reference is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.block_ptr(block), self.block_size) }
+    }
+
     /// The contents of a published block.
     ///
     /// # Safety
@@ -209,7 +223,7 @@ impl NodePool {
     /// block; where the kernel declines (THP off) it is ordinary memory.
     fn map_slab(&self) -> Option<NonNull<u8>> {
         let len = self.blocks_per_slab * self.block_size;
-        let huge = self.huge_pages && len % HUGE_PAGE == 0;
+        let huge = self.huge_pages && len.is_multiple_of(HUGE_PAGE);
         // Over-map by one huge page so that an aligned start exists inside, then trim.
         let map_len = if huge { len + HUGE_PAGE } else { len };
         // SAFETY:
@@ -290,6 +304,49 @@ impl NodePool {
             .filter(|slab| slab.load(Ordering::Relaxed) != 0)
             .count();
         slabs * self.blocks_per_slab * self.block_size
+    }
+}
+
+/// A block allocated from a pool and not published yet: its owner alone reads and writes it.
+/// Dropped unpublished (an error, a refused update, a panic in the caller's code), it goes
+/// straight back to its pool; [`FreshBlock::publish`] hands it to the metadata instead.
+#[derive(Debug)]
+pub(crate) struct FreshBlock<'p> {
+    pool: &'p NodePool,
+    block: u32,
+}
+
+impl<'p> FreshBlock<'p> {
+    /// Takes ownership of `block`.
+    ///
+    /// # Safety
+    ///
+    /// - `block` was just allocated from `pool` and nothing else knows it.
+    pub(crate) unsafe fn new(pool: &'p NodePool, block: u32) -> Self {
+        Self { pool, block }
+    }
+
+    /// The block's bytes (the value size), to fill.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY:
+        // - `self` owns the unpublished block (`FreshBlock::new`'s contract) and lends it
+        //   out for as long as `self` is borrowed mutably.
+        unsafe { self.pool.bytes_mut(self.block) }
+    }
+
+    /// The block number, for the metadata that publishes it: from now on the block is
+    /// reclaimed by retirement, not by this guard.
+    pub(crate) fn publish(self) -> u32 {
+        let block = self.block;
+        std::mem::forget(self);
+        block
+    }
+}
+
+impl Drop for FreshBlock<'_> {
+    fn drop(&mut self) {
+        // Never published: no reader can hold it.
+        self.pool.free_now(self.block);
     }
 }
 

@@ -544,7 +544,7 @@ impl Store {
         thread_index() % self.shared.nodes
     }
 
-    fn here(&self) -> NodeHandle<'_> {
+    pub(crate) fn here(&self) -> NodeHandle<'_> {
         NodeHandle {
             store: self,
             node: self.current_node(),

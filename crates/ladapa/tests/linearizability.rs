@@ -12,18 +12,12 @@
 // Tests run real threads, outside the loom shim.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
-use std::sync::{Arc, Barrier};
-use std::thread;
+mod common;
 
-use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
-use nr_core::Topology;
-use testkit::lin::{check, EventKind, History, Recorder};
+use common::{lagging_store, spin, Draw};
+use ladapa::{MetadataMode, NodeHandle, ValueReplication};
+use testkit::lin::{check, EventKind, History, ThreadRecorder};
 use testkit::models::{Register, RegisterOp, RegisterRet};
-
-const NODES: usize = 4;
-const THREADS: usize = 8;
-const KEYS: u64 = 2;
-const OPS_PER_THREAD: usize = 24;
 
 type Hist = History<RegisterOp, RegisterRet>;
 
@@ -57,105 +51,50 @@ fn overlap(history: &Hist) -> (usize, usize) {
     (overlapping, intervals.len())
 }
 
-/// Busy-waits about `n` iterations.
-fn spin(n: u64) {
-    for _ in 0..n {
-        std::hint::spin_loop();
+/// One operation of a thread: a put (3 in 8), a delete (1 in 8) or a get.
+fn register_op(
+    node: &NodeHandle<'_>,
+    rec: &mut ThreadRecorder<RegisterOp, RegisterRet>,
+    draw: Draw,
+) {
+    let Draw {
+        key, before, after, ..
+    } = draw;
+    match (draw.rng >> 8) % 8 {
+        0..=2 => {
+            let value = ((draw.thread as u64 + 1) << 32) | (draw.index as u64 + 1);
+            let p = rec.invoke(RegisterOp::Write(value));
+            spin(before);
+            node.put(key, &value.to_le_bytes()).unwrap();
+            spin(after);
+            rec.complete(p, RegisterRet::Written);
+        }
+        3 => {
+            let p = rec.invoke(RegisterOp::Write(0));
+            spin(before);
+            node.delete(key).unwrap();
+            spin(after);
+            rec.complete(p, RegisterRet::Written);
+        }
+        _ => {
+            let p = rec.invoke(RegisterOp::Read);
+            spin(before);
+            let mut buf = [0; 8];
+            let found = node.get(key, &mut buf).unwrap();
+            spin(after);
+            let value = if found { u64::from_le_bytes(buf) } else { 0 };
+            rec.complete(p, RegisterRet::Value(value));
+        }
     }
 }
 
 fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize, usize) {
-    let topology = Topology::detect_hardware()
-        .unwrap()
-        .with_shared_virtual_nodes(NODES)
-        .unwrap();
-    let store = Arc::new(
-        Store::builder()
-            .topology(topology)
-            // Every virtual node its own domain, so that replicas exist and lag.
-            .replication_scope(ReplicationScope::Node)
-            .value_size(8)
-            .capacity(16)
-            .l1_entries(1) // one way for two keys: every write of the other key evicts
-            .metadata_mode(mode)
-            .value_replication(replication)
-            .manual_pump()
-            .build()
-            .unwrap(),
-    );
-    let recorders: Vec<Recorder<RegisterOp, RegisterRet>> =
-        (0..KEYS).map(|_| Recorder::new()).collect();
-    let start = Arc::new(Barrier::new(THREADS));
-    let mut workers = Vec::new();
-    for t in 0..THREADS {
-        let store = Arc::clone(&store);
-        let start = Arc::clone(&start);
-        let mut recs: Vec<_> = recorders.iter().map(Recorder::thread).collect();
-        workers.push(thread::spawn(move || {
-            let node = store.node(t % NODES).unwrap();
-            let mut rng = seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            start.wait();
-            for i in 0..OPS_PER_THREAD {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let key = rng % KEYS;
-                let rec = &mut recs[key as usize];
-                let (before, after) = (rng >> 20 & 2047, rng >> 32 & 2047);
-                match (rng >> 8) % 8 {
-                    0..=2 => {
-                        let value = ((t as u64 + 1) << 32) | (i as u64 + 1);
-                        let p = rec.invoke(RegisterOp::Write(value));
-                        spin(before);
-                        node.put(key, &value.to_le_bytes()).unwrap();
-                        spin(after);
-                        rec.complete(p, RegisterRet::Written);
-                    }
-                    3 => {
-                        let p = rec.invoke(RegisterOp::Write(0));
-                        spin(before);
-                        node.delete(key).unwrap();
-                        spin(after);
-                        rec.complete(p, RegisterRet::Written);
-                    }
-                    _ => {
-                        let p = rec.invoke(RegisterOp::Read);
-                        spin(before);
-                        let mut buf = [0; 8];
-                        let found = node.get(key, &mut buf).unwrap();
-                        spin(after);
-                        let value = if found { u64::from_le_bytes(buf) } else { 0 };
-                        rec.complete(p, RegisterRet::Value(value));
-                    }
-                }
-            }
-        }));
-    }
-    // The pumper: lagging replication on purpose — a little, sometimes, one node at a time.
-    let pumper = {
-        let store = Arc::clone(&store);
-        thread::spawn(move || {
-            for i in 0..OPS_PER_THREAD * 4 {
-                match i % 4 {
-                    0 => {
-                        store.pump_propagator();
-                    }
-                    1 => {
-                        store.pump_replicator(i % NODES);
-                    }
-                    2 => store.pump_adapters(),
-                    _ => thread::yield_now(),
-                }
-            }
-        })
-    };
-    for w in workers {
-        w.join().unwrap();
-    }
-    pumper.join().unwrap();
+    let store = lagging_store(mode, replication);
     let mut totals = (0, 0);
-    for (key, recorder) in recorders.into_iter().enumerate() {
-        let history = recorder.into_history();
+    for (key, history) in common::round(&store, seed, register_op)
+        .into_iter()
+        .enumerate()
+    {
         let (o, n) = overlap(&history);
         totals.0 += o;
         totals.1 += n;
@@ -169,41 +108,8 @@ fn round(mode: MetadataMode, replication: ValueReplication, seed: u64) -> (usize
 
 #[test]
 fn every_key_is_linearizable_under_lagging_replication() {
-    // At least 90 rounds; more while fewer than `MIN_OVERLAPPING` checked operations overlapped
-    // another on the same key (a loaded machine deschedules threads, so fewer overlap per
-    // round), up to 10 times as many rounds.
-    const ROUNDS: u64 = 90;
-    const MIN_OVERLAPPING: usize = ROUNDS as usize * THREADS * OPS_PER_THREAD / 10;
-    let mut overlapping = 0;
-    let mut total = 0;
-    let mut rounds = 0;
-    while rounds < ROUNDS || (overlapping < MIN_OVERLAPPING && rounds < 10 * ROUNDS) {
-        let seed = rounds;
-        let mode = [
-            MetadataMode::Sync,
-            MetadataMode::Async,
-            MetadataMode::Adaptive,
-        ][seed as usize % 3];
-        // Two rounds in three copy every write (most replicas to lag behind), one copies on
-        // demand (after two remote reads).
-        let replication = if seed % 9 < 6 {
-            ValueReplication::Eager
-        } else {
-            ValueReplication::OnDemand
-        };
-        let (o, n) = round(mode, replication, seed * 7919 + 1);
-        overlapping += o;
-        total += n;
-        rounds += 1;
-    }
-    println!(
-        "{rounds} rounds, {total} operations checked, {overlapping} overlapping another on the \
-         same key ({:.1}%)",
-        100.0 * overlapping as f64 / total as f64
-    );
-    assert_eq!(total, rounds as usize * THREADS * OPS_PER_THREAD);
-    assert!(
-        overlapping >= MIN_OVERLAPPING,
-        "too little overlap to prove anything: {overlapping} operations in {rounds} rounds"
-    );
+    common::rounds(90, |mode, replication, seed| {
+        let (overlapping, total) = round(mode, replication, seed);
+        (overlapping as f64, total)
+    });
 }

@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 
 const LAYOUT: u64 = 0x4d49_5252_4b49_4c4c;
 const SIZE: u64 = 256 + 64 * 65536; // 4 MiB
-type Set = HashSet<Mirror, pmem::Hardware, 1024>;
+type Set = HashSet<Mirror, pmem::Hardware>;
 
 fn child(path: &str) -> Result<(), Box<dyn std::error::Error>> {
     let set = match Region::open(path, LAYOUT) {
         Ok(region) => Set::recover(region)?,
-        Err(_) => Set::new(Heap::create(path, LAYOUT, SIZE)?)?,
+        Err(_) => Set::with_capacity(Heap::create(path, LAYOUT, SIZE)?, 1024)?,
     };
     let mut out = std::io::stdout().lock();
     let mut x = std::process::id() as u64 | 1;

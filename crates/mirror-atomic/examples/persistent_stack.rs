@@ -77,7 +77,7 @@ impl<F: Flavor, P: Persist> Stack<F, P> {
         &unsafe { self.heap.get(self.top) }.top
     }
 
-    fn push(&self, value: u64) -> Result<(), mirror_atomic::AllocError> {
+    fn push(&self, value: u64) -> Result<(), mirror_atomic::HeapAllocError> {
         let space = self.heap.space();
         loop {
             let top = F::load(self.top(), space);

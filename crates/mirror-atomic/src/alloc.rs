@@ -1,4 +1,5 @@
-//! The heap's block allocator: power-of-two size classes in chunks, sharded free lists.
+//! The heap's block allocator: size classes in chunks (powers of two, and 224 bytes for the
+//! Mirror skip-list tower), sharded free lists.
 //!
 //! Scaling: each thread uses the shard its thread hash picks (8 shards, each behind its own
 //! cache-padded lock), so threads rarely share a lock; a block freed by reclamation goes to the
@@ -6,7 +7,7 @@
 //! high-water mark (one CAS, `pwb` + `psync`), then their header is made durable, so recovery
 //! can always tell which class a chunk holds.
 
-use crate::error::AllocError;
+use crate::error::HeapAllocError;
 use crate::heap::Space;
 use crate::sync::{lock, thread_hint, Mutex};
 use crossbeam_utils::CachePadded;
@@ -21,16 +22,52 @@ pub(crate) const CHUNK_TAG: u64 = pmem::kinds::MIRROR_CHUNK_TAG;
 /// Tag of a format-1 chunk header ("MIRRORCK": list nodes `{key, next}`), recognized only to
 /// name the problem ([`HeapError::OldFormat`](crate::HeapError::OldFormat)).
 pub(crate) const OLD_CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
-const CLASSES: usize = 12; // 16 B ..= 32 KiB
+/// Block sizes: the powers of two from 16 B to 32 KiB, plus 224 B, the Mirror skip-list tower
+/// (224 bytes, in a 256-byte block before issue 23). Chunks start at a 64-byte boundary and
+/// their first block 64 bytes in, so a block of a class is aligned to the largest power of two
+/// dividing its size, capped at 64: 32 for 224. A 48-byte class for the Mirror BST node was
+/// measured and dropped: half its blocks straddle two cache lines, which cost 0.5 write-backs
+/// per update and 0.65-0.68x the throughput per CPU second (crate README, "Issue 23's levers").
+const BLOCKS: &[u64] = &[
+    16, 32, 64, 128, 224, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768,
+];
+const CLASSES: usize = BLOCKS.len();
 const SHARDS: usize = 8;
 
-/// The size class of an object of `size` bytes (block = 16 << class).
-pub(crate) fn class_of(size: usize) -> usize {
-    size.max(16).next_power_of_two().trailing_zeros() as usize - 4
+/// The alignment every block of `block` bytes has (chunks are 64-aligned, their blocks start
+/// 64 bytes in): the largest power of two dividing `block`, at most 64.
+pub(crate) const fn block_align(block: u64) -> u64 {
+    let a = 1 << block.trailing_zeros();
+    if a > 64 {
+        64
+    } else {
+        a
+    }
 }
 
-fn block_of(class: usize) -> u64 {
-    16 << class
+/// The size class of an object of `size` bytes aligned to `align`: the smallest block that
+/// holds it and is aligned enough (`size <= MAX_OBJECT`, `align <= 64`).
+#[inline]
+pub(crate) const fn class_of(size: usize, align: usize) -> usize {
+    let mut c = 0;
+    while c + 1 < CLASSES {
+        let fits = BLOCKS[c] >= size as u64;
+        let aligned = block_align(BLOCKS[c]) >= align as u64; // class-aligned
+        if fits && aligned {
+            break;
+        }
+        c += 1;
+    }
+    c
+}
+
+/// The class of blocks of exactly `block` bytes (a chunk header's size), if there is one.
+pub(crate) fn class_of_block(block: u64) -> Option<usize> {
+    BLOCKS.iter().position(|&b| b == block)
+}
+
+pub(crate) const fn block_of(class: usize) -> u64 {
+    BLOCKS[class]
 }
 
 #[derive(Default)]
@@ -73,7 +110,7 @@ impl Alloc {
         &self,
         class: usize,
         space: &Space<P>,
-    ) -> Result<u64, AllocError> {
+    ) -> Result<u64, HeapAllocError> {
         let block = block_of(class);
         let mut shard = lock(self.shard());
         shard.live += 1;
@@ -91,10 +128,11 @@ impl Alloc {
             Some(chunk) => chunk,
             None => match space.region().allocator(CHUNK).alloc_bytes(CHUNK, 64) {
                 Ok(off) => off.0,
-                Err(_) => {
+                Err(source) => {
                     shard.live -= 1;
-                    return Err(AllocError::Exhausted {
+                    return Err(HeapAllocError::Exhausted {
                         requested: block as usize,
+                        source,
                     });
                 }
             },
@@ -129,7 +167,11 @@ impl Alloc {
                 lock(&alloc.spare).push(chunk);
                 continue;
             }
-            let class = class_of(block as usize);
+            let Some(class) = class_of_block(block) else {
+                // Unreachable: recovery accepts only chunk headers of a class.
+                debug_assert!(false, "chunk of block size {block} has no class");
+                continue;
+            };
             let mut shard = lock(&alloc.shards[i % SHARDS]);
             let mut off = chunk + CHUNK_HEADER;
             while off + block <= chunk + CHUNK {

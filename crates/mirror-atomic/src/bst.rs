@@ -52,7 +52,7 @@
 //! that what the cleanups unlinked is free again; afterwards no edge is flagged or tagged and
 //! exactly the root, the sentinels and two nodes per key are allocated.
 
-use crate::error::{AllocError, BstError, HeapError};
+use crate::error::{BstError, HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::heap::{Guard, Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
@@ -493,11 +493,18 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
         } else {
             s.address()
         };
-        if F::compare_exchange(rec.ancestor.child(key), rec.successor, new, space).is_err() {
-            return false;
-        }
+        let swing = rec.ancestor.child(key);
         if let Some(guard) = guard {
+            // The swing unlinks what `retire_unlinked` retires; its `psync` makes it durable
+            // (see `Flavor::compare_exchange_unlinking`).
+            if F::compare_exchange_unlinking(swing, rec.successor, new, space).is_err() {
+                return false;
+            }
             self.retire_unlinked(key, rec, F::load(cut, space).address(), guard);
+        } else if F::compare_exchange(swing, rec.successor, new, space).is_err() {
+            // Recovery retires nothing (its re-trace frees what the swing unlinked): a durable
+            // swing.
+            return false;
         }
         true
     }
@@ -507,6 +514,9 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
     /// the flagged leaf off each of them, `parent`, and `cut`, the leaf removed at `parent`.
     fn retire_unlinked(&self, key: u64, rec: &SeekRecord<'_, F>, cut: NodePtr<F>, guard: &Guard) {
         let space = self.heap.space();
+        // One `psync` for the whole batch (`retire` would issue one per node): the swing is
+        // durable before any block it unlinked can be reused.
+        space.sync(); // bst-retire-batch-psync
         let mut node = rec.successor;
         while node != rec.parent_ptr {
             // SAFETY: unlinked by our CAS but not yet retired, read under `guard`.
@@ -519,18 +529,19 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
                 return;
             }
             // SAFETY: our CAS at the ancestor unlinked `node` and its flagged leaf (every edge
-            // of theirs is frozen, so no other CAS unlinks them): retired once, by us.
+            // of theirs is frozen, so no other CAS unlinks them): retired once, by us, after
+            // the batch's `psync` above.
             unsafe {
-                self.heap.retire(flagged_leaf, guard);
+                self.heap.retire_synced(flagged_leaf, guard);
             }
             // SAFETY: as above.
-            unsafe { self.heap.retire(node, guard) };
+            unsafe { self.heap.retire_synced(node, guard) };
             node = next;
         }
         // SAFETY: as above, for `parent` and the leaf removed at it.
-        unsafe { self.heap.retire(cut, guard) };
+        unsafe { self.heap.retire_synced(cut, guard) };
         // SAFETY: as above.
-        unsafe { self.heap.retire(rec.parent_ptr, guard) };
+        unsafe { self.heap.retire_synced(rec.parent_ptr, guard) };
     }
 
     /// Inserts `key`: `Ok(true)` if it was absent (the paper's `insert`).
@@ -566,7 +577,12 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
 
     /// Replaces the clean edge `parent -> leaf` by a new internal node over `leaf` and a new
     /// leaf for `key`: whether the CAS succeeded (the new nodes are freed if not).
-    fn link(&self, key: u64, leaf_key: u64, rec: &SeekRecord<'_, F>) -> Result<bool, AllocError> {
+    fn link(
+        &self,
+        key: u64,
+        leaf_key: u64,
+        rec: &SeekRecord<'_, F>,
+    ) -> Result<bool, HeapAllocError> {
         // Both nodes are durable (`alloc`) before the CAS publishes them; their edges are
         // written before publication, so no persistent store to an unpublished node is needed.
         let new_leaf = self.heap.alloc(BstNode::<F>::leaf(key))?;

@@ -3,25 +3,34 @@
 use pmem::RegionError;
 use std::fmt;
 
-/// Allocation in a [`Heap`](crate::Heap) failed.
+/// Allocation of an object in a [`Heap`](crate::Heap) failed.
+///
+/// Not [`pmem::AllocError`], which is the region's own allocator failing (a bump allocator of
+/// chunks that never frees): a heap carves its blocks out of such chunks and reuses freed
+/// blocks, so it fails for other reasons (an object larger than a block), and when it needs a
+/// new chunk and the region has none left, the region's error is its
+/// [`source`](std::error::Error::source).
 ///
 /// # Examples
 ///
 /// ```
-/// use mirror_atomic::{flavor::Volatile, AllocError, Heap};
+/// use mirror_atomic::{flavor::Volatile, HeapAllocError, Heap};
 /// let heap = Heap::<Volatile, _>::anonymous(1 << 20)?;
 /// let err = heap.alloc([0u64; 8192]).unwrap_err(); // 64 KiB: larger than a block can be
-/// assert!(matches!(err, AllocError::TooLarge { .. }));
+/// assert!(matches!(err, HeapAllocError::TooLarge { .. }));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum AllocError {
-    /// The region has no chunk left and no free block of this size. Remedy: a larger region,
-    /// or remove objects (their blocks are reused once no reader can hold them).
+pub enum HeapAllocError {
+    /// No free block of this size, and the region has no room for a new chunk (the region's
+    /// error is the `source`). Remedy: a larger region, or remove objects (their blocks are
+    /// reused once no reader can hold them).
     Exhausted {
-        /// Bytes requested.
+        /// Bytes requested (the block size).
         requested: usize,
+        /// The region allocator's refusal of a new chunk.
+        source: pmem::AllocError,
     },
     /// Larger than the largest block ([`MAX_OBJECT`](crate::MAX_OBJECT) bytes) or aligned to
     /// more than 64 bytes. Remedy: split the object.
@@ -31,12 +40,13 @@ pub enum AllocError {
     },
 }
 
-impl fmt::Display for AllocError {
+impl fmt::Display for HeapAllocError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Exhausted { requested } => {
-                write!(f, "heap exhausted: no room for an object of {requested} bytes")
-            }
+            Self::Exhausted { requested, .. } => write!(
+                f,
+                "heap exhausted: no free block of {requested} bytes and no new chunk"
+            ),
             Self::TooLarge { requested } => write!(
                 f,
                 "object of {requested} bytes exceeds the largest block ({} bytes) or 64-byte alignment",
@@ -46,7 +56,14 @@ impl fmt::Display for AllocError {
     }
 }
 
-impl std::error::Error for AllocError {}
+impl std::error::Error for HeapAllocError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Exhausted { source, .. } => Some(source),
+            Self::TooLarge { .. } => None,
+        }
+    }
+}
 
 /// Opening, creating or recovering a [`Heap`](crate::Heap) failed.
 ///
@@ -102,11 +119,25 @@ pub enum HeapError {
         what: &'static str,
     },
     /// Allocating the structure's root object failed. Remedy: a larger region.
-    Alloc(AllocError),
+    Alloc(HeapAllocError),
+    /// The process could not allocate the heap's volatile copy of the region (a
+    /// [`Mirror`](crate::flavor::Mirror) heap keeps one as large as the region). Remedy: a
+    /// smaller region, or more memory.
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
     /// The region was written by an earlier format of this crate (format 1, whose list and
     /// hash-set nodes were `{key, next}`; format 2 puts `next` first). Remedy: rebuild the
     /// structure from its source data; format 1 was never released.
     OldFormat,
+    /// The hash set's root is not a format-3 root (tag `"MIRHASH3"`, bucket count,
+    /// segment directory): the file was written by a hash set of format 2, whose root was a
+    /// fixed array of bucket heads whose count the file did not record (or the root's first
+    /// word is corrupt). Remedy: rebuild the set from its source data with
+    /// [`HashSet::with_capacity`](crate::HashSet::with_capacity); format 2 hash-set files
+    /// cannot be read by this version (the other structures' format-2 files can).
+    OldHashSetFormat,
     /// The region holds a file of another known kind (a pcomb object or structure, or another
     /// mirror-atomic structure; see [`pmem::kinds`]), not the `expected` one. The flavor is
     /// not recorded in the file, so opening a file with another flavor than it was written
@@ -148,9 +179,19 @@ impl fmt::Display for HeapError {
             Self::MissingRoot { slot } => write!(f, "root slot {slot} is empty or out of range"),
             Self::Malformed { what } => write!(f, "recovered structure is malformed: {what}"),
             Self::Alloc(_) => write!(f, "allocating the root failed"),
+            Self::OutOfMemory { bytes } => {
+                write!(
+                    f,
+                    "cannot allocate the {bytes}-byte volatile copy of the region"
+                )
+            }
             Self::OldFormat => write!(
                 f,
                 "region written by format 1 of mirror-atomic (this version reads format 2)"
+            ),
+            Self::OldHashSetFormat => write!(
+                f,
+                "hash-set root of format 2 (fixed buckets, count not recorded); this version reads format 3"
             ),
             Self::WrongKind { found, expected } => {
                 write!(f, "this is a {found} file, expected a {expected}")
@@ -181,8 +222,8 @@ impl From<RegionError> for HeapError {
     }
 }
 
-impl From<AllocError> for HeapError {
-    fn from(e: AllocError) -> Self {
+impl From<HeapAllocError> for HeapError {
+    fn from(e: HeapAllocError) -> Self {
         Self::Alloc(e)
     }
 }
@@ -209,8 +250,8 @@ pub enum BstError {
         /// The rejected key.
         key: u64,
     },
-    /// Allocating the new nodes failed. Remedy: see the inner [`AllocError`].
-    Alloc(AllocError),
+    /// Allocating the new nodes failed. Remedy: see the inner [`HeapAllocError`].
+    Alloc(HeapAllocError),
 }
 
 impl fmt::Display for BstError {
@@ -235,8 +276,8 @@ impl std::error::Error for BstError {
     }
 }
 
-impl From<AllocError> for BstError {
-    fn from(e: AllocError) -> Self {
+impl From<HeapAllocError> for BstError {
+    fn from(e: HeapAllocError) -> Self {
         Self::Alloc(e)
     }
 }

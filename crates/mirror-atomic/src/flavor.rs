@@ -198,6 +198,21 @@ pub unsafe trait Flavor: Sized + Send + Sync + 'static {
         new: T,
         space: &Space<P>,
     ) -> Result<T, T>;
+    /// A compare-and-swap that unlinks an object the caller then retires with
+    /// [`Heap::retire`](crate::Heap::retire) (whose `psync` follows it). A flavor may leave
+    /// the durability of a successful CAS to that `psync` (Mirror skips Figure 4's line-42
+    /// fence): the unlinked object stays in the durable structure until then, already marked
+    /// removed, which recovery accepts. The default is
+    /// [`compare_exchange`](Self::compare_exchange).
+    #[inline(always)]
+    fn compare_exchange_unlinking<T: Pod, P: Persist>(
+        a: &Self::Atomic<T>,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        Self::compare_exchange(a, current, new, space)
+    }
     /// The value of this replica, with no persistence action (recovery tracing reads the
     /// persistent replica with it).
     fn peek<T: Pod>(a: &Self::Atomic<T>) -> T;
@@ -462,6 +477,15 @@ unsafe impl Flavor for Mirror {
         space: &Space<P>,
     ) -> Result<T, T> {
         a.compare_exchange(current, new, space)
+    }
+    #[inline(always)]
+    fn compare_exchange_unlinking<T: Pod, P: Persist>(
+        a: &PAtomic<T>,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        a.compare_exchange_unfenced(current, new, space) // mirror-unlink-unfenced
     }
     fn peek<T: Pod>(a: &PAtomic<T>) -> T {
         a.load()

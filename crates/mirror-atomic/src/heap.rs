@@ -8,8 +8,10 @@
 //! live in DRAM and are rebuilt by recovery (paper §4.3: "metadata are managed only on the
 //! volatile replica").
 
-use crate::alloc::{class_of, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG, OLD_CHUNK_TAG};
-use crate::error::{AllocError, HeapError};
+use crate::alloc::{
+    block_align, class_of, class_of_block, Alloc, CHUNK, CHUNK_HEADER, CHUNK_TAG, OLD_CHUNK_TAG,
+};
+use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::persist::Durability;
 use crate::sync::{Arc, AtomicPair, AtomicWord, Ordering};
@@ -23,6 +25,24 @@ use std::path::Path;
 
 /// The largest object [`Heap::alloc`] accepts, in bytes.
 pub const MAX_OBJECT: usize = 32 * 1024;
+
+/// The bytes of the heap block an object of type `N` occupies (its size class: a power of two
+/// from 16 bytes, or 224 bytes for a type of 129 to 224 bytes aligned to at most 32).
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{block_size, flavor::Mirror, BstNode, Node, SkipNode};
+/// assert_eq!(block_size::<Node<Mirror>>(), 32);
+/// assert_eq!(block_size::<BstNode<Mirror>>(), 64);
+/// assert_eq!(block_size::<SkipNode<Mirror>>(), 224);
+/// ```
+pub const fn block_size<N: Object>() -> usize {
+    crate::alloc::block_of(class_of(
+        core::mem::size_of::<N>(),
+        core::mem::align_of::<N>(),
+    )) as usize
+}
 
 /// What a heap object may be made of.
 ///
@@ -191,12 +211,12 @@ struct Arena {
 }
 
 impl Arena {
-    fn new(len: usize) -> Result<Self, AllocError> {
-        let layout = Layout::from_size_align(len, 4096)
-            .map_err(|_| AllocError::Exhausted { requested: len })?;
+    fn new(len: usize) -> Result<Self, HeapError> {
+        let out_of_memory = || HeapError::OutOfMemory { bytes: len };
+        let layout = Layout::from_size_align(len, 4096).map_err(|_| out_of_memory())?;
         // SAFETY: `layout` has a non-zero size (a region is at least MIN_REGION_SIZE bytes).
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).ok_or(AllocError::Exhausted { requested: len })?;
+        let ptr = NonNull::new(raw).ok_or_else(out_of_memory)?;
         Ok(Self { ptr, layout })
     }
 }
@@ -492,7 +512,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// # Errors
     ///
     /// [`HeapError::NotEmpty`] if the region already holds allocations;
-    /// [`HeapError::Alloc`] if the volatile arena cannot be allocated;
+    /// [`HeapError::OutOfMemory`] if the volatile arena cannot be allocated;
     /// [`HeapError::Unsupported`] on an x86_64 CPU without `cmpxchg16b` (every flavor: the
     /// heap's `Space` is what lets Mirror loads skip a per-load CPU check).
     pub fn new(region: Region<P>) -> Result<Self, HeapError> {
@@ -524,9 +544,9 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     ///
     /// # Errors
     ///
-    /// [`AllocError::TooLarge`] above [`MAX_OBJECT`] bytes or 64-byte alignment;
-    /// [`AllocError::Exhausted`] when the region is full.
-    pub fn alloc<N: Object>(&self, value: N) -> Result<PPtr<N>, AllocError> {
+    /// [`HeapAllocError::TooLarge`] above [`MAX_OBJECT`] bytes or 64-byte alignment;
+    /// [`HeapAllocError::Exhausted`] when the region is full.
+    pub fn alloc<N: Object>(&self, value: N) -> Result<PPtr<N>, HeapAllocError> {
         self.alloc_prefix(value, core::mem::size_of::<N>())
     }
 
@@ -537,16 +557,17 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         &self,
         value: N,
         publish_len: usize,
-    ) -> Result<PPtr<N>, AllocError> {
+    ) -> Result<PPtr<N>, HeapAllocError> {
         let () = PaddingFree::<N>::OK;
         let size = core::mem::size_of::<N>();
         if size > MAX_OBJECT || core::mem::align_of::<N>() > 64 {
-            return Err(AllocError::TooLarge { requested: size });
+            return Err(HeapAllocError::TooLarge { requested: size });
         }
-        let class = class_of(size);
+        let class = class_of(size, core::mem::align_of::<N>());
         let off = self.alloc.alloc(class, &self.space)?;
         // SAFETY:
-        // - `off` is a free block of at least `size` bytes, aligned to min(block, 64) >= align
+        // - `off` is a free block of at least `size` bytes, aligned (`block_align`) to at least
+        //   the align
         //   of `N`, inside the primary memory; no other thread can reach it (it is not yet
         //   published and was reclaimed only after a grace period).
         // (`N` has no padding, checked above: every byte this writes, and `publish` copies to
@@ -565,8 +586,10 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// `p` was returned by [`alloc`](Self::alloc) of this heap, was never stored where another
     /// thread or recovery can reach it, and is not used again.
     pub unsafe fn free_unpublished<N: Object>(&self, p: PPtr<N>) {
-        self.alloc
-            .free(p.offset(), class_of(core::mem::size_of::<N>()));
+        self.alloc.free(
+            p.offset(),
+            class_of(size_of::<N>(), core::mem::align_of::<N>()),
+        );
     }
 
     /// The object `p` points to (mark bit ignored).
@@ -634,9 +657,30 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
             "Heap::retire with a guard of another heap (use this heap's `pin`)"
         );
         self.space.sync(); // retire-psync
+                           // SAFETY: the caller's contract, and the `psync` above follows the unlinking CAS.
+        unsafe { self.retire_synced(p, guard) };
+    }
+
+    /// [`retire`](Self::retire) without its `psync`: for a batch of objects unlinked by one
+    /// CAS, which issues one [`Space::sync`] for all of them (a BST cleanup unlinks up to a
+    /// chain of nodes and leaves at once).
+    ///
+    /// # Panics
+    ///
+    /// As [`retire`](Self::retire).
+    ///
+    /// # Safety
+    ///
+    /// As [`retire`](Self::retire), and this thread called [`Space::sync`] after the CAS
+    /// that unlinked `p` completed.
+    pub(crate) unsafe fn retire_synced<N: Object>(&self, p: PPtr<N>, guard: &Guard) {
+        assert!(
+            guard.belongs_to(&self.domain),
+            "Heap::retire with a guard of another heap (use this heap's `pin`)"
+        );
         let alloc = Arc::clone(&self.alloc);
         let off = p.offset();
-        let class = class_of(core::mem::size_of::<N>());
+        let class = class_of(size_of::<N>(), core::mem::align_of::<N>());
         guard.defer(move || alloc.free(off, class)); // retire-defer
     }
 
@@ -784,7 +828,7 @@ fn trace_region<P: Persist>(
 ) -> Result<(Vec<u64>, std::collections::HashSet<u64>), HeapError> {
     let user = space.region().user_offset().0;
     let hwm = space.region().high_water_mark().0;
-    if hwm < user || (hwm - user) % CHUNK != 0 || hwm > space.len() as u64 {
+    if hwm < user || !(hwm - user).is_multiple_of(CHUNK) || hwm > space.len() as u64 {
         return Err(HeapError::BadChunkArea { high_water: hwm });
     }
     let mut chunks = Vec::with_capacity(((hwm - user) / CHUNK) as usize);
@@ -796,9 +840,7 @@ fn trace_region<P: Persist>(
             // synced before any block of its chunk is used, so such a chunk holds nothing
             // reachable (and the tracer rejects pointers into it).
             (0, _) | (CHUNK_TAG, 0) => chunks.push(0),
-            (CHUNK_TAG, b) if b.is_power_of_two() && (16..=MAX_OBJECT as u64).contains(&b) => {
-                chunks.push(b)
-            }
+            (CHUNK_TAG, b) if class_of_block(b).is_some() => chunks.push(b),
             (OLD_CHUNK_TAG, _) => return Err(HeapError::OldFormat),
             _ => return Err(HeapError::BadChunk { chunk: c }),
         }
@@ -866,6 +908,33 @@ impl Tracer<'_> {
         Ok(p)
     }
 
+    /// The first word of the object in root slot `slot`, read from the persistent replica
+    /// before it is traced: for a root that says its own layout (the hash set's tag).
+    ///
+    /// # Errors
+    ///
+    /// [`HeapError::MissingRoot`] if the slot is empty or out of range;
+    /// [`HeapError::BadPointer`] if it does not name a block.
+    pub(crate) fn root_word(&self, slot: usize) -> Result<u64, HeapError> {
+        let Some(Some(off)) = self.roots.get(slot).copied() else {
+            return Err(HeapError::MissingRoot { slot });
+        };
+        self.check(
+            off,
+            core::mem::size_of::<u64>(),
+            core::mem::align_of::<u64>(),
+        )
+        .map_err(|reason| HeapError::BadPointer {
+            offset: off,
+            reason,
+        })?;
+        // SAFETY:
+        // - `check` proved `off` is a block of at least 8 bytes inside the region, aligned to
+        //   at least 16;
+        // - recovery is single-threaded: nothing writes the region meanwhile.
+        Ok(unsafe { self.base.wrapping_add(off as usize).cast::<u64>().read() })
+    }
+
     /// Marks `p`'s block reachable and, the first time, traces the object (null is ignored).
     /// A pointer that cannot name an `N` block records [`HeapError::BadPointer`].
     pub fn visit<N: Trace>(&mut self, p: PPtr<N>) {
@@ -873,7 +942,7 @@ impl Tracer<'_> {
             return;
         }
         let off = p.offset();
-        match self.check(off, core::mem::size_of::<N>()) {
+        match self.check(off, core::mem::size_of::<N>(), core::mem::align_of::<N>()) {
             Ok(()) => {}
             Err(reason) => {
                 self.error = Some(HeapError::BadPointer {
@@ -903,7 +972,7 @@ impl Tracer<'_> {
         self.stack.push((off, trace_at::<N>));
     }
 
-    fn check(&self, off: u64, size: usize) -> Result<(), &'static str> {
+    fn check(&self, off: u64, size: usize, align: usize) -> Result<(), &'static str> {
         let end = self.user + self.chunks.len() as u64 * CHUNK;
         if off < self.user || off >= end {
             return Err("outside the allocated chunks");
@@ -914,7 +983,7 @@ impl Tracer<'_> {
             return Err("in a chunk never used");
         }
         let start = self.user + chunk * CHUNK + CHUNK_HEADER;
-        if off < start || (off - start) % block != 0 {
+        if off < start || !(off - start).is_multiple_of(block) {
             return Err("not at a block boundary");
         }
         if off - start + block > CHUNK - CHUNK_HEADER {
@@ -922,6 +991,10 @@ impl Tracer<'_> {
         }
         if size as u64 > block {
             return Err("block too small for the type");
+        }
+        // A 224-byte block is 32-aligned only: a type aligned to 64 never lives in one.
+        if (align as u64) > block_align(block) {
+            return Err("block not aligned for the type");
         }
         Ok(())
     }
@@ -939,7 +1012,7 @@ impl Tracer<'_> {
 fn trace_at<N: Trace>(t: &mut Tracer<'_>, ptr: *const u8) {
     // SAFETY:
     // - `check` proved `ptr` is a block of at least `size_of::<N>()` bytes inside the region,
-    //   aligned to min(block, 64) >= align_of::<N>() (`alloc` rejects larger alignments);
+    //   aligned to `block_align(block)` >= align_of::<N>() (checked there too);
     // - `N: Object`: any bits are a valid `N`, so even a corrupt block is a valid value;
     // - recovery is single-threaded: nothing writes the region meanwhile.
     let node = unsafe { &*ptr.cast::<N>() };

@@ -22,9 +22,12 @@ mod sync;
 mod word;
 
 pub use bst::{Bst, BstNode, BST_MAX_KEY, BST_ROOT_SLOT};
-pub use error::{AllocError, BstError, HeapError};
-pub use hash::{Buckets, HashSet, HASH_ROOT_SLOT};
-pub use heap::{Domain, Guard, Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
+pub use error::{BstError, HeapAllocError, HeapError};
+pub use hash::{
+    HashRoot, HashSet, Segment, DEFAULT_BUCKETS, HASH_ROOT_SLOT, HASH_TAG, MAX_BUCKETS,
+    SEGMENT_HEADS,
+};
+pub use heap::{block_size, Domain, Guard, Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
 pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};
 pub use patomic::{Arith, PAtomic, PConst};
 pub use pmem::{self, NoPersist, Persist, Pod, Region};

@@ -8,9 +8,13 @@
 //! Persistence comes from the flavor alone: with [`Mirror`](crate::flavor::Mirror) every CAS is
 //! durable before it is visible and a new node is durable before the CAS that links it, so the
 //! list is durably linearizable (paper §5); after recovery, marked nodes still linked count as
-//! removed and are unlinked by the next traversal that meets them.
+//! removed and are unlinked by the next traversal that meets them. The one exception is the
+//! unlinking CAS ([`Flavor::compare_exchange_unlinking`](crate::flavor::Flavor::compare_exchange_unlinking)):
+//! it changes no key (the node is already marked), so it may be visible before it is durable,
+//! and the `psync` of the [`retire`](crate::Heap::retire) that follows it makes it durable
+//! before the node's block can be reused.
 
-use crate::error::{AllocError, HeapError};
+use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::heap::{Guard, Heap, Object, Trace, Tracer};
 use crate::patomic::PConst;
@@ -152,7 +156,9 @@ unsafe fn unlink<F: Flavor, P: Persist>(
     next: PPtr<Node<F>>,
     guard: &Guard,
 ) -> bool {
-    if F::compare_exchange(prev, curr, next.unmarked(), heap.space()).is_err() {
+    // Unlinking: its durability comes from the `retire` below (see
+    // `Flavor::compare_exchange_unlinking`).
+    if F::compare_exchange_unlinking(prev, curr, next.unmarked(), heap.space()).is_err() {
         return false;
     }
     // SAFETY: our CAS unlinked `curr` (read under `guard`, caller); only the thread whose CAS
@@ -167,7 +173,7 @@ pub(crate) fn insert<F: Flavor, P: Persist>(
     head: &Head<F>,
     key: u64,
     guard: &Guard,
-) -> Result<bool, AllocError> {
+) -> Result<bool, HeapAllocError> {
     let space = heap.space();
     loop {
         let pos = find(heap, head, key, guard);
@@ -212,7 +218,8 @@ pub(crate) fn remove<F: Flavor, P: Persist>(
         if F::compare_exchange(&node.next, next, next.with_mark(), space).is_err() {
             continue;
         }
-        if F::compare_exchange(pos.prev, pos.curr, next, space).is_ok() {
+        // Unlinking, made durable by the `retire` (see `Flavor::compare_exchange_unlinking`).
+        if F::compare_exchange_unlinking(pos.prev, pos.curr, next, space).is_ok() {
             // SAFETY: our CAS unlinked it.
             unsafe { heap.retire(pos.curr, guard) };
         } else {
@@ -382,8 +389,8 @@ impl<F: Flavor, P: Persist> List<F, P> {
     ///
     /// # Errors
     ///
-    /// [`AllocError`] if the heap is full.
-    pub fn insert(&self, key: u64) -> Result<bool, AllocError> {
+    /// [`HeapAllocError`] if the heap is full.
+    pub fn insert(&self, key: u64) -> Result<bool, HeapAllocError> {
         let guard = self.heap.pin();
         insert(&self.heap, self.head(), key, &guard)
     }

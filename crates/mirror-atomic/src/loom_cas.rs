@@ -1,6 +1,6 @@
 //! Loom models of the Mirror compare-and-swap (paper Figure 4) with helping.
 //!
-//! Each model runs the real `cas_pair` on two pairs (volatile, persistent) through the sync
+//! Each model runs the real `cas_pair_fenced` (fenced: Figure 4 as the paper writes it) on two pairs (volatile, persistent) through the sync
 //! shim, where the 16-byte word is one step under a loom mutex (see `sync.rs` for why that is
 //! faithful). A recorder stands for the persistence domain: `flush_pair` snapshots the
 //! persistent pair into the calling thread's pending set, `fence` makes that thread's pending
@@ -10,7 +10,7 @@
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p mirror-atomic --lib loom_`
 //! (exhaustive within the preemption bound).
 
-use crate::patomic::{cas_pair, load_pair};
+use crate::patomic::{cas_pair_fenced, load_pair};
 use crate::persist::Durability;
 use crate::sync::{lock, model, thread, Arc, AtomicPair, AtomicWord, Mutex};
 
@@ -79,7 +79,7 @@ impl Cell {
     }
 
     fn cas(&self, current: u64, new: u64) -> Result<u64, u64> {
-        let r = cas_pair(&self.vol, &self.per, &self.media, current, new);
+        let r = cas_pair_fenced::<_, true>(&self.vol, &self.per, &self.media, current, new);
         self.check_durable();
         r
     }

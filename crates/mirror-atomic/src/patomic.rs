@@ -30,7 +30,16 @@ fn split(pair: u128) -> (u64, u64) {
 /// Line numbers below are the paper's. Lines 5-16 (read `seq, val, seq` of each replica and
 /// retry when the two `seq` reads differ) build a consistent snapshot of each pair; a 16-byte
 /// atomic load gives that snapshot directly, so the retry of lines 14-16 never triggers.
-pub(crate) fn cas_pair<D: Durability + ?Sized>(
+///
+/// The fence of line 42 follows a *successful* update only when `FENCE_ON_SUCCESS` (the
+/// paper's Figure 4 always fences): without it the new value may become visible (line 44) before it is
+/// durable, so only a CAS whose value needs no durability of its own may skip it (an unlinking
+/// CAS whose caller then retires the node: [`Heap::retire`](crate::Heap::retire)'s `psync`
+/// makes it durable before the block can be reused, and until then a durable state without it
+/// still holds the node, marked, which recovery treats as removed). A failed update still
+/// fences: the value it helps into the volatile pair (line 47) must be durable first.
+#[inline(always)]
+pub(crate) fn cas_pair_fenced<D: Durability + ?Sized, const FENCE_ON_SUCCESS: bool>(
     vol: &AtomicPair,
     per: &AtomicPair,
     d: &D,
@@ -63,7 +72,11 @@ pub(crate) fn cas_pair<D: Durability + ?Sized>(
         let after = join(new, p_seq.wrapping_add(1));
         let res = per.compare_exchange(p, after);
         d.flush_pair(per); // line 41
-        d.fence(); // line 42
+                           // Skipped only after a successful update of an unfenced CAS (see above).
+        let skip_fence = !FENCE_ON_SUCCESS && res.is_ok(); // fig4-l42-skip
+        if !skip_fence {
+            d.fence(); // line 42
+        }
         match res {
             Ok(_) => {
                 // Line 44: publish in rep_v; failure means a helper already did.
@@ -167,8 +180,33 @@ impl<T: Pod> PAtomic<T> {
         new: T,
         space: &Space<P>,
     ) -> Result<T, T> {
+        self.cas_in::<P, true>(current, new, space)
+    }
+
+    /// [`compare_exchange`](Self::compare_exchange) without the fence after a successful
+    /// update (see `cas_pair_fenced`): the new value is written back but may be visible before
+    /// it is durable. For a CAS that unlinks an object its caller retires
+    /// ([`Flavor::compare_exchange_unlinking`](crate::flavor::Flavor::compare_exchange_unlinking)).
+    #[inline]
+    pub(crate) fn compare_exchange_unfenced<P: Persist>(
+        &self,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        self.cas_in::<P, false>(current, new, space)
+    }
+
+    /// Figure 4 on this pair and its twin in `space` (`cas_pair_fenced`).
+    #[inline(always)]
+    fn cas_in<P: Persist, const FENCE_ON_SUCCESS: bool>(
+        &self,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
         let twin = space.twin_pair(&self.pair);
-        cas_pair(
+        cas_pair_fenced::<_, FENCE_ON_SUCCESS>(
             &self.pair,
             twin,
             space.persist(),

@@ -28,7 +28,7 @@
 //! Towers are fixed arrays of `MAX_LEVEL` entries (one node type, so recovery can trace any
 //! node without knowing its height first); only the used levels are published and written back.
 
-use crate::error::{AllocError, HeapError};
+use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::{Flavor, VAtomic};
 use crate::heap::{Guard, Heap, Object, Space, Trace, Tracer};
 use crate::patomic::PConst;
@@ -469,8 +469,8 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     ///
     /// # Errors
     ///
-    /// [`AllocError`] if the heap is full.
-    pub fn insert(&self, key: u64) -> Result<bool, AllocError> {
+    /// [`HeapAllocError`] if the heap is full.
+    pub fn insert(&self, key: u64) -> Result<bool, HeapAllocError> {
         let guard = self.heap.pin();
         let height = random_height();
         self.raise_levels(height);
@@ -499,7 +499,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         key: u64,
         height: usize,
         pos: Position<'g, F>,
-    ) -> Result<Option<(PPtr<SkipNode<F>>, Position<'g, F>)>, AllocError> {
+    ) -> Result<Option<(PPtr<SkipNode<F>>, Position<'g, F>)>, HeapAllocError> {
         let node = self.heap.alloc_prefix(
             SkipNode::<F> {
                 key: PConst::new(key),

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{count_events, crash_point, ops, Rng, BUCKETS};
+use common::{count_events, crash_point, ops, Rng};
 use mirror_atomic::flavor::{raw, Flavor, Mirror};
 use mirror_atomic::{Bst, HashSet, List, PAtomic, Persist, Pod, SkipList, Space};
 use pmem::sim::Simulated;
@@ -75,7 +75,7 @@ fn checker_catches_unflushed_new_nodes_list() {
 
 #[test]
 fn checker_catches_unflushed_new_nodes_hash() {
-    let (failed, example) = failures::<HashSet<UnflushedNodes, Simulated, BUCKETS>>(400);
+    let (failed, example) = failures::<HashSet<UnflushedNodes, Simulated>>(400);
     eprintln!("broken hash set: {failed} of 400 mid-run crash points caught; e.g. {example:?}");
     assert!(
         failed > 0,

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{crash_point, mt_crash_point, ops, Rng, Set, BUCKETS};
+use common::{crash_point, mt_crash_point, ops, Rng, Set};
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
 use mirror_atomic::{Bst, HashSet, List, SkipList};
 use pmem::sim::Simulated;
@@ -54,7 +54,7 @@ fn mirror_list_survives_random_crashes() {
 
 #[test]
 fn mirror_hash_survives_random_crashes() {
-    run::<HashSet<Mirror, Simulated, BUCKETS>>("mirror hash");
+    run::<HashSet<Mirror, Simulated>>("mirror hash");
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn izraelevitz_list_survives_random_crashes() {
 
 #[test]
 fn izraelevitz_hash_survives_random_crashes() {
-    run::<HashSet<Izraelevitz, Simulated, BUCKETS>>("izraelevitz hash");
+    run::<HashSet<Izraelevitz, Simulated>>("izraelevitz hash");
 }
 
 /// Multi-threaded crash points: `MIRROR_MT_CRASH_POINTS` (default 1,000 in release, 50 in
@@ -117,7 +117,7 @@ fn mirror_list_survives_two_thread_crashes() {
 
 #[test]
 fn mirror_hash_survives_two_thread_crashes() {
-    run_mt::<HashSet<Mirror, Simulated, BUCKETS>>("mirror hash (2 threads)");
+    run_mt::<HashSet<Mirror, Simulated>>("mirror hash (2 threads)");
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn izraelevitz_list_survives_two_thread_crashes() {
 
 #[test]
 fn izraelevitz_hash_survives_two_thread_crashes() {
-    run_mt::<HashSet<Izraelevitz, Simulated, BUCKETS>>("izraelevitz hash (2 threads)");
+    run_mt::<HashSet<Izraelevitz, Simulated>>("izraelevitz hash (2 threads)");
 }
 
 #[test]

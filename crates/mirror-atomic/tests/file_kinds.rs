@@ -12,7 +12,7 @@ use mirror_atomic::flavor::Mirror;
 use mirror_atomic::{Bst, HashSet, Heap, HeapError, List, SkipList};
 use pcomb::objects::Counter;
 use pcomb::structures::{Options, PBQueue, PBStack, PWFStack};
-use pcomb::{BuildError, PBComb, PBComb1, PWFComb};
+use pcomb::{CombBuildError, PBComb, PBComb1, PWFComb};
 use pmem::{Region, RegionError};
 
 const LAYOUT: u64 = 0x5EED;
@@ -68,7 +68,7 @@ fn as_mirror(path: &Path, what: &str) -> String {
 
 fn as_pcomb(path: &Path, what: &str) -> String {
     let region = open(path);
-    let err: BuildError = match what {
+    let err: CombBuildError = match what {
         "pbstack" => PBStack::open(region).err(),
         "pwfstack" => PWFStack::open(region).err(),
         "pbqueue" => PBQueue::open(region).err(),
@@ -230,7 +230,7 @@ fn a_failed_file_operation_names_the_path_and_says_each_part_once() {
     );
     assert_each_part_once(&levels);
 
-    let through_pcomb = BuildError::Region(Box::new(region_err));
+    let through_pcomb = CombBuildError::Region(region_err);
     let levels = chain(&through_pcomb);
     assert_eq!(levels.len(), 3, "pcomb, region, OS: {levels:#?}");
     assert!(

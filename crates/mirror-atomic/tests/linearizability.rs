@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{apply, to_kv, Rng, Set, SetOp, BUCKETS};
+use common::{apply, to_kv, Rng, Set, SetOp};
 use mirror_atomic::flavor::{Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{Bst, HashSet, Heap, List, NoPersist, SkipList};
 use std::sync::Mutex;
@@ -145,9 +145,9 @@ fn every_structure_and_flavor_is_linearizable() {
     run::<List<Volatile, NoPersist>>("list/volatile");
     run::<List<Mirror, NoPersist>>("list/mirror");
     run::<List<Izraelevitz, NoPersist>>("list/izraelevitz");
-    run::<HashSet<Volatile, NoPersist, BUCKETS>>("hash/volatile");
-    run::<HashSet<Mirror, NoPersist, BUCKETS>>("hash/mirror");
-    run::<HashSet<Izraelevitz, NoPersist, BUCKETS>>("hash/izraelevitz");
+    run::<HashSet<Volatile, NoPersist>>("hash/volatile");
+    run::<HashSet<Mirror, NoPersist>>("hash/mirror");
+    run::<HashSet<Izraelevitz, NoPersist>>("hash/izraelevitz");
     run::<SkipList<Volatile, NoPersist>>("skiplist/volatile");
     run::<SkipList<Mirror, NoPersist>>("skiplist/mirror");
     run::<SkipList<Izraelevitz, NoPersist>>("skiplist/izraelevitz");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{apply, model_keys, to_kv, Set, SetOp, BUCKETS};
+use common::{apply, model_keys, to_kv, Set, SetOp};
 use mirror_atomic::flavor::{Izraelevitz, Mirror, Volatile};
 use mirror_atomic::{Bst, HashSet, Heap, List, NoPersist, SkipList};
 use proptest::prelude::*;
@@ -43,9 +43,9 @@ proptest! {
 
     #[test]
     fn hash_matches_model(ops in proptest::collection::vec(op(), 0..200)) {
-        check::<HashSet<Volatile, NoPersist, BUCKETS>>(&ops)?;
-        check::<HashSet<Mirror, NoPersist, BUCKETS>>(&ops)?;
-        check::<HashSet<Izraelevitz, NoPersist, BUCKETS>>(&ops)?;
+        check::<HashSet<Volatile, NoPersist>>(&ops)?;
+        check::<HashSet<Mirror, NoPersist>>(&ops)?;
+        check::<HashSet<Izraelevitz, NoPersist>>(&ops)?;
     }
 
     #[test]

@@ -45,8 +45,8 @@ fn check<S: Set<P = Hardware>>(what: &str) {
 fn a_live_structure_owns_its_file() {
     check::<List<Mirror, Hardware>>("List<Mirror>");
     check::<List<Izraelevitz, Hardware>>("List<Izraelevitz>");
-    check::<HashSet<Mirror, Hardware, 8>>("HashSet<Mirror>");
-    check::<HashSet<Izraelevitz, Hardware, 8>>("HashSet<Izraelevitz>");
+    check::<HashSet<Mirror, Hardware>>("HashSet<Mirror>");
+    check::<HashSet<Izraelevitz, Hardware>>("HashSet<Izraelevitz>");
     check::<SkipList<Mirror, Hardware>>("SkipList<Mirror>");
     check::<SkipList<Izraelevitz, Hardware>>("SkipList<Izraelevitz>");
     check::<Bst<Mirror, Hardware>>("Bst<Mirror>");

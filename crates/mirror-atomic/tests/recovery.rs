@@ -1,6 +1,9 @@
 //! Recovery from files: a clean restart, and bad input (wrong layout, truncated, corrupt chunk
 //! header, corrupt pointer, a cycle, random corruption) gives a typed error, never a panic.
 
+mod common;
+
+use common::patch;
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
 use mirror_atomic::{HashSet, Heap, HeapError, List, Region};
 use pmem::RegionError;
@@ -20,16 +23,6 @@ fn make_list(path: &Path, keys: &[u64]) {
 
 fn recover(path: &Path) -> Result<List<Mirror, pmem::Hardware>, HeapError> {
     List::recover(Region::open(path, LAYOUT)?)
-}
-
-fn patch(path: &Path, off: u64, bytes: &[u8]) {
-    use std::io::{Seek, SeekFrom, Write};
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .expect("open");
-    f.seek(SeekFrom::Start(off)).expect("seek");
-    f.write_all(bytes).expect("write");
 }
 
 fn read(path: &Path) -> Vec<u8> {
@@ -60,7 +53,7 @@ fn izraelevitz_hash_set_survives_a_restart() {
     let path = dir.path().join("h.pmem");
     {
         let heap = Heap::<Izraelevitz, _>::create(&path, LAYOUT, SIZE).expect("create");
-        let set = HashSet::<Izraelevitz, _, 16>::new(heap).expect("set");
+        let set = HashSet::<Izraelevitz, _>::with_capacity(heap, 16).expect("set");
         for k in 0..100 {
             set.insert(k * 7).expect("room");
         }
@@ -68,10 +61,11 @@ fn izraelevitz_hash_set_survives_a_restart() {
             assert!(set.remove(k * 14));
         }
     }
-    let set = HashSet::<Izraelevitz, _, 16>::recover(Region::open(&path, LAYOUT).expect("open"))
+    let set = HashSet::<Izraelevitz, _>::recover(Region::open(&path, LAYOUT).expect("open"))
         .expect("recover");
     let want: Vec<u64> = (0..100).map(|k| k * 7).filter(|k| k % 14 != 0).collect();
     assert_eq!(set.snapshot(), (want, true));
+    assert_eq!(set.buckets(), 16, "the bucket count comes from the file");
 }
 
 fn open_err(path: &Path, layout: u64) -> HeapError {
@@ -251,4 +245,61 @@ fn a_marked_head_pointer_is_a_typed_error_not_a_livelock() {
     patch(&path, USER + 64, &(head | 1).to_le_bytes());
     let e = recover(&path).expect_err("marked head");
     assert!(matches!(e, HeapError::Malformed { .. }), "{e}");
+}
+
+/// 224 bytes, 16-aligned: one block of the 224-byte class (issue 23's tower class).
+#[repr(C)]
+struct Tower([u64; 28]);
+// SAFETY: plain words: any bits valid, no drop, no padding.
+unsafe impl mirror_atomic::Object for Tower {
+    const FIELD_BYTES: usize = 224;
+}
+impl mirror_atomic::Trace for Tower {
+    fn trace(&self, _: &mut mirror_atomic::Tracer<'_>) {}
+}
+
+/// 192 bytes aligned to 64: fits a 224-byte block but not its alignment (every other block of
+/// that class is only 32-aligned).
+#[repr(C, align(64))]
+struct Wide([u64; 24]);
+// SAFETY: plain words: any bits valid, no drop, no padding.
+unsafe impl mirror_atomic::Object for Wide {
+    const FIELD_BYTES: usize = 192;
+}
+impl mirror_atomic::Trace for Wide {
+    fn trace(&self, _: &mut mirror_atomic::Tracer<'_>) {}
+}
+
+#[test]
+fn a_pointer_misaligned_for_its_type_is_a_typed_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("a.pmem");
+    {
+        let mut heap = Heap::<Mirror, _>::create(&path, LAYOUT, SIZE).expect("create");
+        let first = heap.alloc(Tower([1; 28])).expect("room");
+        let second = heap.alloc(Tower([2; 28])).expect("room");
+        assert_eq!(first.offset() % 64, 0);
+        assert_eq!(
+            second.offset() % 64,
+            32,
+            "the second 224-byte block is 32-aligned"
+        );
+        // The allocator does not put a 64-aligned type in that class.
+        for _ in 0..2 {
+            assert_eq!(heap.alloc(Wide([3; 24])).expect("room").offset() % 64, 0);
+        }
+        heap.set_root(0, second).expect("slot");
+    }
+    let err = Heap::<Mirror, _>::open(&path, LAYOUT, |t| t.root::<Wide>(0).map(|_| ()))
+        .expect_err("a 64-aligned type in a 32-aligned block");
+    assert!(
+        matches!(
+            err,
+            HeapError::BadPointer {
+                reason: "block not aligned for the type",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }

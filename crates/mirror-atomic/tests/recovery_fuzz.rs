@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{Rng, Set, SetOp, BUCKETS};
+use common::{Rng, Set, SetOp};
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
 use mirror_atomic::{Bst, HashSet, Heap, List, SkipList};
 use pmem::sim::{Image, SimConfig, Simulated};
@@ -153,14 +153,10 @@ fn recovery_from_arbitrary_bytes_never_panics() {
     for s in 0..4u64 {
         let n = 20 + 10 * s as usize;
         seeds.push(seed_image::<List<Mirror, Simulated>>(s, n, None));
-        seeds.push(seed_image::<HashSet<Mirror, Simulated, BUCKETS>>(
-            s, n, None,
-        ));
+        seeds.push(seed_image::<HashSet<Mirror, Simulated>>(s, n, None));
         seeds.push(seed_image::<SkipList<Mirror, Simulated>>(s, n, None));
         seeds.push(seed_image::<List<Izraelevitz, Simulated>>(s, n, None));
-        seeds.push(seed_image::<HashSet<Izraelevitz, Simulated, BUCKETS>>(
-            s, n, None,
-        ));
+        seeds.push(seed_image::<HashSet<Izraelevitz, Simulated>>(s, n, None));
         seeds.push(seed_image::<SkipList<Izraelevitz, Simulated>>(s, n, None));
         seeds.push(seed_image::<Bst<Mirror, Simulated>>(s, n, None));
         seeds.push(seed_image::<Bst<Izraelevitz, Simulated>>(s, n, None));
@@ -195,8 +191,8 @@ fn recovery_from_arbitrary_bytes_never_panics() {
         let results = [
             exercise::<List<Mirror, Simulated>>(&image, &mut rng),
             exercise::<List<Izraelevitz, Simulated>>(&image, &mut rng),
-            exercise::<HashSet<Mirror, Simulated, BUCKETS>>(&image, &mut rng),
-            exercise::<HashSet<Izraelevitz, Simulated, BUCKETS>>(&image, &mut rng),
+            exercise::<HashSet<Mirror, Simulated>>(&image, &mut rng),
+            exercise::<HashSet<Izraelevitz, Simulated>>(&image, &mut rng),
             exercise::<SkipList<Mirror, Simulated>>(&image, &mut rng),
             exercise::<SkipList<Izraelevitz, Simulated>>(&image, &mut rng),
             exercise::<Bst<Mirror, Simulated>>(&image, &mut rng),

@@ -13,7 +13,7 @@ use std::time::Duration;
 const LAYOUT: u64 = 0x5167_4b11;
 const SIZE: u64 = 256 + 32 * 65536;
 const CHILD_ENV: &str = "MIRROR_SIGKILL_CHILD_FILE";
-type Set = HashSet<Mirror, pmem::Hardware, 512>;
+type Set = HashSet<Mirror, pmem::Hardware>;
 
 /// The child process of `acknowledged_inserts_survive_sigkill`: inserts forever. Ignored in a
 /// normal run; fails when run without the parent's `CHILD_ENV`.
@@ -23,7 +23,8 @@ fn sigkill_child() {
     let path = testkit::child::child_spec(CHILD_ENV, "acknowledged_inserts_survive_sigkill");
     let set = match Region::open(&path, LAYOUT) {
         Ok(region) => Set::recover(region).expect("child recovery"),
-        Err(_) => Set::new(Heap::create(&path, LAYOUT, SIZE).expect("create")).expect("set"),
+        Err(_) => Set::with_capacity(Heap::create(&path, LAYOUT, SIZE).expect("create"), 512)
+            .expect("set"),
     };
     let mut out = std::io::stdout().lock();
     let mut x = u64::from(std::process::id()) | 1;

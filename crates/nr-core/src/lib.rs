@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod cnr;
 mod config;
 mod dispatch;
 mod error;

@@ -543,7 +543,7 @@ mod tests {
             let log: Log<u32> = Log::new(size, 1);
             for idx in 0..size * 6 {
                 let parity = log.segment(idx).filled_parity(idx);
-                assert_eq!(parity, (idx / size) % 2 == 0, "size {size}");
+                assert_eq!(parity, (idx / size).is_multiple_of(2), "size {size}");
             }
         }
     }

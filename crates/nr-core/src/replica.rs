@@ -423,13 +423,37 @@ impl<D: Dispatch> Replica<D> {
     ///   current batch under that lock (so the slot is `POSTED` and its owner waits for `DONE`);
     /// - `apply_own` was not called for `idx` in this batch yet.
     pub(crate) unsafe fn apply_own(&self, data: &mut D, idx: usize) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.apply_own_with(idx, |op| data.dispatch_mut(op)) }
+    }
+
+    /// Like [`apply_own`](Self::apply_own), with `apply` in place of `dispatch_mut` (CNR applies
+    /// operations to a concurrent structure through `&self`).
+    ///
+    /// # Safety
+    ///
+    /// As [`apply_own`](Self::apply_own).
+    pub(crate) unsafe fn apply_own_with(
+        &self,
+        idx: usize,
+        apply: impl FnOnce(D::WriteOperation) -> D::Response,
+    ) {
         let slot = self.slot(idx);
         // SAFETY: slot `idx` is in the batch we collected under the combiner lock we still hold
         // (the caller's contract); its owner waits for `DONE` and does not touch the cells.
         let op = slot.op.with_mut(|p| unsafe { (*p).take() });
-        let response = data.dispatch_mut(op.expect("invariant: a batched slot holds its op"));
+        let response = apply(op.expect("invariant: a batched slot holds its op"));
         // SAFETY: as above.
         slot.response.with_mut(|p| unsafe { *p = Some(response) });
+    }
+
+    /// Combiner: gives back a batch of `n` operations collected with `for_log` but not reserved
+    /// in the log (their slots are still `POSTED` with their operations), so that the next
+    /// combiner collects them again. CNR's combiner does this instead of holding its lock while
+    /// it waits for log space.
+    pub(crate) fn uncollect(&self, n: usize) {
+        // Relaxed: as in `post` (a hint, never below the number of `POSTED` slots).
+        self.pending.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Combiner: hands the responses of `slots` to their owners and wakes those that parked.

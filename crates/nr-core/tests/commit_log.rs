@@ -1,6 +1,6 @@
 //! The commit hook (`Builder::commit_log`): order, exactly-once and grouping of the indexes the
 //! hook sees, poisoning on `Err` and on a panic, and no read of an uncommitted write.
-//! `tests/loom_commit.rs` model-checks the hand-off itself.
+//! The loom models `commit_before_apply_*` (`tests/loom_combiner.rs`) check the hand-off itself.
 
 // Integration tests drive the crate from real std threads; the loom-shim rule of clippy.toml
 // applies to the library, not to its callers.
@@ -93,37 +93,79 @@ impl CommitLog<u64> for Recorder {
 }
 
 fn build(replicas: usize, log: Arc<Recorder>) -> NodeReplicated<Seen> {
+    builder(replicas, log)
+        .build(|_| Seen::default())
+        .expect("build")
+}
+
+fn builder(replicas: usize, log: Arc<Recorder>) -> nr_core::Builder<Seen> {
     NodeReplicated::builder()
         .replicas(replicas)
         .log_size(64)
         .threads_per_replica(8)
         .commit_log(log)
-        .build(|_| Seen::default())
-        .expect("build")
 }
 
-/// Many threads on 1-3 replicas (a small log, so that it wraps and fills): the hook sees
-/// indexes 0, 1, 2, ... each once, in order, with every write once; every replica applied them
-/// in that order, and `with_replica_state` reports how many. Fails if a write skips the hook
-/// (with one replica: if the log-free single-replica path is not turned off) or if two combiners
-/// commit at once.
+/// The options that change the write path, each with the hook: none, log growth, `MIN_BATCH`,
+/// dedicated combiners (the caller runs them).
+fn with_option(b: nr_core::Builder<Seen>, option: usize) -> nr_core::Builder<Seen> {
+    match option {
+        0 => b,
+        1 => b.log_growth(1024),
+        2 => b.min_batch(3, std::time::Duration::from_micros(50)),
+        _ => b.dedicated_combiners(true),
+    }
+}
+
+/// One write, on 1 and 2 replicas: when it returns, the hook has committed it at index 0.
+#[test]
+fn a_write_returns_after_its_commit() {
+    for replicas in [1, 2] {
+        let log = Recorder::new(OnFail::Err);
+        let nr = build(replicas, log.clone());
+        assert_eq!(nr.register(replicas - 1).unwrap().execute_mut(5), Ok(1));
+        assert_eq!(log.calls(), [(0, vec![5])], "{replicas} replica(s)");
+    }
+}
+
+/// Many threads on 1-3 replicas (a small log, so that it wraps and fills), with no other
+/// option, with log growth, with `MIN_BATCH` and with dedicated combiners: the hook sees indexes 0, 1, 2, ... each once,
+/// in order, with every write once; every replica applied them in that order, and
+/// `with_replica_state` reports how many. Fails if a write skips the hook (with one replica: if
+/// the log-free single-replica path is not turned off) or if two combiners commit at once.
 #[test]
 fn commit_sees_every_index_once_in_order() {
     const THREADS: u64 = 6;
     const WRITES: u64 = 300;
-    for replicas in 1..=3 {
+    for (replicas, option) in (1..=3).flat_map(|r| (0..4).map(move |o| (r, o))) {
         let log = Recorder::new(OnFail::Err);
-        let nr = build(replicas, log.clone());
+        let nr = with_option(builder(replicas, log.clone()), option)
+            .build(|_| Seen::default())
+            .expect("build");
+        let replicas = format!("{replicas} (option {option})");
+        let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
-            for t in 0..THREADS {
-                let nr = &nr;
-                s.spawn(move || {
-                    let mut h = nr.register(t as usize % nr.replicas()).unwrap();
-                    for i in 0..WRITES {
-                        h.execute_mut(t * 1000 + i).unwrap();
-                    }
-                });
+            if option == 3 {
+                for r in 0..nr.replicas() {
+                    let (nr, stop) = (&nr, &stop);
+                    s.spawn(move || nr.run_combiner(r, || stop.load(Ordering::Relaxed)).unwrap());
+                }
             }
+            let writers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let nr = &nr;
+                    s.spawn(move || {
+                        let mut h = nr.register(t as usize % nr.replicas()).unwrap();
+                        for i in 0..WRITES {
+                            h.execute_mut(t * 1000 + i).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
         });
         let calls = log.calls();
         let mut next = 0;
@@ -141,7 +183,7 @@ fn commit_sees_every_index_once_in_order() {
             .collect();
         expected.sort_unstable();
         assert_eq!(sorted, expected, "{replicas} replica(s): every write once");
-        for r in 0..replicas {
+        for r in 0..nr.replicas() {
             let (state, applied) = nr
                 .with_replica_state(r, |s, applied| (s.0.clone(), applied))
                 .unwrap();
@@ -307,4 +349,39 @@ fn no_read_sees_an_uncommitted_write() {
             // is not needed: `completed_tail` covers `HELD` once the write returned.
         });
     });
+}
+
+/// With `writes_as_reads`, a write that `dispatch_as_read` answers changed nothing: it is not
+/// committed and gets no index; the others are committed as usual.
+#[test]
+fn writes_answered_as_reads_are_not_committed() {
+    use common::{Kv, KvWrite};
+
+    /// Counts the indexes committed.
+    struct Count(AtomicUsize);
+    impl CommitLog<KvWrite> for Count {
+        fn commit(&self, first: u64, ops: &[&KvWrite]) -> Result<(), CommitError> {
+            assert_eq!(first as usize, self.0.load(Ordering::SeqCst));
+            self.0.fetch_add(ops.len(), Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    for replicas in [1, 2] {
+        let log = Arc::new(Count(AtomicUsize::new(0)));
+        let nr = NodeReplicated::builder()
+            .replicas(replicas)
+            .writes_as_reads(true)
+            .commit_log(log.clone())
+            .build(|_| Kv::default())
+            .expect("build");
+        let mut h = nr.register(replicas - 1).unwrap();
+        assert_eq!(h.execute_mut(KvWrite::Remove(1)).unwrap(), None); // absent: no change
+        assert_eq!(log.0.load(Ordering::SeqCst), 0, "{replicas} replica(s)");
+        h.execute_mut(KvWrite::Put(1, 5)).unwrap();
+        h.execute_mut(KvWrite::Put(1, 5)).unwrap(); // the value already there: no change
+        h.execute_mut(KvWrite::Remove(1)).unwrap();
+        assert_eq!(log.0.load(Ordering::SeqCst), 2, "{replicas} replica(s)");
+        assert_eq!(nr.with_replica_state(0, |_, applied| applied), Ok(2));
+    }
 }

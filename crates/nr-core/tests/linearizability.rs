@@ -26,32 +26,10 @@ mod common;
 use std::sync::Barrier;
 use std::time::Duration;
 
-use common::{Kv, KvWrite, Stack};
+use common::{env, Kv, KvWrite, Rng, Stack};
 use nr_core::{Dispatch, NodeReplicated, ThreadHandle};
 use testkit::models::{KvMap, KvOp, KvRet, PeekStack, PeekStackOp, PeekStackRet};
 use testkit::{check, History, Recorder};
-
-/// xorshift64*: deterministic, and the seed is printed on failure.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Wraps a structure so that its updates may yield the CPU half way.
 struct Yielding<D> {

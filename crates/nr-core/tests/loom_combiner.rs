@@ -3,16 +3,25 @@
 //! Checks that no operation is lost or applied twice (responses of a fetch-and-add are exactly
 //! 1, 2, 3) whichever thread combines for whom.
 //!
-//! Bounds: `two_threads_hand_off_combining*` (2 threads, 3 writes; 1 or 2 replicas) are
-//! exhaustive up to
+//! The commit hook (`Builder::commit_log`): `commit_before_apply_*` check that no write returns,
+//! and no replica applies an entry, before the `commit` call that covered it returned; and that
+//! `commit` sees each index once, in order, one call at a time.
+//!
+//! Bounds: `commit_before_apply_*` (2 threads, one write each; 1 or 2 replicas) are pinned to a
+//! preemption bound of 3, whatever `LOOM_MAX_PREEMPTIONS` says (about 2 s together): the
+//! interleaving where a combiner finds its batch committed by another replica's combiner, and so
+//! relies on `committed`'s Release/Acquire alone, needs 3 preemptions (at 2, weakening either to
+//! Relaxed survived). `two_threads_hand_off_combining*` (2 threads, 3 writes; 1 or 2 replicas)
+//! are exhaustive up to
 //! `LOOM_MAX_PREEMPTIONS` (CI: 2). `every_op_applied_once_whoever_combines` (3 threads, one
 //! write each) is pinned to a preemption bound of 1: at 2, loom's stale re-reads in the spin
 //! loops make single paths exceed its branch limit (a liveness artefact of the model).
 #![cfg(loom)]
 
+use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use nr_core::{Dispatch, NodeReplicated};
+use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated};
 
 #[derive(Default)]
 struct Counter(u64);
@@ -97,4 +106,117 @@ fn every_op_applied_once_whoever_combines() {
         assert_eq!(responses, [1, 2, 3]);
         assert_eq!(h.execute(()).unwrap(), 3);
     });
+}
+
+/// What a `CommitLog` has made durable: plain (non-atomic) cells, written inside `commit` and
+/// read by the replicas that apply a write and by its writer after it returned. Loom reports a
+/// causality violation (a data race) unless nr-core's own synchronization orders each read
+/// after the write: the commit before every apply and return, and one commit call after the
+/// other (the commit turn; `next` is read and written by every call).
+#[derive(Default)]
+struct Durable {
+    committed: [UnsafeCell<bool>; 3],
+    next: UnsafeCell<u64>,
+}
+
+// SAFETY: the cells are only accessed as the model's assertions describe, and loom checks each
+// access for races; that check is the point of the model.
+unsafe impl Sync for Durable {}
+
+impl Durable {
+    fn is_committed(&self, v: u64) -> bool {
+        // SAFETY: loom checks that this read is ordered after the write in `commit`.
+        self.committed[v as usize].with(|p| unsafe { *p })
+    }
+}
+
+impl CommitLog<u64> for Durable {
+    fn commit(&self, first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+        // SAFETY: loom checks that commit calls never overlap (the commit turn).
+        self.next.with_mut(|next| unsafe {
+            assert_eq!(first, *next, "an index skipped or repeated");
+            *next = first + ops.len() as u64;
+        });
+        for &&v in ops {
+            // SAFETY: each write is committed once, before anything reads its cell (checked).
+            self.committed[v as usize].with_mut(|p| unsafe { *p = true });
+        }
+        Ok(())
+    }
+}
+
+/// A counter whose replicas check that every write they apply was committed.
+struct Checked {
+    sum: u64,
+    log: std::sync::Arc<Durable>,
+}
+
+impl Dispatch for Checked {
+    type ReadOperation<'a> = ();
+    type WriteOperation = u64;
+    type Response = u64;
+    fn dispatch(&self, _: ()) -> u64 {
+        self.sum
+    }
+    fn dispatch_mut(&mut self, v: u64) -> u64 {
+        assert!(
+            self.log.is_committed(v),
+            "write {v} applied before its commit returned"
+        );
+        self.sum += v;
+        self.sum
+    }
+}
+
+/// Two threads on replicas 0 and `replicas - 1` write 1 and 2; each checks that its write was
+/// committed when it returns, the replicas check every apply, and the hook checks order and
+/// exclusion. Then both replicas show both writes.
+fn commit_before_apply(replicas: usize) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(3);
+    builder.check(move || {
+        // A std `Arc`: the type `Builder::commit_log` takes (only its count is shared, which
+        // orders nothing the model checks).
+        let log = std::sync::Arc::new(Durable::default());
+        let nr = Arc::new(
+            NodeReplicated::builder()
+                .replicas(replicas)
+                .log_size(4)
+                .threads_per_replica(2)
+                .commit_log(log.clone())
+                .build(|_| Checked {
+                    sum: 0,
+                    log: log.clone(),
+                })
+                .unwrap(),
+        );
+        let other = {
+            let (nr, log) = (nr.clone(), log.clone());
+            thread::spawn(move || {
+                let mut h = nr.register(replicas - 1).unwrap();
+                h.execute_mut(2).unwrap();
+                assert!(log.is_committed(2), "write 2 returned before its commit");
+            })
+        };
+        let mut h = nr.register(0).unwrap();
+        h.execute_mut(1).unwrap();
+        assert!(log.is_committed(1), "write 1 returned before its commit");
+        other.join().unwrap();
+        assert_eq!(h.execute(()).unwrap(), 3);
+        assert_eq!(
+            nr.with_replica_state(replicas - 1, |c, n| (c.sum, n))
+                .unwrap(),
+            (3, 2)
+        );
+    });
+}
+
+#[test]
+fn commit_before_apply_on_two_replicas() {
+    commit_before_apply(2);
+}
+
+#[test]
+fn commit_before_apply_on_one_replica() {
+    commit_before_apply(1);
 }

@@ -1,5 +1,5 @@
-//! The durable store: a log medium plus snapshots, and recovery from both. [`Durable`]
-//! (crate::Durable) drives one; it is public for structures that keep their own
+//! The durable store: a log medium plus snapshots, and recovery from both. nr-core's commit
+//! hook will drive one (issue 20); it is public for structures that keep their own
 //! synchronization (the `Mutex` + write-ahead-log baseline of the benchmarks uses it).
 
 use std::marker::PhantomData;

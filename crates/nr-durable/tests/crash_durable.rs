@@ -66,7 +66,7 @@ fn run(threads: u32, ops: u64, cfg: SimConfig, snaps: &std::path::Path) -> (Vec<
             .iter()
             .map(|st| {
                 st.iter()
-                    .filter(|&&s| crash.map_or(true, |c| s <= c))
+                    .filter(|&&s| crash.is_none_or(|c| s <= c))
                     .count() as u64
             })
             .collect()

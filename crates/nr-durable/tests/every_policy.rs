@@ -1,25 +1,22 @@
-//! The loss window of `SyncPolicy::Every(d)`, with a real crash: a child process writes 50
-//! puts under the policy and is killed with SIGKILL.
+//! The loss window of `SyncPolicy::Every(d)`, with a real crash: a child process appends 50
+//! operations, one per call, under the policy and is killed with SIGKILL.
 //!
-//! - With `d` = 1 hour the writes are acknowledged but only queued: all 50 are lost, and the
-//!   store reopens cleanly with none of them (a prefix: the empty one).
-//! - With `d` = 5 ms the child waits (polling, not timing) until `durable_writes()` covers its
-//!   writes, which only the background flusher can do, and is killed then: all 50 survive.
+//! - With `d` = 1 hour the appends returned but are only queued: all 50 are lost, and the store
+//!   reopens cleanly with none of them (a prefix: the empty one).
+//! - With `d` = 5 ms the child waits (polling, not timing) until `durable_end()` covers its
+//!   appends, which only the background flusher can do, and is killed then: all 50 survive.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
-
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{check_thread, key, Kv, KvWrite};
-use nr_durable::{Durable, Medium, SyncPolicy};
+use nr_durable::{Medium, Store, SyncPolicy};
 
 const CHILD_ENV: &str = "NR_DURABLE_EVERY_CHILD";
 const WRITES: u64 = 50;
 
-/// The child role: `<period ms>|<dir>`; writes, waits for the flusher when the period is
+/// The child role: `<period ms>|<dir>`; appends, waits for the flusher when the period is
 /// short, prints `ready`, and waits to be killed.
 #[test]
 #[ignore = "child process of the_loss_window_is_what_the_flusher_has_not_written, which runs it with --ignored --exact"]
@@ -30,17 +27,14 @@ fn every_child() {
     );
     let (ms, dir) = spec.split_once('|').expect("ms|dir");
     let period = Duration::from_millis(ms.parse().expect("ms"));
-    let kv = Durable::<Kv>::builder()
-        .medium(Medium::File { dir: dir.into() })
-        .sync(SyncPolicy::Every(period))
-        .open(Kv::default)
-        .unwrap();
-    let mut h = kv.register(0).unwrap();
+    let medium = Medium::File { dir: dir.into() };
+    let (store, rec) = Store::<u64>::open::<()>(&medium, SyncPolicy::Every(period)).unwrap();
+    assert_eq!(rec.end, 0);
     for i in 0..WRITES {
-        h.execute_mut(KvWrite::Put(key(0, i), i)).unwrap();
+        store.append(i, &[&(i * 3)]).unwrap();
     }
     if period < Duration::from_secs(1) {
-        while kv.durable_writes() < WRITES {
+        while store.durable_end() < WRITES {
             std::thread::yield_now();
         }
     }
@@ -50,6 +44,8 @@ fn every_child() {
     }
 }
 
+/// Runs the child with period `ms` on `dir`, kills it once it is ready; the operations that
+/// survived (checked to be the first ones, in order).
 fn killed_after_ready(ms: u64, dir: &std::path::Path) -> u64 {
     let mut child = testkit::child::child_command("every_child")
         .env(CHILD_ENV, format!("{ms}|{}", dir.display()))
@@ -66,12 +62,11 @@ fn killed_after_ready(ms: u64, dir: &std::path::Path) -> u64 {
     }
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
-    let kv = Durable::<Kv>::builder()
-        .medium(Medium::File { dir: dir.into() })
-        .open(Kv::default)
-        .unwrap();
-    let last = kv.register(0).unwrap().last_applied().unwrap();
-    check_thread(&kv, 0, 0, last).unwrap()
+    let medium = Medium::File { dir: dir.into() };
+    let (_store, rec) = Store::<u64>::open::<()>(&medium, SyncPolicy::EveryBatch).unwrap();
+    let want: Vec<(u64, u64)> = (0..rec.end).map(|i| (i, i * 3)).collect();
+    assert_eq!(rec.ops, want, "not a prefix of the appended operations");
+    rec.end
 }
 
 #[test]
@@ -81,11 +76,11 @@ fn the_loss_window_is_what_the_flusher_has_not_written() {
     assert_eq!(
         killed_after_ready(3_600_000, &tmp.path().join("hour")),
         0,
-        "queued writes survived"
+        "queued operations survived"
     );
     assert_eq!(
         killed_after_ready(5, &tmp.path().join("ms")),
         WRITES,
-        "flushed writes were lost"
+        "flushed operations were lost"
     );
 }

@@ -1,4 +1,11 @@
 //! Typed errors of object construction, reopening and thread registration.
+//!
+//! Naming rule: nr-core has its own `BuildError` and `RegisterError`, whose variants mean
+//! other things (log sizes, replicas, dedicated combiners); pcomb's carry the prefix `Comb`
+//! (combining objects and the structures built on them): [`CombBuildError`] for building or
+//! reopening, [`CombRegisterError`] for claiming a thread slot. The nr-core error pcomb's
+//! handles do return unchanged is [`Poisoned`](nr_core::Poisoned), which means the same thing
+//! in both crates.
 
 use core::fmt;
 
@@ -7,17 +14,17 @@ use core::fmt;
 /// # Examples
 ///
 /// ```
-/// use pcomb::{PBComb, RegisterError};
+/// use pcomb::{PBComb, CombRegisterError};
 /// # use pcomb::objects::Counter;
 ///
 /// let obj = PBComb::new(Counter::default(), 1)?;
 /// let _h = obj.register()?;
-/// assert_eq!(obj.register().unwrap_err(), RegisterError::TooManyThreads { max_threads: 1 });
+/// assert_eq!(obj.register().unwrap_err(), CombRegisterError::TooManyThreads { max_threads: 1 });
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum RegisterError {
+pub enum CombRegisterError {
     /// Every one of the `max_threads` slots fixed at construction has a live handle. Remedy:
     /// drop a handle first, or build the object with a larger `max_threads`.
     TooManyThreads {
@@ -40,7 +47,7 @@ pub enum RegisterError {
     },
 }
 
-impl fmt::Display for RegisterError {
+impl fmt::Display for CombRegisterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::TooManyThreads { max_threads } => {
@@ -57,22 +64,22 @@ impl fmt::Display for RegisterError {
     }
 }
 
-impl std::error::Error for RegisterError {}
+impl std::error::Error for CombRegisterError {}
 
 /// Why an object could not be built in, or reopened from, its memory.
 ///
 /// # Examples
 ///
 /// ```
-/// use pcomb::{BuildError, PBComb};
+/// use pcomb::{CombBuildError, PBComb};
 /// # use pcomb::objects::Counter;
 ///
 /// let err = PBComb::new(Counter::default(), 0).unwrap_err();
-/// assert!(matches!(err, BuildError::InvalidMaxThreads { requested: 0, .. }));
+/// assert!(matches!(err, CombBuildError::InvalidMaxThreads { requested: 0, .. }));
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum CombBuildError {
     /// `max_threads` was 0 or above [`MAX_THREADS`](crate::MAX_THREADS). Remedy: pick a limit
     /// in `1..=MAX_THREADS`.
     InvalidMaxThreads {
@@ -131,8 +138,13 @@ pub enum BuildError {
         /// The format found (the current one is 2).
         found: u32,
     },
-    /// The region library refused an operation (see the source). Remedy: see the source error.
-    Region(Box<dyn std::error::Error + Send + Sync>),
+    /// The region library refused an operation on the region (see the source, which keeps its
+    /// type). Remedy: see the source error.
+    Region(pmem::RegionError),
+    /// The region's chunk allocator refused a request for another reason than lack of room
+    /// (which is [`RegionTooSmall`](Self::RegionTooSmall)), e.g. an invalid alignment; the
+    /// source keeps its type. Remedy: see the source error.
+    RegionAlloc(pmem::AllocError),
     /// The region holds a file of another known kind (another pcomb object or structure, or a
     /// mirror-atomic heap; see [`pmem::kinds`]), not the `expected` one. Remedy: open it with
     /// the type named by `found`, or open the file meant for this type.
@@ -144,15 +156,15 @@ pub enum BuildError {
     },
 }
 
-/// [`BuildError::WrongKind`] if `found` is a known file kind, else `otherwise`: what a
+/// [`CombBuildError::WrongKind`] if `found` is a known file kind, else `otherwise`: what a
 /// mismatch says when the file is recognised as something else.
 pub(crate) fn wrong_kind(
     found: Option<&'static pmem::kinds::FileKind>,
     expected: &'static str,
-    otherwise: BuildError,
-) -> BuildError {
+    otherwise: CombBuildError,
+) -> CombBuildError {
     match found {
-        Some(kind) => BuildError::WrongKind {
+        Some(kind) => CombBuildError::WrongKind {
             found: kind.name,
             expected,
         },
@@ -160,7 +172,7 @@ pub(crate) fn wrong_kind(
     }
 }
 
-impl fmt::Display for BuildError {
+impl fmt::Display for CombBuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::InvalidMaxThreads { requested, limit } => {
@@ -197,6 +209,7 @@ impl fmt::Display for BuildError {
                  format 2 only (re-create the object)"
             ),
             Self::Region(_) => write!(f, "the region library refused the operation"),
+            Self::RegionAlloc(_) => write!(f, "the region's allocator refused the object"),
             Self::WrongKind { found, expected } => {
                 write!(f, "this is a {found} file, expected a pcomb {expected}")
             }
@@ -204,10 +217,11 @@ impl fmt::Display for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {
+impl std::error::Error for CombBuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Region(e) => Some(&**e),
+            Self::Region(e) => Some(e),
+            Self::RegionAlloc(e) => Some(e),
             _ => None,
         }
     }

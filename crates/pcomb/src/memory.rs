@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 
 use pmem::{Offset, Persist, Region};
 
-use crate::error::{wrong_kind, BuildError};
+use crate::error::{wrong_kind, CombBuildError};
 use crate::layout::{header, Kind, RecordLayout, LINE_WORDS};
 use crate::sync::{words_at, AtomicU64, Ordering};
 use crate::words;
@@ -49,7 +49,7 @@ impl<P: Persist> core::fmt::Debug for Memory<P> {
 impl<P: Persist> Memory<P> {
     /// `len` zeroed heap words flushed (as no-ops, for `NoPersist`) through `persist`,
     /// reserved without touching them ([`words::reserve`]).
-    pub(crate) fn heap(len: usize, persist: P) -> Result<Self, BuildError> {
+    pub(crate) fn heap(len: usize, persist: P) -> Result<Self, CombBuildError> {
         Ok(Self {
             backing: Backing::Heap {
                 words: words::reserve(len)?,
@@ -60,7 +60,10 @@ impl<P: Persist> Memory<P> {
 
     /// Allocates `len` zeroed words (64-byte aligned) in `region` and makes them its root.
     /// The caller initializes and persists them before [`Memory::publish`].
-    pub(crate) fn allocate(region: Region<P>, len: usize) -> Result<(Self, Offset), BuildError> {
+    pub(crate) fn allocate(
+        region: Region<P>,
+        len: usize,
+    ) -> Result<(Self, Offset), CombBuildError> {
         let off = alloc_words(&region, len)?;
         let mem = Self::at(region, off, len)?;
         // The allocator hands out fresh (zeroed) space of a region created for this object; a
@@ -77,7 +80,7 @@ impl<P: Persist> Memory<P> {
     }
 
     /// The `len` words at `off` in `region`.
-    fn at(region: Region<P>, off: Offset, len: usize) -> Result<Self, BuildError> {
+    fn at(region: Region<P>, off: Offset, len: usize) -> Result<Self, CombBuildError> {
         let ptr = region
             .ptr_array::<u64>(off, len as u64)
             .map_err(region_err)?;
@@ -91,12 +94,12 @@ impl<P: Persist> Memory<P> {
     pub(crate) fn read_root<const N: usize>(
         region: &Region<P>,
         kind: &'static str,
-    ) -> Result<(Offset, [u64; N]), BuildError> {
+    ) -> Result<(Offset, [u64; N]), CombBuildError> {
         let off = region.root().ok_or_else(|| {
             wrong_kind(
                 region.kind(),
                 kind,
-                BuildError::LayoutMismatch {
+                CombBuildError::LayoutMismatch {
                     kind,
                     detail: "the region has no root object",
                 },
@@ -122,10 +125,10 @@ impl<P: Persist> Memory<P> {
         off: Offset,
         len: Option<usize>,
         kind: &'static str,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, CombBuildError> {
         let len = len
             .filter(|&n| n >= LINE_WORDS && n <= (region.len() / 8) as usize)
-            .ok_or(BuildError::LayoutMismatch {
+            .ok_or(CombBuildError::LayoutMismatch {
                 kind,
                 detail: "the header's sizes do not fit the region",
             })?;
@@ -133,7 +136,7 @@ impl<P: Persist> Memory<P> {
     }
 
     /// Records `off` (the start of this object) as the region's root; persisted.
-    pub(crate) fn publish(&self, off: Offset) -> Result<(), BuildError> {
+    pub(crate) fn publish(&self, off: Offset) -> Result<(), CombBuildError> {
         match &self.backing {
             Backing::Region { region, .. } => region.set_root(off).map_err(region_err),
             Backing::Heap { .. } => Ok(()),
@@ -145,7 +148,7 @@ impl<P: Persist> Memory<P> {
     pub(crate) fn open(
         region: Region<P>,
         kind: &'static str,
-    ) -> Result<(Self, [u64; header::LEN]), BuildError> {
+    ) -> Result<(Self, [u64; header::LEN]), CombBuildError> {
         let (off, values) = Self::read_root::<{ header::LEN }>(&region, kind)?;
         let record_words = values[header::RECORD_WORDS] as usize;
         let threads = values[header::THREADS] as usize;
@@ -155,18 +158,18 @@ impl<P: Persist> Memory<P> {
             m if m == Kind::PWFComb.magic() => threads
                 .checked_add(1)
                 .and_then(|n| n.checked_mul(2))
-                .ok_or(BuildError::LayoutMismatch {
+                .ok_or(CombBuildError::LayoutMismatch {
                     kind,
                     detail: "bad max_threads in the header",
                 })?,
             m if m == Kind::PBComb.old_magic() || m == Kind::PWFComb.old_magic() => {
-                return Err(BuildError::OldFormat { kind, found: 1 })
+                return Err(CombBuildError::OldFormat { kind, found: 1 })
             }
             _ => {
                 return Err(wrong_kind(
                     region.kind(),
                     kind,
-                    BuildError::LayoutMismatch {
+                    CombBuildError::LayoutMismatch {
                         kind,
                         detail: "wrong magic (another protocol, or not an object root)",
                     },
@@ -249,13 +252,13 @@ impl<P: Persist> Memory<P> {
         layout: &RecordLayout,
         sizes: [usize; 3],
         type_id: u64,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), CombBuildError> {
         let w = self.words();
         let name = match kind {
             Kind::PBComb => "PBComb",
             Kind::PWFComb => "PWFComb",
         };
-        let mismatch = |detail| Err(BuildError::LayoutMismatch { kind: name, detail });
+        let mismatch = |detail| Err(CombBuildError::LayoutMismatch { kind: name, detail });
         // Relaxed: reopening is single-threaded.
         let got: Vec<u64> = w[..header::LEN]
             .iter()
@@ -266,7 +269,7 @@ impl<P: Persist> Memory<P> {
             return Err(wrong_kind(
                 pmem::kinds::by_root_tag(got[header::MAGIC]),
                 name,
-                BuildError::LayoutMismatch {
+                CombBuildError::LayoutMismatch {
                     kind: name,
                     detail: "wrong magic (another protocol, or not an object root)",
                 },
@@ -319,13 +322,13 @@ pub(crate) fn checksum(words: &[u64]) -> u64 {
 ///
 /// # Errors
 ///
-/// [`BuildError::RegionTooSmall`] when the region has no room (or `len * 8` overflows);
-/// [`BuildError::Region`] when the region refuses otherwise.
+/// [`CombBuildError::RegionTooSmall`] when the region has no room (or `len * 8` overflows);
+/// [`CombBuildError::Region`] when the region refuses otherwise.
 pub(crate) fn alloc_words<P: Persist>(
     region: &Region<P>,
     len: usize,
-) -> Result<Offset, BuildError> {
-    let too_small = || BuildError::RegionTooSmall {
+) -> Result<Offset, CombBuildError> {
+    let too_small = || CombBuildError::RegionTooSmall {
         needed: len.saturating_mul(8),
     };
     let bytes = len
@@ -337,12 +340,12 @@ pub(crate) fn alloc_words<P: Persist>(
         .alloc_bytes(bytes, (LINE_WORDS * 8) as u64)
         .map_err(|e| match e {
             pmem::AllocError::Exhausted { .. } => too_small(),
-            other => BuildError::Region(Box::new(other)),
+            other => CombBuildError::RegionAlloc(other),
         })
 }
 
-fn region_err(e: pmem::RegionError) -> BuildError {
-    BuildError::Region(Box::new(e))
+fn region_err(e: pmem::RegionError) -> CombBuildError {
+    CombBuildError::Region(e)
 }
 
 /// Where a fresh object or structure goes: heap words flushed through a persistence domain
@@ -358,9 +361,9 @@ impl<P: Persist> Place<P> {
     pub(crate) fn build<T>(
         self,
         total: usize,
-        make: impl FnOnce(Memory<P>) -> Result<T, BuildError>,
+        make: impl FnOnce(Memory<P>) -> Result<T, CombBuildError>,
         store: impl FnOnce(&T) -> &Memory<P>,
-    ) -> Result<T, BuildError> {
+    ) -> Result<T, CombBuildError> {
         match self {
             Place::Heap(persist) => make(Memory::heap(total, persist)?),
             Place::Region(region) => {
@@ -370,5 +373,27 @@ impl<P: Persist> Place<P> {
                 Ok(built)
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Region errors keep their type (issue 22: one was boxed into `dyn Error`, so a caller
+    /// could not match on it; this test does not compile against that version).
+    #[test]
+    fn region_errors_keep_their_type() {
+        let path = std::path::PathBuf::from("/nonexistent/region");
+        let e = region_err(pmem::RegionError::NotFound { path: path.clone() });
+        assert!(
+            matches!(&e, CombBuildError::Region(pmem::RegionError::NotFound { path: p }) if *p == path),
+            "{e:?}"
+        );
+        let source = std::error::Error::source(&e).expect("the region error is the source");
+        assert!(
+            source.to_string().contains("/nonexistent/region"),
+            "{source}"
+        );
     }
 }

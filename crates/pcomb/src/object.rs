@@ -5,7 +5,7 @@
 use crate::config::MAX_THREADS;
 use crate::engine::pb::Instance;
 use crate::engine::pwf::WfInstance;
-use crate::error::BuildError;
+use crate::error::CombBuildError;
 use crate::layout::{header, Kind, RecordLayout};
 use crate::memory::{Memory, Place};
 use crate::slots::Slots;
@@ -106,9 +106,9 @@ pub(crate) struct Object<I, P: Persist> {
 
 impl<I: Protocol, P: Persist> Object<I, P> {
     /// The layout for `max_threads`, or `InvalidMaxThreads`.
-    fn layout_for(max_threads: usize) -> Result<RecordLayout, BuildError> {
+    fn layout_for(max_threads: usize) -> Result<RecordLayout, CombBuildError> {
         if max_threads == 0 || max_threads > MAX_THREADS {
-            return Err(BuildError::InvalidMaxThreads {
+            return Err(CombBuildError::InvalidMaxThreads {
                 requested: max_threads,
                 limit: MAX_THREADS,
             });
@@ -133,7 +133,7 @@ impl<I: Protocol, P: Persist> Object<I, P> {
         max_threads: usize,
         sizes: [usize; 3],
         type_id: u64,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, CombBuildError> {
         let layout = Self::layout_for(max_threads)?;
         let make = |mem| {
             // The initial record (Algorithm 1: MemState[0], MIndex = 0; Algorithm 3: the dummy
@@ -152,8 +152,8 @@ impl<I: Protocol, P: Persist> Object<I, P> {
         region: Region<P>,
         sizes: [usize; 3],
         type_id: u64,
-    ) -> Result<Self, BuildError> {
-        let mismatch = |detail| BuildError::LayoutMismatch {
+    ) -> Result<Self, CombBuildError> {
+        let mismatch = |detail| CombBuildError::LayoutMismatch {
             kind: I::NAME,
             detail,
         };
@@ -233,7 +233,7 @@ macro_rules! object_api {
             ///
             /// # Errors
             ///
-            /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+            /// [`CombBuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
             /// [`MAX_THREADS`](crate::MAX_THREADS).
             ///
             /// # Examples
@@ -247,7 +247,7 @@ macro_rules! object_api {
             /// assert_eq!(f64::from_bits(h.execute(())), 2.0);
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
+            pub fn new(init: D, max_threads: usize) -> Result<Self, CombBuildError> {
                 Self::with_persist(init, max_threads, NoPersist)
             }
         }
@@ -266,7 +266,7 @@ macro_rules! object_api {
             ///
             /// # Errors
             ///
-            /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+            /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`.
             ///
             /// # Examples
             ///
@@ -279,12 +279,12 @@ macro_rules! object_api {
             /// assert!(pmem::stats().psyncs >= 1);
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
+            pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, CombBuildError> {
                 let type_id = type_fingerprint::<D>();
                 Self::build(Place::Heap(persist), &init, max_threads, type_id)
             }
 
-            fn build(place: Place<P>, init: &D, threads: usize, type_id: u64) -> Result<Self, BuildError> {
+            fn build(place: Place<P>, init: &D, threads: usize, type_id: u64) -> Result<Self, CombBuildError> {
                 let obj = Object::build(place, init, threads, Self::sizes(), type_id)?;
                 Ok(Self { obj })
             }
@@ -295,9 +295,9 @@ macro_rules! object_api {
             ///
             /// # Errors
             ///
-            /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
-            /// [`BuildError::RegionTooSmall`] if the region has no room,
-            /// [`BuildError::Region`] if the region refuses the allocation or the root.
+            /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`,
+            /// [`CombBuildError::RegionTooSmall`] if the region has no room,
+            /// [`CombBuildError::Region`] if the region refuses the allocation or the root.
             ///
             /// # Examples
             ///
@@ -312,7 +312,7 @@ macro_rules! object_api {
             /// assert_eq!(c.register()?.execute(()), 2);
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+            pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, CombBuildError> {
                 Self::create_with_type_id(region, init, max_threads, type_fingerprint::<D>())
             }
 
@@ -345,7 +345,7 @@ macro_rules! object_api {
                 init: D,
                 max_threads: usize,
                 type_id: u64,
-            ) -> Result<Self, BuildError> {
+            ) -> Result<Self, CombBuildError> {
                 Self::build(Place::Region(region), &init, max_threads, type_id)
             }
 
@@ -356,25 +356,25 @@ macro_rules! object_api {
             ///
             /// # Errors
             ///
-            #[doc = concat!("[`BuildError::LayoutMismatch`] if the root is missing or is not a `", stringify!($T), "` of these")]
-            /// types (or its header or current record is corrupt), [`BuildError::Region`] if
+            #[doc = concat!("[`CombBuildError::LayoutMismatch`] if the root is missing or is not a `", stringify!($T), "` of these")]
+            /// types (or its header or current record is corrupt), [`CombBuildError::Region`] if
             /// the region refuses an access.
             ///
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, BuildError, ", stringify!($T), "};")]
+            #[doc = concat!("use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, CombBuildError, ", stringify!($T), "};")]
             ///
             /// let region = Region::anonymous(7, 1 << 16)?;
             #[doc = concat!("let c = ", stringify!($T), "::create(region, Counter::default(), 2)?;")]
             /// let region = c.into_region().expect("created in a region");
             /// // A region without an object does not open.
             #[doc = concat!("let err = ", stringify!($T), "::<AtomicFloat, _>::open(Region::anonymous(7, 1 << 16)?).unwrap_err();")]
-            /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+            /// assert!(matches!(err, CombBuildError::LayoutMismatch { .. }));
             #[doc = concat!("assert!(", stringify!($T), "::<Counter, _>::open(region).is_ok());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+            pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
                 Self::open_with_type_id(region, type_fingerprint::<D>())
             }
 
@@ -383,7 +383,7 @@ macro_rules! object_api {
             ///
             /// # Errors
             ///
-            /// As [`open`](Self::open); [`BuildError::LayoutMismatch`] when the object was
+            /// As [`open`](Self::open); [`CombBuildError::LayoutMismatch`] when the object was
             /// created with another type id.
             ///
             /// # Examples
@@ -396,7 +396,7 @@ macro_rules! object_api {
             #[doc = concat!("assert!(", stringify!($T), "::<Counter, _>::open_with_type_id(region, 42).is_ok());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
+            pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, CombBuildError> {
                 let obj = Object::open(region, Self::sizes(), type_id)?;
                 Ok(Self { obj })
             }
@@ -432,7 +432,7 @@ macro_rules! object_api {
             ///
             /// # Errors
             ///
-            /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+            /// [`CombRegisterError::TooManyThreads`] if `max_threads` handles are alive.
             ///
             /// # Examples
             ///
@@ -444,7 +444,7 @@ macro_rules! object_api {
             /// assert_eq!((a.id(), b.id()), (0, 1));
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn register(&self) -> Result<$H<'_, D, P>, RegisterError> {
+            pub fn register(&self) -> Result<$H<'_, D, P>, CombRegisterError> {
                 Ok(self.handle(Seat::any(&self.obj.slots)?))
             }
 
@@ -453,20 +453,20 @@ macro_rules! object_api {
             ///
             /// # Errors
             ///
-            /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`]
+            /// [`CombRegisterError::OutOfRange`] if `id >= max_threads`, [`CombRegisterError::InUse`]
             /// if `id` has a live handle.
             ///
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("# use pcomb::{objects::Counter, ", stringify!($T), ", RegisterError};")]
+            #[doc = concat!("# use pcomb::{objects::Counter, ", stringify!($T), ", CombRegisterError};")]
             #[doc = concat!("let c = ", stringify!($T), "::new(Counter::default(), 2)?;")]
             /// let h = c.register_as(1)?;
             /// assert_eq!(h.id(), 1);
-            /// assert_eq!(c.register_as(1).unwrap_err(), RegisterError::InUse { id: 1 });
+            /// assert_eq!(c.register_as(1).unwrap_err(), CombRegisterError::InUse { id: 1 });
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn register_as(&self, id: usize) -> Result<$H<'_, D, P>, RegisterError> {
+            pub fn register_as(&self, id: usize) -> Result<$H<'_, D, P>, CombRegisterError> {
                 Ok(self.handle(Seat::at(&self.obj.slots, id)?))
             }
 

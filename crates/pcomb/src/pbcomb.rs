@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 use nr_core::{Dispatch, Poisoned};
 
 use crate::engine::pb::{Batch, Instance};
-use crate::error::{BuildError, RegisterError};
+use crate::error::{CombBuildError, CombRegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::memory::Place;
 use crate::object::{handle_api, object_api, Object};

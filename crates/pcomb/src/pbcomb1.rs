@@ -10,11 +10,11 @@ use crossbeam_utils::CachePadded;
 use nr_core::{Dispatch, Poisoned};
 
 use crate::config::MAX_THREADS;
-use crate::error::{wrong_kind, BuildError, RegisterError};
+use crate::error::{wrong_kind, CombBuildError, CombRegisterError};
 use crate::fingerprint::type_fingerprint;
 use crate::recovered::Recovered;
 use crate::slots::Slots;
-use crate::sync::{panicking, words_at, AtomicBool, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{words_at, AtomicBool, AtomicU64, Ordering, UnsafeCell};
 use crate::wait::Waiter;
 use crate::words::{self, words_for};
 use pmem::{NoPersist, Offset, Persist, Pod, Region};
@@ -30,6 +30,16 @@ const SLOTS_AT: usize = LINE_WORDS;
 const ACTIVATE: u64 = 1;
 /// `ctrl` bit 1: the `valid` bit (0 until the thread announces after a (re)start).
 const VALID: u64 = 2;
+/// `ctrl` bits 2..18: the request's sequence number mod 2^16 (its low bit is bit 0), written
+/// to `Seq[p]` when the request is applied.
+const SEQ_SHIFT: u32 = 2;
+/// `Seq[q]` entries (16 bits each) per record word.
+const SEQS_PER_WORD: usize = 4;
+/// A thread persists its `Base[q]` before announcing an operation whose number is a multiple
+/// of this: then `Base[q] - 1 <= S <= Base[q] + BASE_STEP - 1` for the number `S` of its last
+/// applied operation, a window of fewer than 2^16 numbers, so `S` is the one number of the
+/// window that `Seq[q]` (`S` mod 2^16) names.
+const BASE_STEP: u64 = 1 << 15;
 
 /// Header word indices.
 mod header {
@@ -43,6 +53,9 @@ mod header {
     pub(super) const CHECKSUM: usize = 6;
     pub(super) const TYPE_ID: usize = 7;
     pub(super) const MAGIC_VALUE: u64 = pmem::kinds::PBCOMB1_TAG;
+    /// Format 1 (one `Deactivate` bit per thread, no sequence numbers, no `Base` words):
+    /// recognized only to be refused with [`CombBuildError::OldFormat`](crate::CombBuildError).
+    pub(super) const OLD_MAGIC_VALUE: u64 = u64::from_le_bytes(*b"PBCOMB1L");
 }
 
 /// Where the words of one record are, for `threads` threads.
@@ -52,7 +65,8 @@ struct Layout {
     state_words: usize,
     ret_words: usize,
     ret_at: usize,
-    deact_at: usize,
+    /// `Seq[0..n]`, 16 bits each, [`SEQS_PER_WORD`] per word.
+    seq_at: usize,
     /// The `check` word: the record's last word.
     check_at: usize,
     /// Record length in words (a multiple of [`LINE_WORDS`]).
@@ -64,23 +78,28 @@ impl Layout {
         let state_words = words_for::<D>();
         let ret_words = words_for::<R>();
         let ret_at = 1 + state_words;
-        let deact_at = ret_at + threads * ret_words;
-        let end = deact_at + threads.div_ceil(64) + 1;
+        let seq_at = ret_at + threads * ret_words;
+        let end = seq_at + threads.div_ceil(SEQS_PER_WORD) + 1;
         let len = end.div_ceil(LINE_WORDS) * LINE_WORDS;
         Self {
             threads,
             state_words,
             ret_words,
             ret_at,
-            deact_at,
+            seq_at,
             check_at: len - 1,
             len,
         }
     }
 
-    /// Words of the whole object: header line and two records.
-    fn total_words(&self) -> usize {
+    /// Word index of `Base[0]` (after the two slots; one word per thread, whole lines).
+    fn bases_at(&self) -> usize {
         SLOTS_AT + 2 * self.len
+    }
+
+    /// Words of the whole object: header line, two records, the `Base` words.
+    fn total_words(&self) -> usize {
+        self.bases_at() + self.threads.div_ceil(LINE_WORDS) * LINE_WORDS
     }
 }
 
@@ -146,19 +165,25 @@ impl<'a, D: Pod, R: Pod> Rec<'a, D, R> {
         words::store(&self.words[at..at + self.layout.ret_words], r);
     }
 
-    /// `Deactivate[q]` (0 or 1).
-    fn deact(&self, q: usize) -> u8 {
+    /// `Seq[q]`: the number of thread `q`'s last applied operation, mod 2^16.
+    fn seq(&self, q: usize) -> u16 {
         // Acquire: as in `words::load`.
-        let w = self.words[self.layout.deact_at + q / 64].load(Ordering::Acquire);
-        ((w >> (q % 64)) & 1) as u8
+        let w = self.words[self.layout.seq_at + q / SEQS_PER_WORD].load(Ordering::Acquire);
+        (w >> (16 * (q % SEQS_PER_WORD))) as u16
     }
 
-    /// Sets `Deactivate[q]`; only the record's single writer (the combiner) calls this.
-    fn set_deact(&self, q: usize, bit: u8) {
-        let word = &self.words[self.layout.deact_at + q / 64];
+    /// `Deactivate[q]` (0 or 1): the low bit of `Seq[q]`.
+    fn deact(&self, q: usize) -> u8 {
+        (self.seq(q) & 1) as u8
+    }
+
+    /// Sets `Seq[q]`; only the record's single writer (the combiner) calls this.
+    fn set_seq(&self, q: usize, seq: u16) {
+        let word = &self.words[self.layout.seq_at + q / SEQS_PER_WORD];
+        let shift = 16 * (q % SEQS_PER_WORD);
         // Relaxed: the caller is the only writer, it reads its own last store.
         let old = word.load(Ordering::Relaxed);
-        let new = (old & !(1 << (q % 64))) | (u64::from(bit & 1) << (q % 64));
+        let new = (old & !(0xFFFF << shift)) | (u64::from(seq) << shift);
         // Release: as in `words::store`.
         word.store(new, Ordering::Release);
     }
@@ -247,8 +272,9 @@ struct Request<Op> {
 /// when the record fits in a cache line (the paper's layout pays two of each).
 ///
 /// Same API and same guarantees as `PBComb` (durable linearizability, `recover(op, seq)`
-/// saying whether an interrupted operation took effect, a type fingerprint checked by
-/// `open`), with a different persistent layout (see *Design* below for the layout and the argument, and *Design:
+/// saying whether an interrupted operation took effect, per-thread sequence numbers persisted
+/// with the state so that a reopened handle knows its `seq()` and `last_applied()`, a type
+/// fingerprint checked by `open`), with a different persistent layout (see *Design* below for the layout and the argument, and *Design:
 /// sizes* for which objects need one line). Differences a user sees:
 ///
 /// - reads ([`execute`](PBComb1Handle::execute)) never take the lock (they validate a copy of
@@ -266,21 +292,32 @@ struct Request<Op> {
 /// # Design: persistent layout
 ///
 /// ```text
-/// word 0..8        header line: magic "PBCOMB1L", max threads, sizes of D / response,
-///                  record length in words, (0), header checksum, type fingerprint
+/// word 0..8        header line: magic "PBCOM1L2" (format 2), max threads, sizes of D /
+///                  response, record length in words, (0), header checksum, type fingerprint
 /// word 8..8+L      slot 0 \  L = record length, a whole number of cache lines,
 /// word 8+L..8+2L   slot 1 /  line aligned
+/// word 8+2L..      Base[0..n], one word per thread, whole lines
 /// ```
 ///
 /// A record (`L` words):
 ///
 /// ```text
-/// pass | st (state words) | ReturnVal[0..n] | Deactivate bits (1 bit per thread) | 0.. | check
+/// pass | st (state words) | ReturnVal[0..n] | Seq[0..n] (16 bits per thread) | 0.. | check
 /// ```
 ///
 /// - `pass`: the number of the combining pass that wrote it (0: the initial record); a record
 ///   with pass `k` lives in slot `k % 2`, so pass `k + 1` overwrites pass `k - 1`, never `k`;
-/// - `check`: a 64-bit hash of every other word of the record (pass included).
+/// - `check`: a 64-bit hash of every other word of the record (pass included);
+/// - `Seq[q]`: the number of thread `q`'s last applied operation mod 2^16, whose low bit is the
+///   paper's `Deactivate[q]` (format 1 kept only that bit, so a reopened handle restarted at
+///   `seq() == 0` or `1`). The full number is `Seq[q]` and `Base[q]`: thread `q` persists
+///   `Base[q] := n` before it announces an operation whose number `n` is a multiple of 2^15,
+///   so its last applied number is the one number in `Base[q] - 1 ..= Base[q] + 2^16 - 2` that
+///   is `Seq[q]` mod 2^16 (one extra pwb and psync per 2^15 operations of a thread; 16 bits
+///   per thread keep an 8-byte state with 8-byte responses in one line up to 4 threads, as
+///   the `Deactivate` bits did). A reopened handle's [`seq`](PBComb1Handle::seq) and
+///   [`last_applied`](PBComb1Handle::last_applied) are that number (all 64 bits; `PBComb`
+///   keeps them mod 2^32).
 ///
 /// A record is *valid* when its `check` matches and its `pass` has its slot's parity. Recovery
 /// ([`PBComb1::open`]) takes the valid record with the larger pass. Why that is the last
@@ -311,9 +348,9 @@ struct Request<Op> {
 ///
 /// Every `Pod` state and response and any `max_threads` up to
 /// [`MAX_THREADS`](crate::MAX_THREADS) are supported; the record takes
-/// `2 + words(D) + n * words(R) + ceil(n / 64)` words rounded up to whole lines, and a pass
+/// `2 + words(D) + n * words(R) + ceil(n / 4)` words rounded up to whole lines, and a pass
 /// writes back that many lines (still one fence). One line, so one write-back per pass, holds
-/// `words(D) + n * words(R) <= 5` for `n <= 64` threads: an 8-byte state with 8-byte responses
+/// `words(D) + n * words(R) + ceil(n / 4) <= 6`: an 8-byte state with 8-byte responses
 /// (the AtomicFloat, the counter) for up to 4 threads. [`PBComb1::record_lines`] says how many
 /// lines a given object uses.
 ///
@@ -328,18 +365,21 @@ struct Request<Op> {
 /// let c = PBComb1::create(region, Counter::default(), 4)?;
 /// assert_eq!(c.record_lines(), 1); // one pwb per pass
 /// std::thread::scope(|s| {
-///     for _ in 0..4 {
-///         s.spawn(|| {
-///             let mut h = c.register().expect("4 slots");
+///     for t in 0..4 {
+///         let c = &c;
+///         s.spawn(move || {
+///             let mut h = c.register_as(t).expect("4 slots");
 ///             for _ in 0..100 {
 ///                 h.execute_mut(1);
 ///             }
 ///         });
 ///     }
 /// });
-/// // Reopen (as after a crash) and ask about thread 0's 100th operation.
+/// // Reopen (as after a crash): thread 0's handle knows its last operation (number 100,
+/// // persisted with the state); recover(op, seq) answers for a given operation.
 /// let c = PBComb1::<Counter, _>::open(c.into_region().expect("persistent"))?;
 /// let mut h = c.register_as(0)?;
+/// assert_eq!(h.seq(), 100);
 /// assert!(matches!(h.recover(1, 100), Recovered::Applied(_)));
 /// assert_eq!(h.execute(()), 400);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -413,7 +453,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+    /// [`CombBuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
     /// [`MAX_THREADS`](crate::MAX_THREADS).
     ///
     /// # Examples
@@ -427,7 +467,7 @@ where
     /// assert_eq!(f64::from_bits(h.execute(())), 2.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(init: D, max_threads: usize) -> Result<Self, BuildError> {
+    pub fn new(init: D, max_threads: usize) -> Result<Self, CombBuildError> {
         Self::with_persist(init, max_threads, NoPersist)
     }
 }
@@ -443,7 +483,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+    /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`.
     ///
     /// # Examples
     ///
@@ -458,7 +498,7 @@ where
     /// assert_eq!((s.pwbs, s.pfences, s.psyncs), (1, 0, 1)); // one line, one fence
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, BuildError> {
+    pub fn with_persist(init: D, max_threads: usize, persist: P) -> Result<Self, CombBuildError> {
         let layout = Self::layout_for(max_threads)?;
         let len = layout.total_words();
         let words = words::reserve(len + LINE_WORDS - 1)?;
@@ -484,8 +524,8 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
-    /// [`BuildError::RegionTooSmall`] if the region has no room, [`BuildError::Region`] if the
+    /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`,
+    /// [`CombBuildError::RegionTooSmall`] if the region has no room, [`CombBuildError::Region`] if the
     /// region refuses the allocation or the root.
     ///
     /// # Examples
@@ -499,7 +539,7 @@ where
     /// assert_eq!(c.register()?.execute(()), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, BuildError> {
+    pub fn create(region: Region<P>, init: D, max_threads: usize) -> Result<Self, CombBuildError> {
         Self::create_with_type_id(region, init, max_threads, type_fingerprint::<D>())
     }
 
@@ -528,7 +568,7 @@ where
         init: D,
         max_threads: usize,
         type_id: u64,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, CombBuildError> {
         let layout = Self::layout_for(max_threads)?;
         let len = layout.total_words();
         let off = crate::memory::alloc_words(&region, len)?;
@@ -549,23 +589,23 @@ where
     ///
     /// # Errors
     ///
-    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PBComb1` of these types
+    /// [`CombBuildError::LayoutMismatch`] if the root is missing, is not a `PBComb1` of these types
     /// (magic, header checksum, sizes, thread count, type fingerprint) or holds no valid record;
-    /// [`BuildError::Region`] if the root lies outside the region.
+    /// [`CombBuildError::Region`] if the root lies outside the region.
     ///
     /// # Examples
     ///
     /// ```
-    /// use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, BuildError, PBComb1};
+    /// use pcomb::{objects::{AtomicFloat, Counter}, pmem::Region, CombBuildError, PBComb1};
     ///
     /// let c = PBComb1::create(Region::anonymous(7, 1 << 16)?, Counter::default(), 2)?;
     /// let region = c.into_region().expect("created in a region");
     /// let err = PBComb1::<AtomicFloat, _>::open(Region::anonymous(7, 1 << 16)?).unwrap_err();
-    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// assert!(matches!(err, CombBuildError::LayoutMismatch { .. }));
     /// assert!(PBComb1::<Counter, _>::open(region).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+    pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         Self::open_with_type_id(region, type_fingerprint::<D>())
     }
 
@@ -574,7 +614,7 @@ where
     ///
     /// # Errors
     ///
-    /// As [`open`](Self::open); [`BuildError::LayoutMismatch`] when the object was created with
+    /// As [`open`](Self::open); [`CombBuildError::LayoutMismatch`] when the object was created with
     /// another type id.
     ///
     /// # Examples
@@ -586,8 +626,8 @@ where
     /// assert!(PBComb1::<Counter, _>::open_with_type_id(region, 9).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, BuildError> {
-        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+    pub fn open_with_type_id(region: Region<P>, type_id: u64) -> Result<Self, CombBuildError> {
+        let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let off = region.root().ok_or_else(|| {
             wrong_kind(
                 region.kind(),
@@ -596,6 +636,12 @@ where
             )
         })?;
         let head = read_words(&region, off, LINE_WORDS)?;
+        if head[header::MAGIC] == header::OLD_MAGIC_VALUE {
+            return Err(CombBuildError::OldFormat {
+                kind: KIND,
+                found: 1,
+            });
+        }
         if head[header::MAGIC] != header::MAGIC_VALUE {
             return Err(wrong_kind(
                 region.kind(),
@@ -621,7 +667,7 @@ where
         let ptr = region
             .ptr_array::<u64>(off, len as u64)
             .map_err(region_err)?;
-        if ptr.as_ptr() as usize % (LINE_WORDS * 8) != 0 {
+        if !(ptr.as_ptr() as usize).is_multiple_of(LINE_WORDS * 8) {
             return Err(mismatch("the object is not cache-line aligned"));
         }
         let backing = Backing::Region { region, ptr, len };
@@ -696,7 +742,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+    /// [`CombRegisterError::TooManyThreads`] if `max_threads` handles are alive.
     ///
     /// # Examples
     ///
@@ -708,7 +754,7 @@ where
     /// assert!(c.register().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn register(&self) -> Result<PBComb1Handle<'_, D, P>, RegisterError> {
+    pub fn register(&self) -> Result<PBComb1Handle<'_, D, P>, CombRegisterError> {
         let id = self.slots.claim_any()?;
         Ok(self.handle(id))
     }
@@ -718,26 +764,26 @@ where
     ///
     /// # Errors
     ///
-    /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`] if `id`
+    /// [`CombRegisterError::OutOfRange`] if `id >= max_threads`, [`CombRegisterError::InUse`] if `id`
     /// has a live handle.
     ///
     /// # Examples
     ///
     /// ```
-    /// # use pcomb::{objects::Counter, PBComb1, RegisterError};
+    /// # use pcomb::{objects::Counter, PBComb1, CombRegisterError};
     /// let c = PBComb1::new(Counter::default(), 2)?;
     /// let h = c.register_as(1)?;
-    /// assert_eq!(c.register_as(1).unwrap_err(), RegisterError::InUse { id: 1 });
+    /// assert_eq!(c.register_as(1).unwrap_err(), CombRegisterError::InUse { id: 1 });
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn register_as(&self, id: usize) -> Result<PBComb1Handle<'_, D, P>, RegisterError> {
+    pub fn register_as(&self, id: usize) -> Result<PBComb1Handle<'_, D, P>, CombRegisterError> {
         self.slots.claim(id)?;
         Ok(self.handle(id))
     }
 
-    fn layout_for(max_threads: usize) -> Result<Layout, BuildError> {
+    fn layout_for(max_threads: usize) -> Result<Layout, CombBuildError> {
         if max_threads == 0 || max_threads > MAX_THREADS {
-            return Err(BuildError::InvalidMaxThreads {
+            return Err(CombBuildError::InvalidMaxThreads {
                 requested: max_threads,
                 limit: MAX_THREADS,
             });
@@ -796,15 +842,49 @@ where
     /// A handle for the claimed slot `id`, its `activate` bit seeded from the current record so
     /// that the next announcement flips it.
     fn handle(&self, id: usize) -> PBComb1Handle<'_, D, P> {
-        let act = u64::from(self.read(|r| r.deact(id)));
+        let seq = self.last_applied(id).0;
         // Release: pairs with the combiner's Acquire load of `ctrl`; valid = 0 until the first
         // announcement.
-        self.requests[id].ctrl.store(act, Ordering::Release);
-        PBComb1Handle {
-            obj: self,
-            id,
-            seq: act,
+        self.requests[id]
+            .ctrl
+            .store(seq & ACTIVATE, Ordering::Release);
+        PBComb1Handle { obj: self, id, seq }
+    }
+
+    /// `Base[q]`: a number persisted by thread `q` (see [`BASE_STEP`]).
+    fn base(&self, q: usize) -> &AtomicU64 {
+        &self.backing.words()[self.layout.bases_at() + q]
+    }
+
+    /// Thread `q`'s last applied operation: its full number (from `Seq[q]` of the current
+    /// record and `Base[q]`) and its response. Called by the holder of slot `q` only, while it
+    /// runs no operation (then neither `Seq[q]` nor `Base[q]` changes).
+    fn last_applied(&self, q: usize) -> (u64, D::Response) {
+        let (low, ret) = self.read(|r| (r.seq(q), r.ret(q)));
+        // Acquire: pairs with the Release in `begin` of the slot's previous holder (also
+        // ordered by the slot's claim, which pairs with that holder's release).
+        let base = self.base(q).load(Ordering::Acquire);
+        (full_seq(low, base), ret)
+    }
+
+    /// Before thread `q` announces its operation number `seq`: at each multiple of
+    /// [`BASE_STEP`], persists `Base[q] := seq` (one pwb and one psync per 2^15 operations),
+    /// so that the full numbers survive a crash while the record keeps 16 bits per thread.
+    #[inline]
+    fn begin(&self, q: usize, seq: u64) {
+        if seq.is_multiple_of(BASE_STEP) {
+            self.persist_base(q, seq);
         }
+    }
+
+    #[cold]
+    fn persist_base(&self, q: usize, seq: u64) {
+        let base = self.base(q);
+        // Release: pairs with the Acquire in `last_applied` (a later holder of the slot).
+        base.store(seq, Ordering::Release);
+        let persist = self.backing.persist();
+        persist.pwb_val(base); // Base[q]: before the operation is announced
+        persist.psync(); // Base[q]: durable before the operation can take effect
     }
 
     fn record(&self, pass: u64) -> Rec<'_, D, D::Response> {
@@ -842,8 +922,10 @@ where
         Ok(())
     }
 
-    /// Algorithm 1 line 1 / line 3: `Request[p] := <op, act, 1>`.
-    fn announce(&self, p: usize, op: D::WriteOperation, act: u64) {
+    /// Algorithm 1 line 1 / line 3: `Request[p] := <op, act, 1>` for the operation numbered
+    /// `seq` (`act` its low bit).
+    fn announce(&self, p: usize, op: D::WriteOperation, seq: u64) {
+        let act = seq & ACTIVATE;
         let req = &self.requests[p];
         // SAFETY:
         // - only thread `p` (the owner of the live handle for slot `p`) writes this cell;
@@ -854,7 +936,8 @@ where
         req.op.with_mut(|cell| unsafe { *cell = Some(op) });
         // Release: pairs with the combiner's Acquire load of `ctrl`, which then sees the
         // operation written above.
-        req.ctrl.store(act | VALID, Ordering::Release);
+        let low = u64::from(seq as u16) << SEQ_SHIFT;
+        req.ctrl.store(low | act | VALID, Ordering::Release);
     }
 
     /// Algorithm 2 `PerformRequest` (lines 5-13) for thread `p` whose pending request has
@@ -864,7 +947,7 @@ where
             self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` in `Unlock::drop`.
             let mut lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0 {
+            if lval.is_multiple_of(2) {
                 // Acquire: pairs with the previous combiner's Release in `Unlock::drop`.
                 if self
                     .lock
@@ -934,7 +1017,7 @@ where
                 let op = op.expect("invariant: an active, valid request has an operation");
                 let ret = st.dispatch_mut(op);
                 next.set_ret(q, &ret);
-                next.set_deact(q, act);
+                next.set_seq(q, (ctrl >> SEQ_SHIFT) as u16); // Deactivate[q] := its low bit
                 applied = true;
             }
         }
@@ -976,13 +1059,9 @@ where
     P: Persist,
 {
     fn drop(&mut self) {
-        if panicking() {
-            // Release: pairs with the Acquire in `check_poison`.
-            self.obj.poisoned.store(true, Ordering::Release);
-        }
-        // Release: pairs with the Acquire loads of `Lock` in `perform`, `wait_while_lock_is`
-        // and the next combiner's CAS.
-        self.obj.lock.store(self.lval + 1, Ordering::Release);
+        // The Release pairs with the Acquire loads of `Lock` in `perform`,
+        // `wait_while_lock_is` and the next combiner's CAS.
+        crate::unlock::release(&self.obj.lock, &self.obj.poisoned, self.lval);
     }
 }
 
@@ -1066,6 +1145,10 @@ where
 
     /// The sequence number of this thread's last operation (the next one gets `seq() + 1`).
     ///
+    /// It is persisted (see [`PBComb1`], *Design: persistent layout*): a handle made after
+    /// `open`, or for a slot an earlier handle released, starts from the number of the slot's
+    /// last operation that took effect.
+    ///
     /// # Examples
     ///
     /// ```
@@ -1073,11 +1156,48 @@ where
     /// let c = PBComb1::new(Counter::default(), 1)?;
     /// let mut h = c.register()?;
     /// h.execute_mut(1);
-    /// assert_eq!(h.seq(), 1);
+    /// h.execute_mut(1);
+    /// assert_eq!(h.seq(), 2);
+    /// drop(h);
+    /// assert_eq!(c.register()?.seq(), 2); // the slot's number is kept
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// This thread's last operation that took effect: its number and its response, read from
+    /// the current record (always durable) and `Base[id]`. `(0, the response type's zero
+    /// value)` for a slot that never ran an operation.
+    ///
+    /// Recovery without arguments, as for [`PBCombHandle::last_applied`](crate::PBCombHandle::last_applied):
+    /// after a crash, `register_as(thread)` then `last_applied()` says which of the thread's
+    /// operations took effect last and what it returned; the thread continues with number
+    /// `seq() + 1`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pcomb::{objects::Counter, pmem::Region, PBComb1};
+    ///
+    /// let c = PBComb1::create(Region::anonymous(0xC1, 1 << 16)?, Counter::default(), 2)?;
+    /// let mut h = c.register_as(1)?;
+    /// for i in 1..=3 {
+    ///     h.execute_mut(i); // operation number i adds i
+    /// }
+    /// drop(h);
+    /// // "Crash": reopen; thread 1's handle knows how far it got.
+    /// let c = PBComb1::<Counter, _>::open(c.into_region().expect("in a region"))?;
+    /// let mut h = c.register_as(1)?;
+    /// assert_eq!(h.last_applied(), (3, 3)); // operation 3 returned 1 + 2
+    /// for i in h.seq() + 1..=5 {
+    ///     h.execute_mut(i); // resume with operation 4
+    /// }
+    /// assert_eq!(h.execute(()), 15);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn last_applied(&self) -> (u64, D::Response) {
+        self.obj.last_applied(self.id)
     }
 
     /// Applies the write operation `op` through the combiner and returns its response, once it
@@ -1118,9 +1238,9 @@ where
     pub fn try_execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
         self.obj.check_poison()?;
         self.seq += 1;
-        let act = self.seq & ACTIVATE;
-        self.obj.announce(self.id, op, act);
-        self.obj.perform(self.id, act as u8)
+        self.obj.begin(self.id, self.seq);
+        self.obj.announce(self.id, op, self.seq);
+        self.obj.perform(self.id, (self.seq & ACTIVATE) as u8)
     }
 
     /// Runs the read operation `op` on a validated copy of the current (durable) state,
@@ -1166,8 +1286,11 @@ where
     /// if it took effect before the crash, else it is executed now ([`Recovered::Reexecuted`]).
     /// Later operations continue from `seq`.
     ///
-    /// `Deactivate[p]` is read before the operation is re-announced (it changes only when this
-    /// thread announces), so the answer is about the crash even while other threads run.
+    /// `Seq[p]` is read before the operation is re-announced (it changes only when this
+    /// thread announces), so the answer is about the crash even while other threads run; it
+    /// is compared with `seq` mod 2^16 (not only its parity), so `seq` must be the number of
+    /// the operation that was pending (`seq() + 1` if it had not taken effect, `seq()` if it
+    /// had).
     ///
     /// # Panics
     ///
@@ -1211,15 +1334,26 @@ where
         seq: u64,
     ) -> Result<Recovered<D::Response>, Poisoned> {
         self.obj.check_poison()?;
-        let act = seq & ACTIVATE;
         self.seq = seq;
-        let (deact, ret) = self.obj.read(|r| (r.deact(self.id), r.ret(self.id)));
-        if u64::from(deact) == act {
+        let (low, ret) = self.obj.read(|r| (r.seq(self.id), r.ret(self.id)));
+        if low == seq as u16 {
             return Ok(Recovered::Applied(ret));
         }
-        self.obj.announce(self.id, op, act);
-        Ok(Recovered::Reexecuted(self.obj.perform(self.id, act as u8)?))
+        self.obj.begin(self.id, seq);
+        self.obj.announce(self.id, op, seq);
+        Ok(Recovered::Reexecuted(
+            self.obj.perform(self.id, (seq & ACTIVATE) as u8)?,
+        ))
     }
+}
+
+/// The full number of a thread's last applied operation, from its `Seq` (the number mod
+/// 2^16) and its `Base` `b`: the one number `s` with `s = low` mod 2^16 in
+/// `b - 1 ..= b - 1 + 0xFFFF`, a window that holds every value the number can have (see
+/// [`BASE_STEP`]). Wrapping: a damaged image gives some number, never a panic.
+fn full_seq(low: u16, base: u64) -> u64 {
+    let from = base.wrapping_sub(1);
+    from.wrapping_add(u64::from(low.wrapping_sub(from as u16)))
 }
 
 /// The pass of the newest valid record of the two slots, if any.
@@ -1259,7 +1393,7 @@ fn read_words<P: Persist>(
     region: &Region<P>,
     off: Offset,
     n: usize,
-) -> Result<Vec<u64>, BuildError> {
+) -> Result<Vec<u64>, CombBuildError> {
     let ptr = region.ptr_array::<u64>(off, n as u64).map_err(region_err)?;
     // SAFETY:
     // - `ptr_array` checked that `n` words at `ptr` are in bounds and aligned, and the mapping
@@ -1270,8 +1404,8 @@ fn read_words<P: Persist>(
     Ok(view.iter().map(|w| w.load(Ordering::Relaxed)).collect())
 }
 
-fn region_err(e: pmem::RegionError) -> BuildError {
-    BuildError::Region(Box::new(e))
+fn region_err(e: pmem::RegionError) -> CombBuildError {
+    CombBuildError::Region(e)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -1282,7 +1416,7 @@ mod tests {
     fn zero_records_are_invalid() {
         for lines in 1..=8 {
             let n = lines * LINE_WORDS - 1;
-            assert_ne!(seal(core::iter::repeat(0).take(n)), 0, "{lines} lines");
+            assert_ne!(seal(std::iter::repeat_n(0, n)), 0, "{lines} lines");
         }
     }
 
@@ -1294,7 +1428,27 @@ mod tests {
         assert_eq!(Layout::new::<[u64; 4], ()>(1).len, LINE_WORDS);
         let l = Layout::new::<u64, u64>(65);
         assert_eq!(l.check_at, l.len - 1);
-        assert!(l.deact_at + 2 <= l.check_at);
+        assert!(l.seq_at + 65usize.div_ceil(SEQS_PER_WORD) <= l.check_at);
+    }
+
+    #[test]
+    fn full_seq_is_exact_in_its_window() {
+        // Every base a thread persists (0 and multiples of BASE_STEP, also near 2^64), and
+        // every last applied number the protocol allows with it: base - 1 ..= base + STEP - 1.
+        for base in [
+            0,
+            BASE_STEP,
+            2 * BASE_STEP,
+            3 * BASE_STEP,
+            u64::MAX - BASE_STEP + 1,
+        ] {
+            for s in 0..=BASE_STEP {
+                let s = base.wrapping_sub(1).wrapping_add(s);
+                assert_eq!(full_seq(s as u16, base), s, "base {base}, seq {s}");
+            }
+        }
+        // A fresh slot: Seq 0, Base 0.
+        assert_eq!(full_seq(0, 0), 0);
     }
 
     #[test]

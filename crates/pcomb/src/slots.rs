@@ -1,6 +1,6 @@
 //! Thread slots: which of the `max_threads` thread ids have a live handle.
 
-use crate::error::RegisterError;
+use crate::error::CombRegisterError;
 use crate::sync::{AtomicBool, Ordering};
 
 /// One flag per thread id.
@@ -17,20 +17,20 @@ impl Slots {
     }
 
     /// Claims the lowest free id.
-    pub(crate) fn claim_any(&self) -> Result<usize, RegisterError> {
+    pub(crate) fn claim_any(&self) -> Result<usize, CombRegisterError> {
         for id in 0..self.in_use.len() {
             if self.claim(id).is_ok() {
                 return Ok(id);
             }
         }
-        Err(RegisterError::TooManyThreads {
+        Err(CombRegisterError::TooManyThreads {
             max_threads: self.in_use.len(),
         })
     }
 
     /// Claims `id`.
-    pub(crate) fn claim(&self, id: usize) -> Result<(), RegisterError> {
-        let slot = self.in_use.get(id).ok_or(RegisterError::OutOfRange {
+    pub(crate) fn claim(&self, id: usize) -> Result<(), CombRegisterError> {
+        let slot = self.in_use.get(id).ok_or(CombRegisterError::OutOfRange {
             id,
             max_threads: self.in_use.len(),
         })?;
@@ -38,7 +38,7 @@ impl Slots {
         // previous owner did with the slot (its request record).
         slot.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .map(|_| ())
-            .map_err(|_| RegisterError::InUse { id })
+            .map_err(|_| CombRegisterError::InUse { id })
     }
 
     /// Frees `id` (handle drop).
@@ -57,13 +57,13 @@ pub(crate) struct Seat<'a> {
 
 impl<'a> Seat<'a> {
     /// Claims the lowest free id.
-    pub(crate) fn any(slots: &'a Slots) -> Result<Self, RegisterError> {
+    pub(crate) fn any(slots: &'a Slots) -> Result<Self, CombRegisterError> {
         let id = slots.claim_any()?;
         Ok(Self { slots, id })
     }
 
     /// Claims `id`.
-    pub(crate) fn at(slots: &'a Slots, id: usize) -> Result<Self, RegisterError> {
+    pub(crate) fn at(slots: &'a Slots, id: usize) -> Result<Self, CombRegisterError> {
         slots.claim(id)?;
         Ok(Self { slots, id })
     }

@@ -15,7 +15,7 @@
 
 use core::mem::{size_of, MaybeUninit};
 
-use crate::error::BuildError;
+use crate::error::CombBuildError;
 use crate::sync::{AtomicU64, Ordering};
 use pmem::Pod;
 
@@ -140,9 +140,9 @@ pub(crate) fn zeroed(len: usize) -> Box<[AtomicU64]> {
 }
 
 /// An object's heap words: `len` zeroed words reserved without touching them (see
-/// [`zeroed_words`](crate::sync::zeroed_words)), or [`BuildError::OutOfMemory`].
-pub(crate) fn reserve(len: usize) -> Result<Box<[AtomicU64]>, BuildError> {
-    crate::sync::zeroed_words(len).ok_or(BuildError::OutOfMemory {
+/// [`zeroed_words`](crate::sync::zeroed_words)), or [`CombBuildError::OutOfMemory`].
+pub(crate) fn reserve(len: usize) -> Result<Box<[AtomicU64]>, CombBuildError> {
+    crate::sync::zeroed_words(len).ok_or(CombBuildError::OutOfMemory {
         bytes: len.saturating_mul(8),
     })
 }

@@ -10,10 +10,10 @@
 
 use pcomb::pmem::Region;
 use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack, MAX_HEAP_CAPACITY};
-use pcomb::{BuildError, NoPersist};
+use pcomb::{CombBuildError, NoPersist};
 
 /// Builds a linked structure: `new` without a region, `create` in one.
-type Build = fn(u32, usize, Option<Region<NoPersist>>) -> Result<(), BuildError>;
+type Build = fn(u32, usize, Option<Region<NoPersist>>) -> Result<(), CombBuildError>;
 
 /// A structure's builder: `new` without a region, `create` in one.
 macro_rules! builder {
@@ -44,7 +44,7 @@ fn capacity_zero_is_refused_when_the_structure_is_built() {
     for (name, build) in linked() {
         for r in [build(0, 2, None), build(0, 2, Some(region()))] {
             assert!(
-                matches!(r, Err(BuildError::ZeroCapacity { kind }) if kind == name),
+                matches!(r, Err(CombBuildError::ZeroCapacity { kind }) if kind == name),
                 "{name}: {r:?}"
             );
         }
@@ -53,11 +53,11 @@ fn capacity_zero_is_refused_when_the_structure_is_built() {
     }
     assert!(matches!(
         PBHeap::<0>::new(1),
-        Err(BuildError::ZeroCapacity { kind: "PBHeap" })
+        Err(CombBuildError::ZeroCapacity { kind: "PBHeap" })
     ));
     assert!(matches!(
         PBHeap::<0, NoPersist>::create(region(), 1),
-        Err(BuildError::ZeroCapacity { kind: "PBHeap" })
+        Err(CombBuildError::ZeroCapacity { kind: "PBHeap" })
     ));
 }
 
@@ -87,7 +87,7 @@ fn a_capacity_past_the_node_links_is_a_typed_error() {
             build(cap, threads, Some(region())),
         ] {
             assert!(
-                matches!(r, Err(BuildError::TooLarge { kind, capacity, max_threads })
+                matches!(r, Err(CombBuildError::TooLarge { kind, capacity, max_threads })
                     if kind == name && capacity == u64::from(cap) && max_threads == threads),
                 "{name} ({cap}, {threads}): {r:?}"
             );
@@ -96,7 +96,7 @@ fn a_capacity_past_the_node_links_is_a_typed_error() {
     assert_eq!(PWFStack::<NoPersist>::bytes_needed(u32::MAX, 2), usize::MAX);
     assert!(matches!(
         PBHeap::<{ MAX_HEAP_CAPACITY + 1 }>::new(1),
-        Err(BuildError::TooLarge { kind: "PBHeap", .. })
+        Err(CombBuildError::TooLarge { kind: "PBHeap", .. })
     ));
 }
 
@@ -106,7 +106,7 @@ fn a_capacity_past_the_node_links_is_a_typed_error() {
 #[test]
 fn a_capacity_beyond_memory_is_a_typed_error_not_an_abort() {
     match PBStack::new(u32::MAX - 1, 2) {
-        Err(BuildError::OutOfMemory { bytes }) => assert!(bytes >= 64 << 30, "{bytes}"),
+        Err(CombBuildError::OutOfMemory { bytes }) => assert!(bytes >= 64 << 30, "{bytes}"),
         Err(e) => panic!("unexpected error {e:?}"),
         Ok(_) => eprintln!("this system reserved 64 GiB lazily"),
     }

@@ -95,7 +95,7 @@ macro_rules! protocol {
                     Ok(obj) => obj,
                     // Crashed before `create` persisted the root: fine if no op completed. Only
                     // a missing root is: a root naming an unpersisted object is a violation.
-                    Err(pcomb::BuildError::LayoutMismatch {
+                    Err(pcomb::CombBuildError::LayoutMismatch {
                         detail: "the region has no root object",
                         ..
                     }) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
@@ -108,14 +108,7 @@ macro_rules! protocol {
                     // knows the number of the thread's last operation that took effect, and
                     // its response (format 2 keeps `Seq[t]` in the record).
                     let h = obj.register_as(t).map_err(|e| e.to_string())?;
-                    let (last, r) = h.last_applied();
-                    if h.seq() != n || last != n || (n > 0 && D::count(r, t) != n - 1) {
-                        return Err(format!(
-                            "thread {t}: the reopened handle says seq {} (last applied {last}, \
-                             response {r:#x}), but the state holds {n} of its ops",
-                            h.seq()
-                        ));
-                    }
+                    crash_common::check_reopened_numbers::<D>(t, n, h.seq(), h.last_applied())?;
                     drop(h);
                     let applied = n == log.completed + 1;
                     if n != log.completed && !(applied && log.pending.is_some()) {
@@ -145,21 +138,7 @@ macro_rules! protocol {
                         return Err(format!("thread {t}: {} ops after recovery, want {want}", D::count(after, t)));
                     }
                 }
-                // Resuming without user-kept numbers: each thread runs its operations
-                // `seq() + 1..=OPS`; every thread then has exactly `OPS` in the state.
-                for t in 0..logs.len() {
-                    let mut h = obj.register_as(t).map_err(|e| e.to_string())?;
-                    for _ in h.seq()..D::OPS {
-                        h.execute_mut(D::op(t));
-                    }
-                }
-                let done = obj.register().map_err(|e| e.to_string())?.execute(());
-                for t in 0..logs.len() {
-                    if D::count(done, t) != D::OPS {
-                        return Err(format!("thread {t}: resumed from its seq() to {} ops, want {}", D::count(done, t), D::OPS));
-                    }
-                }
-                Ok(())
+                crash_common::check_resumed!(D, obj, logs.len())
             }
         }
     };

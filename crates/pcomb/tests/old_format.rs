@@ -1,6 +1,6 @@
 //! Format 2 (per-thread sequence numbers `Seq[q]` in the records, where format 1 kept one
 //! `Deactivate` byte per thread) is not readable as format 1 and vice versa: a region written
-//! by the earlier version must give the typed [`BuildError::OldFormat`], not a panic and not an
+//! by the earlier version must give the typed [`CombBuildError::OldFormat`], not a panic and not an
 //! object reading its records with the wrong layout.
 //!
 //! An image of format 1 is made by writing the format-1 magic over the header of a fresh object
@@ -14,7 +14,7 @@ use pcomb::objects::Counter;
 use pcomb::pmem::sim::{Image, SimConfig, Simulated};
 use pcomb::pmem::Region;
 use pcomb::structures::{Options, PBQueue, PBStack, PWFQueue, PWFStack};
-use pcomb::{BuildError, PBComb, PWFComb};
+use pcomb::{CombBuildError, PBComb, PBComb1, PWFComb};
 
 const LAYOUT: u64 = 0x01D_F0A7;
 const SIZE: u64 = 1 << 16;
@@ -33,9 +33,9 @@ fn with_magic(region: Region<Simulated>, magic: &[u8; 8]) -> Region<Simulated> {
     sim_region::from_image(&Image::from_bytes(bytes), LAYOUT, SimConfig::new(2)).expect("opens")
 }
 
-fn assert_old<T>(r: Result<T, BuildError>) {
+fn assert_old<T>(r: Result<T, CombBuildError>) {
     match r {
-        Err(BuildError::OldFormat { found: 1, .. }) => {}
+        Err(CombBuildError::OldFormat { found: 1, .. }) => {}
         Err(e) => panic!("want OldFormat, got {e}"),
         Ok(_) => panic!("a format-1 image opened"),
     }
@@ -49,6 +49,15 @@ fn combining_objects_refuse_format_1() {
     let c = PWFComb::create(region(), Counter::new(5), 2).expect("room");
     let r = with_magic(c.into_region().expect("in a region"), b"PWFCOMB1");
     assert_old(PWFComb::<Counter, _>::open(r));
+}
+
+/// PBComb1's format 1 (magic `PBCOMB1L`: `Deactivate` bits, no sequence numbers, no `Base`
+/// words) would misread as format 2 (its bits taken for 16-bit numbers).
+#[test]
+fn pbcomb1_refuses_format_1() {
+    let c = PBComb1::create(region(), Counter::new(5), 2).expect("room");
+    let r = with_magic(c.into_region().expect("in a region"), b"PBCOMB1L");
+    assert_old(PBComb1::<Counter, _>::open(r));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use pcomb::objects::Counter;
 use pcomb::pmem::{Hardware, Region, RegionError};
 use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
-use pcomb::{BuildError, PBComb, PBComb1, PWFComb};
+use pcomb::{CombBuildError, PBComb, PBComb1, PWFComb};
 
 const LAYOUT: u64 = 0x0_4E4E;
 const SIZE: u64 = 1 << 18;
@@ -27,8 +27,8 @@ fn assert_refused(path: &Path, what: &str) {
 /// each is dropped.
 fn check<T>(
     what: &str,
-    create: impl FnOnce(Region<Hardware>) -> Result<T, BuildError>,
-    open: impl FnOnce(Region<Hardware>) -> Result<T, BuildError>,
+    create: impl FnOnce(Region<Hardware>) -> Result<T, CombBuildError>,
+    open: impl FnOnce(Region<Hardware>) -> Result<T, CombBuildError>,
 ) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("structure.pmem");

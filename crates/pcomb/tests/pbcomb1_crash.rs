@@ -7,7 +7,9 @@
 //! so a record being built reaches the media torn word by word), and the reopened object must
 //! hold every operation that returned before the crash, each pending one entirely or not at
 //! all, and `recover(op, seq)` must say `Applied` exactly when the pending operation is in the
-//! recovered state, with the response it had.
+//! recovered state, with the response it had; a reopened handle's `seq()` and
+//! `last_applied()` must name the thread's last operation in the recovered state, and threads
+//! resuming from `seq() + 1` must end with exactly `OPS` operations each.
 //!
 //! `PCOMB1_CRASH_POINTS` (else `PCOMB_CRASH_POINTS`, else 500) sets the random crash points per
 //! object; the figure (>= 10,000 each for the counter and the AtomicFloat) is a release
@@ -24,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use pcomb::objects::{AtomicFloat, Counter};
 use pcomb::pmem::sim::{Image, SimConfig, Simulated};
 use pcomb::pmem::{Hardware, Region};
-use pcomb::{BuildError, Dispatch, PBComb, PBComb1, Pod, Recovered};
+use pcomb::{CombBuildError, Dispatch, PBComb, PBComb1, Pod, Recovered};
 
 const LAYOUT: u64 = 0x5043_4231;
 const SIZE: u64 = 1 << 13;
@@ -100,7 +102,7 @@ where
     let region = sim_region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
     let obj = match PBComb1::<D, Simulated>::open(region) {
         Ok(obj) => obj,
-        Err(BuildError::LayoutMismatch {
+        Err(CombBuildError::LayoutMismatch {
             detail: "the region has no root object",
             ..
         }) if logs.iter().all(|l| l.completed == 0) => return Ok(()),
@@ -109,6 +111,11 @@ where
     let state = obj.register().map_err(|e| e.to_string())?.execute(());
     for (t, log) in logs.iter().enumerate() {
         let n = D::count(state, t);
+        // Recovery from the persisted numbers alone (format 2): the reopened handle knows the
+        // number of the thread's last operation that took effect, and its response.
+        let h = obj.register_as(t).map_err(|e| e.to_string())?;
+        crash_common::check_reopened_numbers::<D>(t, n, h.seq(), h.last_applied())?;
+        drop(h);
         let applied = n == log.completed + 1 && log.pending.is_some();
         if n != log.completed && !applied {
             return Err(format!(
@@ -139,7 +146,7 @@ where
             ));
         }
     }
-    Ok(())
+    crash_common::check_resumed!(D, obj, logs.len())
 }
 
 fn crash_points() -> u64 {
@@ -243,7 +250,7 @@ fn mix(dst: &Image, src: &Image, at: usize, n: usize, mask: u64) -> Image {
     Image::from_bytes(bytes)
 }
 
-fn counter_in(image: &Image) -> Result<u64, BuildError> {
+fn counter_in(image: &Image) -> Result<u64, CombBuildError> {
     let region = sim_region::from_image(image, LAYOUT, SimConfig::new(0)).expect("image opens");
     let obj = PBComb1::<Counter, Simulated>::open(region)?;
     let v = obj.register().expect("slot").execute(());
@@ -322,7 +329,7 @@ fn a_record_in_the_wrong_slot_is_rejected() {
     bytes[s0..s0 + 64].copy_from_slice(&pass1); // pass 1 in slot 0
     bytes[s1 + 8] ^= 0xff; // slot 1 torn
     match counter_in(&Image::from_bytes(bytes)) {
-        Err(BuildError::LayoutMismatch { .. }) => {}
+        Err(CombBuildError::LayoutMismatch { .. }) => {}
         other => panic!("a pass-1 record in slot 0 was accepted: {other:?}"),
     }
 }
@@ -479,7 +486,7 @@ fn damaged_images_give_typed_errors() {
                 let v = h.execute(());
                 assert_eq!(h.execute_mut(1), v);
             }
-            Err(BuildError::LayoutMismatch { .. } | BuildError::Region(_)) => refused += 1,
+            Err(CombBuildError::LayoutMismatch { .. } | CombBuildError::Region(_)) => refused += 1,
             Err(e) => panic!("unexpected error {e}"),
         }
     }
@@ -501,7 +508,7 @@ fn open_checks_protocol_and_type() {
     .expect("fits");
     let region = c.into_region().expect("persistent");
     let region = match PBComb1::<AtomicFloat, _>::open(region) {
-        Err(BuildError::LayoutMismatch { detail, .. }) => {
+        Err(CombBuildError::LayoutMismatch { detail, .. }) => {
             assert!(detail.contains("type fingerprint"), "{detail}");
             let c = PBComb1::create(
                 Region::anonymous(LAYOUT, SIZE).expect("region"),
@@ -528,7 +535,7 @@ fn open_checks_protocol_and_type() {
     assert!(
         matches!(
             err,
-            BuildError::WrongKind {
+            CombBuildError::WrongKind {
                 found: "pcomb PBComb object",
                 expected: "PBComb1"
             }
@@ -537,11 +544,11 @@ fn open_checks_protocol_and_type() {
     );
     assert!(matches!(
         PBComb1::new(Counter::default(), 0),
-        Err(BuildError::InvalidMaxThreads { requested: 0, .. })
+        Err(CombBuildError::InvalidMaxThreads { requested: 0, .. })
     ));
     assert!(matches!(
         PBComb1::new(Counter::default(), pcomb::MAX_THREADS + 1),
-        Err(BuildError::InvalidMaxThreads { .. })
+        Err(CombBuildError::InvalidMaxThreads { .. })
     ));
     let big = PBComb1::new(Counter::default(), pcomb::MAX_THREADS).expect("any thread count");
     assert!(big.record_lines() > 1);

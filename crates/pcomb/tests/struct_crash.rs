@@ -86,7 +86,7 @@ fn settle<S: Subject>(outcomes: &mut [Outcome<S>], sim: &Simulated) -> u64 {
 
 fn options_for(i: u64) -> Options {
     Options {
-        elimination: i % 2 == 0,
+        elimination: i.is_multiple_of(2),
         recycling: i % 4 < 2,
     }
 }
@@ -212,7 +212,7 @@ fn recover<S: Subject<P = Simulated>>(
         Ok(obj) => obj,
         // Crashed before `create` published the root: fine if nothing returned. Only a missing
         // root is: a root naming an unpersisted structure is a violation.
-        Err(pcomb::BuildError::LayoutMismatch {
+        Err(pcomb::CombBuildError::LayoutMismatch {
             detail: "the region has no root object",
             ..
         }) if outcomes.iter().all(|o| o.completed == 0) => return Ok(()),
@@ -417,7 +417,7 @@ where
                     panic!("{}: nested crash {i}: after the second crash: {e}", S::NAME);
                 }
             }
-            Err(pcomb::BuildError::LayoutMismatch {
+            Err(pcomb::CombBuildError::LayoutMismatch {
                 detail: "the region has no root object",
                 ..
             }) => {}

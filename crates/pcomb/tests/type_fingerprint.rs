@@ -5,7 +5,7 @@
 
 use pcomb::objects::{AtomicFloat, Counter};
 use pcomb::pmem::Region;
-use pcomb::{BuildError, PBComb, PWFComb};
+use pcomb::{CombBuildError, PBComb, PWFComb};
 
 fn region() -> Region<pcomb::NoPersist> {
     Region::anonymous(1, 1 << 16).expect("valid size")
@@ -16,7 +16,10 @@ fn pbcomb_does_not_open_as_another_type_of_the_same_size() {
     let c = PBComb::create(region(), Counter::new(5), 2).expect("room");
     let r = c.into_region().expect("in a region");
     let err = PBComb::<AtomicFloat, _>::open(r).expect_err("another type");
-    assert!(matches!(err, BuildError::LayoutMismatch { .. }), "{err}");
+    assert!(
+        matches!(err, CombBuildError::LayoutMismatch { .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -24,7 +27,10 @@ fn pwfcomb_does_not_open_as_another_type_of_the_same_size() {
     let c = PWFComb::create(region(), Counter::new(5), 2).expect("room");
     let r = c.into_region().expect("in a region");
     let err = PWFComb::<AtomicFloat, _>::open(r).expect_err("another type");
-    assert!(matches!(err, BuildError::LayoutMismatch { .. }), "{err}");
+    assert!(
+        matches!(err, CombBuildError::LayoutMismatch { .. }),
+        "{err}"
+    );
 }
 
 #[test]

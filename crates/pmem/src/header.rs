@@ -212,7 +212,7 @@ pub(crate) unsafe fn validate(base: *const u8, len: u64, layout: u64) -> Result<
 
 /// Checks a size for a new region.
 pub(crate) fn check_new_size(size: u64) -> Result<usize, RegionError> {
-    if size < MIN_REGION_SIZE || size % 64 != 0 || size > isize::MAX as u64 {
+    if size < MIN_REGION_SIZE || !size.is_multiple_of(64) || size > isize::MAX as u64 {
         return Err(RegionError::InvalidSize { size });
     }
     usize::try_from(size).map_err(|_| RegionError::InvalidSize { size })

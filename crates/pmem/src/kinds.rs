@@ -62,8 +62,8 @@ const fn tag(bytes: &[u8; 8]) -> u64 {
 pub const PBCOMB_TAG: u64 = tag(b"PBCOMB02");
 /// pcomb's `PWFComb` objects, format 2.
 pub const PWFCOMB_TAG: u64 = tag(b"PWFCOMB2");
-/// pcomb's `PBComb1` objects.
-pub const PBCOMB1_TAG: u64 = tag(b"PBCOMB1L");
+/// pcomb's `PBComb1` objects, format 2 (format 1, `"PBCOMB1L"`, had no sequence numbers).
+pub const PBCOMB1_TAG: u64 = tag(b"PBCOM1L2");
 /// pcomb's `PBStack`, format 2.
 pub const PBSTACK_TAG: u64 = tag(b"PBSTACK2");
 /// pcomb's `PWFStack`, format 2.
@@ -153,7 +153,7 @@ impl<P: crate::Persist> Region<P> {
             Signature::RootTag { tag } => root_tag == Some(tag),
             Signature::HeapTag { tag, slot } => {
                 user_tag == Some(tag)
-                    && slot.map_or(true, |slot| {
+                    && slot.is_none_or(|slot| {
                         slot < ROOT_SLOTS && self.root_slot(slot).ok().flatten().is_some()
                     })
             }
@@ -163,7 +163,7 @@ impl<P: crate::Persist> Region<P> {
     /// The word at `off`, if it lies in the region past the header.
     fn first_word(&self, off: Offset) -> Option<u64> {
         let end = off.0.checked_add(8)?;
-        if off.0 < HEADER_SIZE || end > self.len() || off.0 % 8 != 0 {
+        if off.0 < HEADER_SIZE || end > self.len() || !off.0.is_multiple_of(8) {
             return None;
         }
         let ptr = self

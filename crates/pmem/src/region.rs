@@ -265,7 +265,7 @@ impl<P: Persist> Region<P> {
     pub fn ptr_array<T: Pod>(&self, off: Offset, count: u64) -> Result<NonNull<T>, RegionError> {
         let size = (core::mem::size_of::<T>() as u64).saturating_mul(count);
         let end = off.0.checked_add(size);
-        if off.0 < HEADER_SIZE || end.map_or(true, |e| e > self.len) {
+        if off.0 < HEADER_SIZE || end.is_none_or(|e| e > self.len) {
             return Err(RegionError::OutOfBounds {
                 offset: off.0,
                 size,
@@ -276,7 +276,7 @@ impl<P: Persist> Region<P> {
         // The address, not only the offset: the base is only page aligned, and a `Pod` type may
         // be aligned beyond a page (`#[repr(align(8192))]`).
         let addr = (self.base.as_ptr() as usize as u64).wrapping_add(off.0);
-        if addr % align != 0 {
+        if !addr.is_multiple_of(align) {
             return Err(RegionError::Misaligned {
                 offset: off.0,
                 align,

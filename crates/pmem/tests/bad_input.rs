@@ -95,7 +95,7 @@ fn use_region(region: &Region<pmem::sim::Simulated>, requests: &[(u64, u32)], pr
         }
     }
     let mark = region.high_water_mark().get();
-    assert!((HEADER_SIZE..=len).contains(&mark) && mark % 64 == 0);
+    assert!((HEADER_SIZE..=len).contains(&mark) && mark.is_multiple_of(64));
     let mut alloc = region.allocator(128);
     let mut got: Vec<(u64, u64)> = Vec::new();
     for &(size, align_log) in requests {

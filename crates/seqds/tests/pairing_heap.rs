@@ -33,7 +33,7 @@ fn drains_in_order_after_many_inserts() {
     sorted.reverse();
     while let Some(k) = heap.delete_min() {
         assert_eq!(Some(k), sorted.pop());
-        if heap.len() % 1000 == 0 {
+        if heap.len().is_multiple_of(1000) {
             heap.check_invariants().expect("invariants");
         }
     }

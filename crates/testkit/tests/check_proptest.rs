@@ -33,7 +33,7 @@ fn sequential_history(ops: &[(usize, KvOp)]) -> (History<KvOp, KvRet>, Vec<KvRet
 fn corrupt(ret: &KvRet, salt: u64) -> KvRet {
     let bump = |v: Option<u64>| match v {
         None => Some(salt % 6),
-        Some(x) if salt % 2 == 0 => Some(x + 1 + salt % 5),
+        Some(x) if salt.is_multiple_of(2) => Some(x + 1 + salt % 5),
         Some(_) => None,
     };
     match *ret {

@@ -10,14 +10,14 @@
 //!   per replica count), and a fixed-operation run must append fewer than the log's entries
 //!   (32 MiB of log: hundreds of thousands) between two runs.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use node_replication::{Log, Replica, ReplicaToken};
 use nr_core::Poisoned;
 use seqds::{HashMapKv, MapRead, MapResponse, MapWrite};
 
-use crate::method::{claim, release, Handle, Method, Replicas, Setup};
-use crate::sync::AtomicBool;
+use super::tokens::{register_all, Claim, Instances};
+use crate::method::{Handle, Method, Replicas, Setup};
 use crate::BenchError;
 
 /// The same sequential map, seen through `node-replication`'s own `Dispatch` trait.
@@ -65,59 +65,42 @@ struct Instance {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct NrCratePeer {
-    /// `instances[r - 1]`: the instance with `r` replicas, built on first use.
-    instances: Vec<OnceLock<Result<Instance, String>>>,
+    instances: Instances<Instance>,
     prefill: Vec<MapWrite>,
-    threads: usize,
-    taken: Box<[AtomicBool]>,
 }
 
 impl std::fmt::Debug for NrCratePeer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NrCratePeer")
-            .field("max_replicas", &self.instances.len())
-            .field("threads", &self.threads)
+            .field("instances", &self.instances)
             .finish_non_exhaustive()
     }
 }
 
 impl NrCratePeer {
-    fn instance(&self, replicas: usize) -> Result<&Instance, BenchError> {
-        self.instances[replicas - 1]
-            .get_or_init(|| {
-                let log = Arc::new(Log::<MapWrite>::default());
-                let replicas: Vec<_> = (0..replicas)
-                    .map(|_| {
-                        let mut map = LegacyMap::default();
-                        for op in &self.prefill {
-                            nr_core::Dispatch::dispatch_mut(&mut map.0, *op);
-                        }
-                        Replica::with_data(&log, map)
-                    })
-                    .collect();
-                let tokens = replicas
-                    .iter()
-                    .map(|r| {
-                        (0..self.threads)
-                            .map(|_| r.register())
-                            .collect::<Option<Vec<_>>>()
-                            .ok_or_else(|| {
-                                format!(
-                                    "node-replication allows {} threads per replica, {} asked",
-                                    node_replication::MAX_THREADS_PER_REPLICA,
-                                    self.threads
-                                )
-                            })
-                    })
-                    .collect::<Result<_, _>>()?;
-                Ok(Instance {
-                    _log: log,
-                    replicas,
-                    tokens,
-                })
+    fn build_instance(&self, replicas: usize, threads: usize) -> Result<Instance, String> {
+        let log = Arc::new(Log::<MapWrite>::default());
+        let replicas: Vec<_> = (0..replicas)
+            .map(|_| {
+                let mut map = LegacyMap::default();
+                for op in &self.prefill {
+                    nr_core::Dispatch::dispatch_mut(&mut map.0, *op);
+                }
+                Replica::with_data(&log, map)
             })
-            .as_ref()
-            .map_err(|e| BenchError::Config(e.clone()))
+            .collect();
+        let tokens = register_all(
+            &replicas,
+            threads,
+            |r| r.register(),
+            node_replication::MAX_THREADS_PER_REPLICA,
+            "node-replication",
+        )?;
+        Ok(Instance {
+            _log: log,
+            replicas,
+            tokens,
+        })
     }
 }
 
@@ -131,37 +114,31 @@ impl Method<HashMapKv> for NrCratePeer {
             Replicas::Exactly(n) => n,
         }
         .clamp(1, node_replication::MAX_REPLICAS_PER_LOG);
-        let threads = setup.threads.max(1);
-        if threads >= node_replication::MAX_THREADS_PER_REPLICA {
-            return Err(BenchError::Config(format!(
-                "node-replication allows fewer than {} threads per replica, {threads} asked",
-                node_replication::MAX_THREADS_PER_REPLICA
-            )));
-        }
         Ok(Self {
-            instances: (0..max_replicas).map(|_| OnceLock::new()).collect(),
+            instances: Instances::new(
+                max_replicas,
+                setup.threads,
+                node_replication::MAX_THREADS_PER_REPLICA,
+                "node-replication",
+            )?,
             prefill: setup.prefill.to_vec(),
-            threads,
-            taken: (0..threads).map(|_| AtomicBool::new(false)).collect(),
         })
     }
 
     fn handle(&self, thread: usize, threads: usize) -> Result<NrCrateHandle<'_>, BenchError> {
-        let replicas = self.instances.len().min(threads.max(1));
-        let instance = self.instance(replicas)?;
-        claim(&self.taken, thread)?;
-        let r = thread % replicas;
+        let (instance, r, claim) = self
+            .instances
+            .handle(thread, threads, |n, t| self.build_instance(n, t))?;
         Ok(NrCrateHandle {
             replica: &instance.replicas[r],
-            token: instance.tokens[r][thread],
-            taken: &self.taken,
-            thread,
+            token: instance.tokens[r][claim.thread()],
+            _claim: claim,
         })
     }
 
     fn replicas(&self, threads: usize) -> usize {
         // What `handle` really builds for a run of `threads` threads.
-        self.instances.len().min(threads.max(1))
+        self.instances.replicas(threads)
     }
 }
 
@@ -169,21 +146,14 @@ impl Method<HashMapKv> for NrCratePeer {
 pub struct NrCrateHandle<'a> {
     replica: &'a Replica<'static, LegacyMap>,
     token: ReplicaToken,
-    taken: &'a [AtomicBool],
-    thread: usize,
+    _claim: Claim<'a>,
 }
 
 impl std::fmt::Debug for NrCrateHandle<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NrCrateHandle")
-            .field("thread", &self.thread)
+            .field("claim", &self._claim)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for NrCrateHandle<'_> {
-    fn drop(&mut self) {
-        release(self.taken, self.thread);
     }
 }
 

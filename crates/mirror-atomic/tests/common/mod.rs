@@ -4,7 +4,7 @@
 
 use mirror_atomic::flavor::Flavor;
 use mirror_atomic::{
-    AllocError, Bst, BstError, HashSet, Heap, HeapError, List, Persist, Region, SkipList,
+    Bst, BstError, HashSet, Heap, HeapAllocError, HeapError, List, Persist, Region, SkipList,
 };
 use pmem::sim::{Image, SimConfig, Simulated};
 use testkit::lin::Model;
@@ -43,7 +43,7 @@ pub(crate) fn single_thread_recovery(
 /// What the tests need of a set structure.
 pub(crate) trait Set: Sized + Send + Sync {
     type P: Persist;
-    fn insert(&self, k: u64) -> Result<bool, AllocError>;
+    fn insert(&self, k: u64) -> Result<bool, HeapAllocError>;
     fn remove(&self, k: u64) -> bool;
     fn contains(&self, k: u64) -> bool;
     fn snapshot(&self) -> (Vec<u64>, bool);
@@ -66,11 +66,16 @@ pub(crate) trait Set: Sized + Send + Sync {
 /// The `Set` methods every structure forwards to its own inherent method of the same name,
 /// plus `insert` (an expression of `s` = self and `k`) and any extra items (in braces).
 macro_rules! forward_set {
-    ($ty:ident $(<$c:ident>)?, |$s:ident, $k:ident| $insert:expr $(, { $($extra:tt)* })?) => {
-        impl<F: Flavor, P: Persist> Set for $ty<F, P $(, $c)?> {
+    (
+        $ty:ident,
+        |$s:ident, $k:ident| $insert:expr
+        $(, new |$h:ident| $new:expr)?
+        $(, { $($extra:tt)* })?
+    ) => {
+        impl<F: Flavor, P: Persist> Set for $ty<F, P> {
             type P = P;
             type F = F;
-            fn insert(&self, k: u64) -> Result<bool, AllocError> {
+            fn insert(&self, k: u64) -> Result<bool, HeapAllocError> {
                 let ($s, $k) = (self, k);
                 $insert
             }
@@ -87,7 +92,7 @@ macro_rules! forward_set {
                 $ty::recover(region)
             }
             fn create(heap: Heap<F, P>) -> Result<Self, HeapError> {
-                $ty::new(heap)
+                forward_set!(@create $ty, heap $(, $h, $new)?)
             }
             fn live_blocks(&self) -> usize {
                 self.heap().live_blocks()
@@ -98,10 +103,21 @@ macro_rules! forward_set {
             $($($extra)*)?
         }
     };
+    (@create $ty:ident, $heap:ident) => {
+        $ty::new($heap)
+    };
+    (@create $ty:ident, $heap:ident, $h:ident, $new:expr) => {{
+        let $h = $heap;
+        $new
+    }};
 }
 
 forward_set!(List, |s, k| List::insert(s, k));
-forward_set!(HashSet<BUCKETS>, |s, k| HashSet::insert(s, k));
+forward_set!(
+    HashSet,
+    |s, k| HashSet::insert(s, k),
+    new | h | HashSet::with_capacity(h, BUCKETS)
+);
 forward_set!(SkipList, |s, k| SkipList::insert(s, k), {
     fn exact_blocks() -> bool {
         true
@@ -400,4 +416,15 @@ pub(crate) fn mt_crash_point<S: Set<P = Simulated>>(
         }
     }
     Ok((created, events))
+}
+
+/// Overwrites `bytes` at offset `off` of the file at `path` (corrupting a region on purpose).
+pub(crate) fn patch(path: &std::path::Path, off: u64, bytes: &[u8]) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open");
+    f.seek(SeekFrom::Start(off)).expect("seek");
+    f.write_all(bytes).expect("write");
 }

@@ -246,7 +246,8 @@ where
     /// with entries `r` has not applied). An object with one replica and no commit log does not
     /// use the log, and reports 0 entries.
     ///
-    /// A panic in `f` propagates and does not poison the object (`f` only reads).
+    /// A panic in `f` propagates and does not poison the object (`f` only reads). `f` must not
+    /// wait for other threads' writes to this object: they may need this replica.
     ///
     /// # Errors
     ///

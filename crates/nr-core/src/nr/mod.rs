@@ -858,7 +858,10 @@ where
     }
 
     /// The replay gate: how far a replay towards `to` may go with a commit log, `to` or less
-    /// (`committed`, without `wait`). With `wait`, waits until `to` is committed.
+    /// (`committed`, without `wait`). With `wait`, waits until `to` is committed. Out of line,
+    /// so that the replay of an object without a commit log is compiled as before.
+    #[cold]
+    #[inline(never)]
     fn committed_bound(
         &self,
         commit: &Commit<D::WriteOperation>,

@@ -284,7 +284,7 @@ fn plan_groups(sizes: &[usize], n: usize) -> Vec<usize> {
                 continue;
             }
             // size / count > best_size / best_count, compared exactly.
-            let larger = best.map_or(true, |b| size * groups[b] > sizes[b] * count);
+            let larger = best.is_none_or(|b| size * groups[b] > sizes[b] * count);
             if larger {
                 best = Some(i);
             }

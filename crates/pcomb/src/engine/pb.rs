@@ -29,7 +29,7 @@ use nr_core::Poisoned;
 
 use crate::layout::{Record, RecordLayout, INDEX_WORD};
 use crate::recovered::Recovered;
-use crate::sync::{panicking, AtomicBool, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, UnsafeCell};
 use crate::wait::Waiter;
 use pmem::{Persist, Pod};
 
@@ -303,7 +303,7 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
             self.check_poison()?;
             // Line 6. Acquire: pairs with the Release of `Lock` on line 28.
             let mut lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0 {
+            if lval.is_multiple_of(2) {
                 // Line 8. Acquire: pairs with the previous holder's Release on line 28.
                 if self
                     .lock
@@ -454,7 +454,7 @@ impl<S: Pod, O: Clone + Send + Sync, R: Pod> Instance<S, O, R> {
             self.check_poison()?;
             // Acquire: pairs with the Release of `Lock` on line 28.
             let lval = self.lock.load(Ordering::Acquire);
-            if lval % 2 == 0
+            if lval.is_multiple_of(2)
                 && self
                     .lock
                     .compare_exchange(lval, lval + 1, Ordering::Acquire, Ordering::Relaxed)
@@ -475,12 +475,8 @@ struct Unlock<'a, S, O, R> {
 
 impl<S, O, R> Drop for Unlock<'_, S, O, R> {
     fn drop(&mut self) {
-        if panicking() {
-            // Release: pairs with the Acquire in `check_poison`.
-            self.inst.poisoned.store(true, Ordering::Release);
-        }
-        // Line 28. Release: pairs with the Acquire loads of `Lock` in `perform`, `read` and the
-        // next combiner's CAS.
-        self.inst.lock.store(self.lval + 1, Ordering::Release);
+        // Line 28 (the Release pairs with the Acquire loads of `Lock` in `perform`, `read`
+        // and the next combiner's CAS).
+        crate::unlock::release(&self.inst.lock, &self.inst.poisoned, self.lval);
     }
 }

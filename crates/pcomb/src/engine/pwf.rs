@@ -392,7 +392,7 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
                             // Lines 15-17 (reading Flush[p], see the module docs). Relaxed: only p and helpers
                             // (CAS to lval + 1) write Flush[p], which keeps the parity argument valid.
             let f = self.flush[p].load(Ordering::Relaxed);
-            let lval = if f % 2 == 0 { f + 1 } else { f + 2 };
+            let lval = if f.is_multiple_of(2) { f + 1 } else { f + 2 };
             // Acquire: VL after the Acquire loads of the copy (a torn copy fails it).
             if s.load(Ordering::Acquire) != ll {
                 continue; // line 18

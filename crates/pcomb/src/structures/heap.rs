@@ -14,7 +14,7 @@ use core::fmt;
 use nr_core::Dispatch;
 
 use super::{recovered, ret_unit, ret_value, unit_of, value_of, Full, Ret};
-use crate::error::{BuildError, RegisterError};
+use crate::error::{CombBuildError, CombRegisterError};
 use crate::{PBComb, PBCombHandle, Poisoned, Recovered};
 use pmem::{NoPersist, Persist, Pod, Region};
 
@@ -216,10 +216,10 @@ impl<const CAP: usize> Dispatch for HeapState<CAP> {
 /// # Examples
 ///
 /// ```
-/// use pcomb::{structures::{PBHeap, MAX_HEAP_CAPACITY}, BuildError};
+/// use pcomb::{structures::{PBHeap, MAX_HEAP_CAPACITY}, CombBuildError};
 /// assert!(matches!(
 ///     PBHeap::<{ MAX_HEAP_CAPACITY + 1 }>::new(1),
-///     Err(BuildError::TooLarge { .. })
+///     Err(CombBuildError::TooLarge { .. })
 /// ));
 /// ```
 pub const MAX_HEAP_CAPACITY: usize = 1 << 14;
@@ -267,7 +267,7 @@ impl<const CAP: usize> PBHeap<CAP, NoPersist> {
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+    /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`.
     ///
     /// # Examples
     ///
@@ -275,7 +275,7 @@ impl<const CAP: usize> PBHeap<CAP, NoPersist> {
     /// assert_eq!(pcomb::structures::PBHeap::<8>::new(1)?.capacity(), 8);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(max_threads: usize) -> Result<Self, BuildError> {
+    pub fn new(max_threads: usize) -> Result<Self, CombBuildError> {
         Self::check_capacity(max_threads)?;
         Ok(Self {
             comb: PBComb::new(HeapState::default(), max_threads)?,
@@ -284,17 +284,17 @@ impl<const CAP: usize> PBHeap<CAP, NoPersist> {
 }
 
 impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
-    /// Refuses `CAP` 0 ([`BuildError::ZeroCapacity`]) and a `CAP` above
+    /// Refuses `CAP` 0 ([`CombBuildError::ZeroCapacity`]) and a `CAP` above
     /// [`MAX_HEAP_CAPACITY`](crate::structures::MAX_HEAP_CAPACITY)
-    /// ([`BuildError::TooLarge`]), before the state is built: the whole array is the combined
+    /// ([`CombBuildError::TooLarge`]), before the state is built: the whole array is the combined
     /// state, built and copied on the stack, so a huge `CAP` would overflow the stack (an
     /// abort) rather than fail.
-    fn check_capacity(max_threads: usize) -> Result<(), BuildError> {
+    fn check_capacity(max_threads: usize) -> Result<(), CombBuildError> {
         if CAP == 0 {
-            return Err(BuildError::ZeroCapacity { kind: "PBHeap" });
+            return Err(CombBuildError::ZeroCapacity { kind: "PBHeap" });
         }
         if CAP > MAX_HEAP_CAPACITY {
-            return Err(BuildError::TooLarge {
+            return Err(CombBuildError::TooLarge {
                 kind: "PBHeap",
                 capacity: CAP as u64,
                 max_threads,
@@ -308,7 +308,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     ///
     /// # Errors
     ///
-    /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`.
+    /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`.
     ///
     /// # Examples
     ///
@@ -320,7 +320,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// assert!(pmem::stats().pwbs >= 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_persist(max_threads: usize, persist: P) -> Result<Self, BuildError> {
+    pub fn with_persist(max_threads: usize, persist: P) -> Result<Self, CombBuildError> {
         Self::check_capacity(max_threads)?;
         Ok(Self {
             comb: PBComb::with_persist(HeapState::default(), max_threads, persist)?,
@@ -343,7 +343,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// assert_eq!(heap.register()?.min(), Some(4));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn create(region: Region<P>, max_threads: usize) -> Result<Self, BuildError> {
+    pub fn create(region: Region<P>, max_threads: usize) -> Result<Self, CombBuildError> {
         Self::check_capacity(max_threads)?;
         Ok(Self {
             comb: PBComb::create(region, HeapState::default(), max_threads)?,
@@ -354,7 +354,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     ///
     /// # Errors
     ///
-    /// As [`PBComb::open`]: [`BuildError::LayoutMismatch`] for a missing root or another
+    /// As [`PBComb::open`]: [`CombBuildError::LayoutMismatch`] for a missing root or another
     /// structure (a heap of another `CAP` included).
     ///
     /// # Examples
@@ -366,7 +366,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// assert!(PBHeap::<32, _>::open(region).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+    pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         Ok(Self {
             comb: PBComb::open(region)?,
         })
@@ -400,7 +400,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     ///
     /// # Errors
     ///
-    /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+    /// [`CombRegisterError::TooManyThreads`] if `max_threads` handles are alive.
     ///
     /// # Examples
     ///
@@ -410,7 +410,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// assert!(heap.register().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn register(&self) -> Result<PBHeapHandle<'_, CAP, P>, RegisterError> {
+    pub fn register(&self) -> Result<PBHeapHandle<'_, CAP, P>, CombRegisterError> {
         Ok(PBHeapHandle {
             inner: self.comb.register()?,
         })
@@ -429,7 +429,7 @@ impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// assert_eq!(heap.register_as(1)?.id(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn register_as(&self, id: usize) -> Result<PBHeapHandle<'_, CAP, P>, RegisterError> {
+    pub fn register_as(&self, id: usize) -> Result<PBHeapHandle<'_, CAP, P>, CombRegisterError> {
         Ok(PBHeapHandle {
             inner: self.comb.register_as(id)?,
         })

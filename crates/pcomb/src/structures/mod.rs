@@ -15,7 +15,7 @@
 //! ([`Recovered::Applied`](crate::Recovered::Applied), with the response it had) or run it now
 //! ([`Recovered::Reexecuted`](crate::Recovered::Reexecuted)); `seq` must be the pending
 //! operation's number, and later calls continue from it. A region written by the format
-//! before these numbers gives [`BuildError::OldFormat`](crate::BuildError::OldFormat).
+//! before these numbers gives [`CombBuildError::OldFormat`](crate::CombBuildError::OldFormat).
 //!
 //! The blocking structures' handles ([`PBStackHandle`], [`PBQueueHandle`], [`PBHeapHandle`])
 //! panic on a poisoned structure (a combining pass that panicked); each call has a `try_*`
@@ -207,9 +207,9 @@ fn poisoned(_: crate::Poisoned) -> ! {
 }
 
 /// Checks a `max_threads` argument.
-fn check_threads(max_threads: usize) -> Result<(), crate::BuildError> {
+fn check_threads(max_threads: usize) -> Result<(), crate::CombBuildError> {
     if max_threads == 0 || max_threads > crate::MAX_THREADS {
-        return Err(crate::BuildError::InvalidMaxThreads {
+        return Err(crate::CombBuildError::InvalidMaxThreads {
             requested: max_threads,
             limit: crate::MAX_THREADS,
         });

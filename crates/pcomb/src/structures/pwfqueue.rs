@@ -43,7 +43,7 @@ use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pwf::{WfBatch, WfInstance};
-use crate::error::{BuildError, RegisterError};
+use crate::error::{CombBuildError, CombRegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
 use crate::sync::UnsafeCell;
@@ -423,21 +423,21 @@ impl<P: Persist> PWFQueue<P> {
     ///
     /// # Errors
     ///
-    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PWFQueue`, its header
+    /// [`CombBuildError::LayoutMismatch`] if the root is missing, is not a `PWFQueue`, its header
     /// is corrupt, or its persisted list does not lead from `Head` to `tail`;
-    /// [`BuildError::Region`] if the region refuses an access.
+    /// [`CombBuildError::Region`] if the region refuses an access.
     ///
     /// # Examples
     ///
     /// ```
-    /// use pcomb::{pmem::Region, structures::PWFQueue, BuildError};
+    /// use pcomb::{pmem::Region, structures::PWFQueue, CombBuildError};
     /// let err = PWFQueue::open(Region::anonymous(1, 1 << 16)?).unwrap_err();
-    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// assert!(matches!(err, CombBuildError::LayoutMismatch { .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+    pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
-        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let q = Self::assemble(o.store, o.capacity, o.threads, o.options);
         let w = q.shared.store.words();
         if !q.enq.valid(w) || !q.deq.valid(w) {

@@ -35,7 +35,7 @@ use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pwf::{WfBatch, WfInstance};
-use crate::error::{BuildError, RegisterError};
+use crate::error::{CombBuildError, CombRegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
 use crate::sync::UnsafeCell;
@@ -349,21 +349,21 @@ impl<P: Persist> PWFStack<P> {
     ///
     /// # Errors
     ///
-    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PWFStack`, its header
-    /// is corrupt, or its persisted list is malformed; [`BuildError::Region`] if the region
+    /// [`CombBuildError::LayoutMismatch`] if the root is missing, is not a `PWFStack`, its header
+    /// is corrupt, or its persisted list is malformed; [`CombBuildError::Region`] if the region
     /// refuses an access.
     ///
     /// # Examples
     ///
     /// ```
-    /// use pcomb::{pmem::Region, structures::PWFStack, BuildError};
+    /// use pcomb::{pmem::Region, structures::PWFStack, CombBuildError};
     /// let err = PWFStack::open(Region::anonymous(1, 1 << 16)?).unwrap_err();
-    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// assert!(matches!(err, CombBuildError::LayoutMismatch { .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+    pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
-        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
             return Err(mismatch("S names no record (corrupt)"));

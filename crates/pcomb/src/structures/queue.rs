@@ -30,7 +30,7 @@ use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pb::{Batch, Instance};
-use crate::error::{BuildError, RegisterError};
+use crate::error::{CombBuildError, CombRegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering, UnsafeCell};
@@ -64,7 +64,7 @@ struct Ring {
 
 impl Ring {
     /// An empty ring of `len` slots.
-    fn empty(len: usize) -> Result<Self, BuildError> {
+    fn empty(len: usize) -> Result<Self, CombBuildError> {
         Ok(Self {
             slots: crate::words::reserve(len.max(1))?,
             head: CachePadded::new(AtomicU64::new(0)),
@@ -398,9 +398,9 @@ impl<P: Persist> PBQueue<P> {
     ///
     /// # Errors
     ///
-    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PBQueue`, its header is
+    /// [`CombBuildError::LayoutMismatch`] if the root is missing, is not a `PBQueue`, its header is
     /// corrupt, or its persisted list does not lead from `Head` to `Tail`;
-    /// [`BuildError::Region`] if the region refuses an access.
+    /// [`CombBuildError::Region`] if the region refuses an access.
     ///
     /// # Examples
     ///
@@ -409,9 +409,9 @@ impl<P: Persist> PBQueue<P> {
     /// assert!(PBQueue::open(Region::anonymous(1, 1 << 16)?).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+    pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
-        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let (capacity, q) = (
             o.capacity,
             Self::assemble(o.store, o.capacity, o.threads, o.options)?,

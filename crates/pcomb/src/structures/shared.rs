@@ -9,7 +9,7 @@ use super::store::{Header, Link, Pool, Store};
 use super::{check_threads, AuditError, Options, Ret};
 use crate::engine::pb::{Batch, Instance};
 use crate::engine::pwf::{WfBatch, WfInstance};
-use crate::error::BuildError;
+use crate::error::CombBuildError;
 pub(crate) use crate::memory::Place;
 pub(crate) use crate::slots::Seat;
 use crate::sync::AtomicU64;
@@ -174,9 +174,9 @@ pub(crate) fn open_header<P: Persist>(
     magic: u64,
     kind: &'static str,
     total_words: impl Fn(u32, usize) -> Option<usize>,
-) -> Result<Opened<P>, BuildError> {
+) -> Result<Opened<P>, CombBuildError> {
     let (store, head) = Store::open_structure(region, magic, kind)?;
-    let mismatch = |detail| BuildError::LayoutMismatch { kind, detail };
+    let mismatch = |detail| CombBuildError::LayoutMismatch { kind, detail };
     let threads = usize::try_from(head.threads)
         .ok()
         .filter(|&t| check_threads(t).is_ok())
@@ -204,7 +204,7 @@ pub(crate) fn open_header<P: Persist>(
 ///
 /// # Errors
 ///
-/// [`BuildError::ZeroCapacity`] for a capacity of 0; [`BuildError::TooLarge`] when the count
+/// [`CombBuildError::ZeroCapacity`] for a capacity of 0; [`CombBuildError::TooLarge`] when the count
 /// is not below `u32::MAX` (a link is a node number plus one, in the 32 bits a node number has).
 pub(crate) fn node_count(
     kind: &'static str,
@@ -212,16 +212,16 @@ pub(crate) fn node_count(
     max_threads: usize,
     chunks: usize,
     extra: u32,
-) -> Result<u32, BuildError> {
+) -> Result<u32, CombBuildError> {
     if capacity == 0 {
-        return Err(BuildError::ZeroCapacity { kind });
+        return Err(CombBuildError::ZeroCapacity { kind });
     }
     (capacity as usize)
         .checked_mul(chunks)
         .and_then(|n| n.checked_add(extra as usize))
         .and_then(|n| u32::try_from(n).ok())
         .filter(|&n| n < u32::MAX)
-        .ok_or(BuildError::TooLarge {
+        .ok_or(CombBuildError::TooLarge {
             kind,
             capacity: u64::from(capacity),
             max_threads,
@@ -229,7 +229,7 @@ pub(crate) fn node_count(
 }
 
 /// What building a structure returns.
-pub(crate) type Built<T> = Result<T, BuildError>;
+pub(crate) type Built<T> = Result<T, CombBuildError>;
 
 /// Words of a structure made of `parts` words, or `None` if the sum overflows.
 pub(crate) fn words_of(parts: &[usize]) -> Option<usize> {
@@ -331,7 +331,7 @@ macro_rules! structure_api {
         impl<P: Persist> $T<P> {
             /// Nodes of the pool: `capacity` (per thread, for a wait-free structure) and the
             /// extra ones (a queue's first dummy), checked by [`node_count`](shared::node_count).
-            fn nodes(capacity: u32, max_threads: usize) -> Result<u32, BuildError> {
+            fn nodes(capacity: u32, max_threads: usize) -> Result<u32, CombBuildError> {
                 let chunks = if $per_thread { max_threads } else { 1 };
                 shared::node_count(KIND, capacity, max_threads, chunks, $extra)
             }
@@ -350,10 +350,10 @@ macro_rules! structure_api {
                 capacity: u32,
                 max_threads: usize,
                 options: Options,
-            ) -> Result<Self, BuildError> {
+            ) -> Result<Self, CombBuildError> {
                 check_threads(max_threads)?;
                 Self::nodes(capacity, max_threads)?;
-                let total = Self::total_words(capacity, max_threads).ok_or(BuildError::TooLarge {
+                let total = Self::total_words(capacity, max_threads).ok_or(CombBuildError::TooLarge {
                     kind: KIND,
                     capacity: u64::from(capacity),
                     max_threads,
@@ -373,7 +373,7 @@ macro_rules! structure_api {
             ///
             /// # Errors
             ///
-            /// [`BuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
+            /// [`CombBuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
             /// [`MAX_THREADS`](crate::MAX_THREADS).
             ///
             /// # Examples
@@ -383,7 +383,7 @@ macro_rules! structure_api {
             /// assert_eq!(s.capacity(), 8);
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn new(capacity: u32, max_threads: usize) -> Result<Self, BuildError> {
+            pub fn new(capacity: u32, max_threads: usize) -> Result<Self, CombBuildError> {
                 Self::with_options(capacity, max_threads, Options::default())
             }
 
@@ -405,7 +405,7 @@ macro_rules! structure_api {
                 capacity: u32,
                 max_threads: usize,
                 options: Options,
-            ) -> Result<Self, BuildError> {
+            ) -> Result<Self, CombBuildError> {
                 Self::with_persist(capacity, max_threads, options, NoPersist)
             }
         }
@@ -431,7 +431,7 @@ macro_rules! structure_api {
             ///
             /// # Errors
             ///
-            #[doc = concat!("As [`new`](", stringify!($T), "::new); [`BuildError::RegionTooSmall`] if the node")]
+            #[doc = concat!("As [`new`](", stringify!($T), "::new); [`CombBuildError::RegionTooSmall`] if the node")]
             /// pool cannot be named by 32-bit links.
             ///
             /// # Examples
@@ -447,7 +447,7 @@ macro_rules! structure_api {
                 max_threads: usize,
                 options: Options,
                 persist: P,
-            ) -> Result<Self, BuildError> {
+            ) -> Result<Self, CombBuildError> {
                 Self::build(Place::Heap(persist), capacity, max_threads, options)
             }
 
@@ -456,9 +456,9 @@ macro_rules! structure_api {
             ///
             /// # Errors
             ///
-            /// [`BuildError::InvalidMaxThreads`] for a bad `max_threads`,
-            /// [`BuildError::RegionTooSmall`] if the region has no room for
-            /// [`bytes_needed`](Self::bytes_needed) bytes, [`BuildError::Region`] if the region
+            /// [`CombBuildError::InvalidMaxThreads`] for a bad `max_threads`,
+            /// [`CombBuildError::RegionTooSmall`] if the region has no room for
+            /// [`bytes_needed`](Self::bytes_needed) bytes, [`CombBuildError::Region`] if the region
             /// refuses the allocation or the root.
             ///
             /// # Examples
@@ -476,7 +476,7 @@ macro_rules! structure_api {
                 capacity: u32,
                 max_threads: usize,
                 options: Options,
-            ) -> Result<Self, BuildError> {
+            ) -> Result<Self, CombBuildError> {
                 Self::build(Place::Region(region), capacity, max_threads, options)
             }
 
@@ -533,7 +533,7 @@ macro_rules! structure_api {
             ///
             /// # Errors
             ///
-            /// [`RegisterError::TooManyThreads`] if `max_threads` handles are alive.
+            /// [`CombRegisterError::TooManyThreads`] if `max_threads` handles are alive.
             ///
             /// # Examples
             ///
@@ -543,7 +543,7 @@ macro_rules! structure_api {
             /// assert!(s.register().is_err());
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn register(&self) -> Result<$H<'_, P>, RegisterError> {
+            pub fn register(&self) -> Result<$H<'_, P>, CombRegisterError> {
                 Ok(self.handle(Seat::any(self.parts().slots)?))
             }
 
@@ -551,7 +551,7 @@ macro_rules! structure_api {
             ///
             /// # Errors
             ///
-            /// [`RegisterError::OutOfRange`] if `id >= max_threads`, [`RegisterError::InUse`]
+            /// [`CombRegisterError::OutOfRange`] if `id >= max_threads`, [`CombRegisterError::InUse`]
             /// if `id` has a live handle.
             ///
             /// # Examples
@@ -561,7 +561,7 @@ macro_rules! structure_api {
             /// assert_eq!(s.register_as(1)?.id(), 1);
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn register_as(&self, id: usize) -> Result<$H<'_, P>, RegisterError> {
+            pub fn register_as(&self, id: usize) -> Result<$H<'_, P>, CombRegisterError> {
                 Ok(self.handle(Seat::at(self.parts().slots, id)?))
             }
         }

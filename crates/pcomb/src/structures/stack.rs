@@ -26,7 +26,7 @@ use super::{
     check_threads, poisoned, ret_unit, ret_value, unit_of, value_of, AuditError, Full, Options, Ret,
 };
 use crate::engine::pb::{Batch, Instance};
-use crate::error::{BuildError, RegisterError};
+use crate::error::{CombBuildError, CombRegisterError};
 use crate::layout::LINE_WORDS;
 use crate::slots::Slots;
 use crate::sync::UnsafeCell;
@@ -313,21 +313,21 @@ impl<P: Persist> PBStack<P> {
     ///
     /// # Errors
     ///
-    /// [`BuildError::LayoutMismatch`] if the root is missing, is not a `PBStack`, its header is
+    /// [`CombBuildError::LayoutMismatch`] if the root is missing, is not a `PBStack`, its header is
     /// corrupt, or its persisted list is malformed (a cycle, a link out of the pool, a length
-    /// that does not match); [`BuildError::Region`] if the region refuses an access.
+    /// that does not match); [`CombBuildError::Region`] if the region refuses an access.
     ///
     /// # Examples
     ///
     /// ```
-    /// use pcomb::{pmem::Region, structures::PBStack, BuildError};
+    /// use pcomb::{pmem::Region, structures::PBStack, CombBuildError};
     /// let err = PBStack::open(Region::anonymous(1, 1 << 16)?).unwrap_err();
-    /// assert!(matches!(err, BuildError::LayoutMismatch { .. }));
+    /// assert!(matches!(err, CombBuildError::LayoutMismatch { .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open(region: Region<P>) -> Result<Self, BuildError> {
+    pub fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
-        let mismatch = |detail| BuildError::LayoutMismatch { kind: KIND, detail };
+        let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
         if !stack.inst.valid(stack.core.store.words()) {
             return Err(mismatch("a Deactivate flag is not 0 or 1 (corrupt)"));

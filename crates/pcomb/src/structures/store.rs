@@ -17,7 +17,7 @@
 
 use pmem::{Persist, Region};
 
-use crate::error::{wrong_kind, BuildError};
+use crate::error::{wrong_kind, CombBuildError};
 use crate::layout::LINE_WORDS;
 use crate::memory::{checksum, Memory};
 use crate::sync::{AtomicU64, Ordering};
@@ -73,14 +73,14 @@ impl<P: Persist> Memory<P> {
         region: Region<P>,
         magic: u64,
         kind: &'static str,
-    ) -> Result<(Self, Header), BuildError> {
-        let mismatch = |detail| BuildError::LayoutMismatch { kind, detail };
+    ) -> Result<(Self, Header), CombBuildError> {
+        let mismatch = |detail| CombBuildError::LayoutMismatch { kind, detail };
         let (off, v) = Self::read_root::<LINE_WORDS>(&region, kind)?;
         // The last byte of a structure's magic is its format: 2 since the records hold
         // per-thread sequence numbers (`layout.rs`), 1 before.
         let format_1 = (magic & !(0xff << 56)) | (u64::from(b'1') << 56);
         if v[header::MAGIC] == format_1 {
-            return Err(BuildError::OldFormat { kind, found: 1 });
+            return Err(CombBuildError::OldFormat { kind, found: 1 });
         }
         if v[header::MAGIC] != magic {
             return Err(wrong_kind(

@@ -45,13 +45,66 @@ impl Subject for AtomicFloat {
     fn count(v: u64, t: usize) -> u64 {
         let mut x = f64::from_bits(v) as u64;
         let mut n = 0;
-        while x > 0 && x % PRIMES[t] == 0 {
+        while x > 0 && x.is_multiple_of(PRIMES[t]) {
             x /= PRIMES[t];
             n += 1;
         }
         n
     }
 }
+
+/// Recovery from the persisted numbers alone: thread `t`'s reopened handle says `seq` and
+/// `last_applied() == (last, r)`, and the recovered state holds `n` of its operations; the
+/// handle must name the last of them, with its response.
+pub(crate) fn check_reopened_numbers<D>(
+    t: usize,
+    n: u64,
+    seq: u64,
+    (last, r): (u64, u64),
+) -> Result<(), String>
+where
+    for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
+{
+    if seq != n || last != n || (n > 0 && D::count(r, t) != n - 1) {
+        return Err(format!(
+            "thread {t}: the reopened handle says seq {seq} (last applied {last}, response \
+             {r:#x}), but the state holds {n} of its ops"
+        ));
+    }
+    Ok(())
+}
+
+/// Resuming without user-kept numbers, on a reopened object `$obj` (any of the combining
+/// objects: their handles have `register_as`, `seq`, `execute_mut` and `execute`): each of
+/// `$threads` threads runs its operations from `seq() + 1` to `OPS`; then every thread must
+/// have exactly `OPS` in the state. Evaluates to `Result<(), String>`.
+macro_rules! check_resumed {
+    ($D:ty, $obj:expr, $threads:expr) => {{
+        let obj = &$obj;
+        let resume = |t: usize| -> Result<(), String> {
+            let mut h = obj.register_as(t).map_err(|e| e.to_string())?;
+            for _ in h.seq()..<$D as crash_common::Subject>::OPS {
+                h.execute_mut(<$D as crash_common::Subject>::op(t));
+            }
+            Ok(())
+        };
+        (0..$threads).try_for_each(resume).and_then(|()| {
+            let done = obj.register().map_err(|e| e.to_string())?.execute(());
+            (0..$threads).try_for_each(|t| {
+                let n = <$D as crash_common::Subject>::count(done, t);
+                let want = <$D as crash_common::Subject>::OPS;
+                if n == want {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "thread {t}: resumed from its seq() to {n} ops, want {want}"
+                    ))
+                }
+            })
+        })
+    }};
+}
+pub(crate) use check_resumed;
 
 /// What a thread did before the crash.
 #[derive(Debug, Clone, Default)]
@@ -75,7 +128,7 @@ impl ThreadLog {
     /// whether the old check (`is_crashed()` after the return) would have called a returned
     /// operation pending.
     pub(crate) fn settle(&mut self, crash_stamp: Option<u64>) -> bool {
-        let before = |s: &&u64| crash_stamp.map_or(true, |c| **s <= c);
+        let before = |s: &&u64| crash_stamp.is_none_or(|c| **s <= c);
         self.completed = self.stamps.iter().take_while(|s| before(s)).count() as u64;
         let returned_all = self.completed == self.stamps.len() as u64;
         self.pending = (!returned_all).then_some(self.first_seq + self.completed);

@@ -5,7 +5,7 @@
 use pcomb::pmem::{Persist, Region};
 use pcomb::structures::{Options, PBHeap, PBHeapHandle, PBQueue, PBQueueHandle, PBStack};
 use pcomb::structures::{PBStackHandle, PWFQueue, PWFQueueHandle, PWFStack, PWFStackHandle};
-use pcomb::{BuildError, Recovered};
+use pcomb::{CombBuildError, Recovered};
 use testkit::lin::Model;
 use testkit::models::{MinPq, PqOp, PqRet, Queue, QueueOp, QueueRet, Stack, StackOp, StackRet};
 
@@ -25,7 +25,7 @@ pub(crate) trait Subject: Sized + Sync {
     fn create(region: Region<Self::P>, capacity: u32, threads: usize, o: Options) -> Self;
     /// In heap words (volatile with `NoPersist`).
     fn heap_backed(capacity: u32, threads: usize, o: Options, persist: Self::P) -> Self;
-    fn open(region: Region<Self::P>) -> Result<Self, BuildError>;
+    fn open(region: Region<Self::P>) -> Result<Self, CombBuildError>;
     fn into_region(self) -> Region<Self::P>;
     fn handle(&self, t: usize) -> Self::H<'_>;
     /// The sequence number `op` would get if called now.
@@ -73,7 +73,7 @@ macro_rules! stack_subject {
             fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
                 $stack::with_persist(capacity, threads, o, persist).expect("valid")
             }
-            fn open(region: Region<P>) -> Result<Self, BuildError> {
+            fn open(region: Region<P>) -> Result<Self, CombBuildError> {
                 $stack::open(region)
             }
             fn into_region(self) -> Region<P> {
@@ -151,7 +151,7 @@ macro_rules! queue_subject {
             fn heap_backed(capacity: u32, threads: usize, o: Options, persist: P) -> Self {
                 $queue::with_persist(capacity, threads, o, persist).expect("valid")
             }
-            fn open(region: Region<P>) -> Result<Self, BuildError> {
+            fn open(region: Region<P>) -> Result<Self, CombBuildError> {
                 $queue::open(region)
             }
             fn into_region(self) -> Region<P> {
@@ -229,7 +229,7 @@ impl<P: Persist> Subject for PBHeap<HEAP_CAP, P> {
     fn heap_backed(_capacity: u32, threads: usize, _o: Options, persist: P) -> Self {
         PBHeap::with_persist(threads, persist).expect("valid")
     }
-    fn open(region: Region<P>) -> Result<Self, BuildError> {
+    fn open(region: Region<P>) -> Result<Self, CombBuildError> {
         PBHeap::open(region)
     }
     fn into_region(self) -> Region<P> {

@@ -250,7 +250,7 @@ impl<'a, 'h, M: Model> Search<'a, 'h, M> {
                 let op = &self.ops[p];
                 let mut after = state.clone();
                 let ret = after.step(op.op);
-                let fits = op.response.map_or(true, |(_, want)| *want == ret);
+                let fits = op.response.is_none_or(|(_, want)| *want == ret);
                 if fits {
                     linearized.insert(p);
                     let key = (linearized.clone(), after);

@@ -8,15 +8,32 @@
 //!   every replica before it completes (the paper's `CR`, ref. [22]);
 //! - [`DashMapKv`]: `dashmap`, the concurrent map users pick today.
 
+use std::collections::HashMap;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
 use crossbeam_utils::CachePadded;
 use dashmap::DashMap;
+use ladapa::{KeyHash, MemoryUsage, NodeHandle, Store, StoreError};
 use nr_core::{Dispatch, NodeReplicated, ThreadHandle, Topology};
 
-use crate::error::StoreError;
-use crate::meta::{read, write, KeyMap};
-use crate::stats::MemoryUsage;
-use crate::store::{NodeHandle, Store};
-use crate::sync::{AtomicUsize, Ordering, RwLock};
+use crate::error::BenchError;
+use crate::sync::{AtomicUsize, Ordering};
+
+/// A hash map keyed by `u64` with ladapa's own hash (the baselines pay what its metadata
+/// maps pay per lookup).
+type KeyMap<V> = HashMap<u64, V, KeyHash>;
+
+/// Read-locks, ignoring poison (nothing panics under these locks).
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Write-locks, ignoring poison (nothing panics under these locks).
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A key-value store the benchmarks can drive: `u64` keys, fixed-size values, per-node
 /// sessions.
@@ -24,9 +41,10 @@ use crate::sync::{AtomicUsize, Ordering, RwLock};
 /// # Examples
 ///
 /// ```
-/// use ladapa::{KvBase, KvSession, KvStore, Store};
+/// use benches::kv::{KvBase, KvSession, KvStore};
+/// use ladapa::Store;
 ///
-/// fn roundtrip<S: KvStore>(store: &S) -> Result<bool, ladapa::StoreError> {
+/// fn roundtrip<S: KvStore>(store: &S) -> Result<bool, benches::BenchError> {
 ///     let mut session = store.session(0)?;
 ///     let value = vec![3; store.value_size()];
 ///     session.put(1, &value)?;
@@ -53,9 +71,9 @@ pub trait KvStore: Send + Sync {
     ///
     /// # Errors
     ///
-    /// [`StoreError::NoSuchNode`]; for [`Cr`], [`StoreError::Baseline`] (a full or poisoned
-    /// replica).
-    fn session(&self, node: usize) -> Result<Self::Session<'_>, StoreError>;
+    /// [`BenchError::Store`] (no such node); for [`Cr`], [`BenchError::Register`] (a full
+    /// replica) or [`BenchError::Poisoned`].
+    fn session(&self, node: usize) -> Result<Self::Session<'_>, BenchError>;
     /// Memory used.
     fn memory(&self) -> MemoryUsage;
 }
@@ -66,20 +84,20 @@ pub trait KvSession {
     ///
     /// # Errors
     ///
-    /// [`StoreError::WrongValueSize`] and the store's own errors.
-    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError>;
+    /// [`BenchError::Store`]: a wrong value size, and the store's own errors.
+    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, BenchError>;
     /// Stores `value` (value-sized) under `key`.
     ///
     /// # Errors
     ///
-    /// [`StoreError::WrongValueSize`] and the store's own errors.
-    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), StoreError>;
+    /// [`BenchError::Store`]: a wrong value size, and the store's own errors.
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), BenchError>;
     /// Removes `key`; `Ok(true)` if it was present.
     ///
     /// # Errors
     ///
     /// The store's own errors.
-    fn delete(&mut self, key: u64) -> Result<bool, StoreError>;
+    fn delete(&mut self, key: u64) -> Result<bool, BenchError>;
 }
 
 impl KvStore for Store {
@@ -94,8 +112,8 @@ impl KvStore for Store {
     fn num_nodes(&self) -> usize {
         Store::num_nodes(self)
     }
-    fn session(&self, node: usize) -> Result<NodeHandle<'_>, StoreError> {
-        self.node(node)
+    fn session(&self, node: usize) -> Result<NodeHandle<'_>, BenchError> {
+        Ok(self.node(node)?)
     }
     fn memory(&self) -> MemoryUsage {
         Store::memory(self)
@@ -103,22 +121,22 @@ impl KvStore for Store {
 }
 
 impl KvSession for NodeHandle<'_> {
-    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
-        NodeHandle::get(self, key, buf)
+    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, BenchError> {
+        Ok(NodeHandle::get(self, key, buf)?)
     }
-    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), StoreError> {
-        NodeHandle::put(self, key, value)
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), BenchError> {
+        Ok(NodeHandle::put(self, key, value)?)
     }
-    fn delete(&mut self, key: u64) -> Result<bool, StoreError> {
-        NodeHandle::delete(self, key)
+    fn delete(&mut self, key: u64) -> Result<bool, BenchError> {
+        Ok(NodeHandle::delete(self, key)?)
     }
 }
 
-fn check_len(expected: usize, got: usize) -> Result<(), StoreError> {
+fn check_len(expected: usize, got: usize) -> Result<(), BenchError> {
     if expected == got {
         Ok(())
     } else {
-        Err(StoreError::WrongValueSize { expected, got })
+        Err(StoreError::WrongValueSize { expected, got }.into())
     }
 }
 
@@ -137,7 +155,7 @@ type KvShard = RwLock<KeyMap<Box<[u8]>>>;
 /// # Examples
 ///
 /// ```
-/// use ladapa::{KvBase, KvSession, KvStore};
+/// use benches::kv::{KvBase, KvSession, KvStore};
 ///
 /// let kv = KvBase::new(8, 4);
 /// let mut s = kv.session(3)?;
@@ -159,7 +177,7 @@ impl KvBase {
     /// # Examples
     ///
     /// ```
-    /// let kv = ladapa::KvBase::new(4096, 2);
+    /// let kv = benches::kv::KvBase::new(4096, 2);
     /// # let _ = kv;
     /// ```
     pub fn new(value_size: usize, nodes: usize) -> Self {
@@ -194,12 +212,13 @@ impl KvStore for KvBase {
     fn num_nodes(&self) -> usize {
         self.nodes
     }
-    fn session(&self, node: usize) -> Result<KvBaseSession<'_>, StoreError> {
+    fn session(&self, node: usize) -> Result<KvBaseSession<'_>, BenchError> {
         if node >= self.nodes {
             return Err(StoreError::NoSuchNode {
                 node,
                 nodes: self.nodes,
-            });
+            }
+            .into());
         }
         Ok(KvBaseSession(self))
     }
@@ -214,7 +233,7 @@ impl KvStore for KvBase {
 }
 
 impl KvSession for KvBaseSession<'_> {
-    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
+    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, BenchError> {
         check_len(self.0.value_size, buf.len())?;
         match read(self.0.shard(key)).get(&key) {
             Some(value) => {
@@ -224,7 +243,7 @@ impl KvSession for KvBaseSession<'_> {
             None => Ok(false),
         }
     }
-    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), StoreError> {
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), BenchError> {
         check_len(self.0.value_size, value.len())?;
         let mut shard = write(self.0.shard(key));
         match shard.get_mut(&key) {
@@ -235,7 +254,7 @@ impl KvSession for KvBaseSession<'_> {
         }
         Ok(())
     }
-    fn delete(&mut self, key: u64) -> Result<bool, StoreError> {
+    fn delete(&mut self, key: u64) -> Result<bool, BenchError> {
         Ok(write(self.0.shard(key)).remove(&key).is_some())
     }
 }
@@ -302,7 +321,7 @@ impl Dispatch for CrMap {
 /// # Examples
 ///
 /// ```
-/// use ladapa::{Cr, KvSession, KvStore};
+/// use benches::kv::{Cr, KvSession, KvStore};
 ///
 /// let topology = nr_core::Topology::detect_hardware()?.with_shared_virtual_nodes(2)?;
 /// let cr = Cr::new(8, topology)?;
@@ -330,7 +349,7 @@ impl Cr {
     /// # Examples
     ///
     /// ```
-    /// let cr = ladapa::Cr::new(64, nr_core::Topology::detect_hardware()?)?;
+    /// let cr = benches::kv::Cr::new(64, nr_core::Topology::detect_hardware()?)?;
     /// # let _ = cr;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -368,16 +387,15 @@ impl KvStore for Cr {
     fn num_nodes(&self) -> usize {
         self.nodes
     }
-    fn session(&self, node: usize) -> Result<CrSession<'_>, StoreError> {
+    fn session(&self, node: usize) -> Result<CrSession<'_>, BenchError> {
         if node >= self.nodes {
             return Err(StoreError::NoSuchNode {
                 node,
                 nodes: self.nodes,
-            });
+            }
+            .into());
         }
-        let handle = self.nr.register(node).map_err(|e| StoreError::Baseline {
-            message: e.to_string(),
-        })?;
+        let handle = self.nr.register(node)?;
         Ok(CrSession {
             value_size: self.value_size,
             keys: &self.keys,
@@ -403,35 +421,29 @@ impl Cr {
 }
 
 impl KvSession for CrSession<'_> {
-    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
+    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, BenchError> {
         check_len(self.value_size, buf.len())?;
         self.handle
             .execute(CrRead { key, buf })
-            .map_err(|e| StoreError::Baseline {
-                message: e.to_string(),
-            })
+            .map_err(|_| BenchError::Poisoned)
     }
-    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), StoreError> {
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), BenchError> {
         check_len(self.value_size, value.len())?;
         let new = self
             .handle
             .execute_mut(CrWrite::Put(key, value.into()))
-            .map_err(|e| StoreError::Baseline {
-                message: e.to_string(),
-            })?;
+            .map_err(|_| BenchError::Poisoned)?;
         if new {
             // Relaxed: a statistic.
             self.keys.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
-    fn delete(&mut self, key: u64) -> Result<bool, StoreError> {
-        let removed =
-            self.handle
-                .execute_mut(CrWrite::Delete(key))
-                .map_err(|e| StoreError::Baseline {
-                    message: e.to_string(),
-                })?;
+    fn delete(&mut self, key: u64) -> Result<bool, BenchError> {
+        let removed = self
+            .handle
+            .execute_mut(CrWrite::Delete(key))
+            .map_err(|_| BenchError::Poisoned)?;
         if removed {
             // Relaxed: a statistic.
             self.keys.fetch_sub(1, Ordering::Relaxed);
@@ -445,7 +457,7 @@ impl KvSession for CrSession<'_> {
 /// # Examples
 ///
 /// ```
-/// use ladapa::{DashMapKv, KvSession, KvStore};
+/// use benches::kv::{DashMapKv, KvSession, KvStore};
 ///
 /// let kv = DashMapKv::new(8, 1);
 /// kv.session(0)?.put(5, &[5; 8])?;
@@ -465,7 +477,7 @@ impl DashMapKv {
     /// # Examples
     ///
     /// ```
-    /// let kv = ladapa::DashMapKv::new(64, 1);
+    /// let kv = benches::kv::DashMapKv::new(64, 1);
     /// # let _ = kv;
     /// ```
     pub fn new(value_size: usize, nodes: usize) -> Self {
@@ -493,12 +505,13 @@ impl KvStore for DashMapKv {
     fn num_nodes(&self) -> usize {
         self.nodes
     }
-    fn session(&self, node: usize) -> Result<DashMapSession<'_>, StoreError> {
+    fn session(&self, node: usize) -> Result<DashMapSession<'_>, BenchError> {
         if node >= self.nodes {
             return Err(StoreError::NoSuchNode {
                 node,
                 nodes: self.nodes,
-            });
+            }
+            .into());
         }
         Ok(DashMapSession(self))
     }
@@ -513,7 +526,7 @@ impl KvStore for DashMapKv {
 }
 
 impl KvSession for DashMapSession<'_> {
-    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
+    fn get(&mut self, key: u64, buf: &mut [u8]) -> Result<bool, BenchError> {
         check_len(self.0.value_size, buf.len())?;
         match self.0.map.get(&key) {
             Some(value) => {
@@ -523,7 +536,7 @@ impl KvSession for DashMapSession<'_> {
             None => Ok(false),
         }
     }
-    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), StoreError> {
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), BenchError> {
         check_len(self.0.value_size, value.len())?;
         match self.0.map.get_mut(&key) {
             Some(mut slot) => slot.copy_from_slice(value),
@@ -533,7 +546,7 @@ impl KvSession for DashMapSession<'_> {
         }
         Ok(())
     }
-    fn delete(&mut self, key: u64) -> Result<bool, StoreError> {
+    fn delete(&mut self, key: u64) -> Result<bool, BenchError> {
         Ok(self.0.map.remove(&key).is_some())
     }
 }

@@ -3,8 +3,8 @@
 //! the reader's node, what the adaptive rule chose.
 //!
 //! ```text
-//! cargo run --release -p ladapa --example ycsb_lag -- --nodes 4 --threads 2 --seconds 3
-//! cargo run --release -p ladapa --example ycsb_lag -- --mix write-only --mode async --dist uniform
+//! cargo run --release -p benches --example ycsb_lag -- --nodes 4 --threads 2 --seconds 3
+//! cargo run --release -p benches --example ycsb_lag -- --mix write-only --mode async --dist uniform
 //! ```
 //!
 //! Options: `--nodes N` (virtual nodes; may exceed the CPUs, they then share CPUs), `--threads
@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use ladapa::ycsb::{load, run, KeyDist, Mix, RunConfig};
+use benches::kv::ycsb::{load, run, KeyDist, Mix, RunConfig};
 use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
 use nr_core::Topology;
 
@@ -98,7 +98,18 @@ fn parse() -> Result<Args, String> {
     Ok(args)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Prints the error's chain (each cause once, not `Debug`) and exits with status 1.
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", benches::error_chain(&*e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
     let topology = Topology::detect_hardware()?.with_shared_virtual_nodes(args.nodes)?;
     let dist = match args.dist.as_str() {

@@ -8,25 +8,21 @@
 //! 26.46902820178302), then hashed with 64-bit FNV-1a and reduced modulo the key count, so
 //! the hot keys are spread over the key space instead of being keys 0, 1, 2, ...
 
-// Drives real OS threads; not a synchronization protocol (no loom model), so it uses
-// std's threads and atomics directly.
-#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
-
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nr_core::Topology;
 
-use crate::baselines::{KvSession, KvStore};
-use crate::error::StoreError;
+use super::{KvSession, KvStore};
+use crate::error::BenchError;
+use crate::sync::{scope, sleep, AtomicBool, Barrier, Ordering};
 
 /// A small, fast, seedable generator (xorshift64*).
 ///
 /// # Examples
 ///
 /// ```
-/// let mut rng = ladapa::ycsb::Rng::new(7);
+/// let mut rng = benches::kv::ycsb::Rng::new(7);
 /// assert!(rng.below(10) < 10);
 /// ```
 #[derive(Clone, Debug)]
@@ -38,8 +34,8 @@ impl Rng {
     /// # Examples
     ///
     /// ```
-    /// let a = ladapa::ycsb::Rng::new(1).next_u64();
-    /// assert_eq!(a, ladapa::ycsb::Rng::new(1).next_u64());
+    /// let a = benches::kv::ycsb::Rng::new(1).next_u64();
+    /// assert_eq!(a, benches::kv::ycsb::Rng::new(1).next_u64());
     /// ```
     pub fn new(seed: u64) -> Self {
         Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
@@ -50,7 +46,7 @@ impl Rng {
     /// # Examples
     ///
     /// ```
-    /// let mut rng = ladapa::ycsb::Rng::new(1);
+    /// let mut rng = benches::kv::ycsb::Rng::new(1);
     /// assert_ne!(rng.next_u64(), rng.next_u64());
     /// ```
     pub fn next_u64(&mut self) -> u64 {
@@ -65,7 +61,7 @@ impl Rng {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(ladapa::ycsb::Rng::new(3).below(1), 0);
+    /// assert_eq!(benches::kv::ycsb::Rng::new(3).below(1), 0);
     /// ```
     pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
@@ -76,7 +72,7 @@ impl Rng {
     /// # Examples
     ///
     /// ```
-    /// let u = ladapa::ycsb::Rng::new(3).unit();
+    /// let u = benches::kv::ycsb::Rng::new(3).unit();
     /// assert!((0.0..1.0).contains(&u));
     /// ```
     pub fn unit(&mut self) -> f64 {
@@ -89,7 +85,7 @@ impl Rng {
 /// # Examples
 ///
 /// ```
-/// use ladapa::ycsb::{KeyDist, Rng};
+/// use benches::kv::ycsb::{KeyDist, Rng};
 ///
 /// let zipf = KeyDist::scrambled_zipfian(1000);
 /// let mut rng = Rng::new(1);
@@ -129,7 +125,7 @@ impl KeyDist {
     /// # Examples
     ///
     /// ```
-    /// let d = ladapa::ycsb::KeyDist::uniform(10);
+    /// let d = benches::kv::ycsb::KeyDist::uniform(10);
     /// assert_eq!(d.keys(), 10);
     /// ```
     pub fn uniform(keys: u64) -> Self {
@@ -141,7 +137,7 @@ impl KeyDist {
     /// # Examples
     ///
     /// ```
-    /// let d = ladapa::ycsb::KeyDist::scrambled_zipfian(10);
+    /// let d = benches::kv::ycsb::KeyDist::scrambled_zipfian(10);
     /// assert_eq!(d.to_string(), "zipf0.99");
     /// ```
     pub fn scrambled_zipfian(keys: u64) -> Self {
@@ -153,7 +149,7 @@ impl KeyDist {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(ladapa::ycsb::KeyDist::uniform(4).keys(), 4);
+    /// assert_eq!(benches::kv::ycsb::KeyDist::uniform(4).keys(), 4);
     /// ```
     pub fn keys(&self) -> u64 {
         match *self {
@@ -166,7 +162,7 @@ impl KeyDist {
     /// # Examples
     ///
     /// ```
-    /// use ladapa::ycsb::{KeyDist, Rng};
+    /// use benches::kv::ycsb::{KeyDist, Rng};
     /// assert!(KeyDist::uniform(5).sample(&mut Rng::new(1)) < 5);
     /// ```
     pub fn sample(&self, rng: &mut Rng) -> u64 {
@@ -220,7 +216,7 @@ fn fnv1a64(mut value: u64) -> u64 {
 /// # Examples
 ///
 /// ```
-/// use ladapa::ycsb::Mix;
+/// use benches::kv::ycsb::Mix;
 ///
 /// assert_eq!(Mix::ALL.len(), 5);
 /// assert_eq!(Mix::WRITE_ONLY.read_pct, 0);
@@ -270,16 +266,16 @@ impl fmt::Display for Mix {
 ///
 /// # Errors
 ///
-/// The store's errors (for instance [`StoreError::Full`]).
+/// The store's errors (for instance a full store: [`BenchError::Store`]).
 ///
 /// # Examples
 ///
 /// ```
-/// let kv = ladapa::KvBase::new(8, 1);
-/// ladapa::ycsb::load(&kv, 100)?;
-/// # Ok::<(), ladapa::StoreError>(())
+/// let kv = benches::kv::KvBase::new(8, 1);
+/// benches::kv::ycsb::load(&kv, 100)?;
+/// # Ok::<(), benches::BenchError>(())
 /// ```
-pub fn load<S: KvStore>(store: &S, keys: u64) -> Result<(), StoreError> {
+pub fn load<S: KvStore>(store: &S, keys: u64) -> Result<(), BenchError> {
     let nodes = store.num_nodes();
     let mut sessions = (0..nodes)
         .map(|node| store.session(node))
@@ -297,7 +293,7 @@ pub fn load<S: KvStore>(store: &S, keys: u64) -> Result<(), StoreError> {
 /// # Examples
 ///
 /// ```
-/// use ladapa::ycsb::{KeyDist, Mix, RunConfig};
+/// use benches::kv::ycsb::{KeyDist, Mix, RunConfig};
 /// let config = RunConfig::new(2, Mix::BALANCED, KeyDist::uniform(100), std::time::Duration::from_millis(10));
 /// assert_eq!(config.threads, 2);
 /// ```
@@ -324,7 +320,7 @@ impl RunConfig {
     /// # Examples
     ///
     /// ```
-    /// use ladapa::ycsb::{KeyDist, Mix, RunConfig};
+    /// use benches::kv::ycsb::{KeyDist, Mix, RunConfig};
     /// let c = RunConfig::new(1, Mix::READ_ONLY, KeyDist::uniform(1), std::time::Duration::ZERO);
     /// assert!(c.topology.is_none());
     /// ```
@@ -347,7 +343,7 @@ impl RunConfig {
 /// # Examples
 ///
 /// ```
-/// use ladapa::ycsb::spread;
+/// use benches::kv::ycsb::spread;
 /// assert_eq!((0..2).map(|t| spread(t, 2, 4)).collect::<Vec<_>>(), [0, 2]);
 /// assert_eq!((0..4).map(|t| spread(t, 4, 2)).collect::<Vec<_>>(), [0, 1, 0, 1]);
 /// ```
@@ -364,7 +360,7 @@ pub fn spread(t: usize, threads: usize, nodes: usize) -> usize {
 /// # Examples
 ///
 /// ```
-/// let r = ladapa::ycsb::RunResult {
+/// let r = benches::kv::ycsb::RunResult {
 ///     ops: 2_000_000,
 ///     reads: 1,
 ///     writes: 1,
@@ -394,7 +390,7 @@ impl RunResult {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(ladapa::ycsb::RunResult::default().mops(), 0.0);
+    /// assert_eq!(benches::kv::ycsb::RunResult::default().mops(), 0.0);
     /// ```
     pub fn mops(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64();
@@ -417,32 +413,32 @@ impl RunResult {
 /// # Examples
 ///
 /// ```
-/// use ladapa::ycsb::{load, run, KeyDist, Mix, RunConfig};
+/// use benches::kv::ycsb::{load, run, KeyDist, Mix, RunConfig};
 /// use std::time::Duration;
 ///
-/// let kv = ladapa::DashMapKv::new(8, 1);
+/// let kv = benches::kv::DashMapKv::new(8, 1);
 /// load(&kv, 100)?;
 /// let config = RunConfig::new(2, Mix::BALANCED, KeyDist::scrambled_zipfian(100), Duration::from_millis(20));
 /// let result = run(&kv, &config, Duration::from_millis(5), |_| {})?;
 /// assert!(result.ops > 0);
 /// assert_eq!(result.ops, result.reads + result.writes);
 /// assert_eq!(result.misses, 0, "every key was loaded");
-/// # Ok::<(), ladapa::StoreError>(())
+/// # Ok::<(), benches::BenchError>(())
 /// ```
 pub fn run<S: KvStore>(
     store: &S,
     config: &RunConfig,
     tick_every: Duration,
     mut tick: impl FnMut(Duration),
-) -> Result<RunResult, StoreError> {
+) -> Result<RunResult, BenchError> {
     let stop = AtomicBool::new(false);
     let nodes = store.num_nodes();
-    let barrier = std::sync::Barrier::new(config.threads + 1);
-    std::thread::scope(|scope| {
+    let barrier = Barrier::new(config.threads + 1);
+    scope(|scope| {
         let workers: Vec<_> = (0..config.threads)
             .map(|t| {
                 let (stop, barrier) = (&stop, &barrier);
-                scope.spawn(move || -> Result<(u64, u64, u64, Instant), StoreError> {
+                scope.spawn(move || -> Result<(u64, u64, u64, Instant), BenchError> {
                     let node = spread(t, config.threads, nodes);
                     if let Some(node) = config.topology.as_ref().and_then(|t| t.nodes().get(node)) {
                         let cpu = node.cpus()[(t / nodes) % node.cpus().len()];
@@ -479,7 +475,7 @@ pub fn run<S: KvStore>(
         let mut next_tick = tick_every;
         while start.elapsed() < config.duration {
             let left = config.duration.saturating_sub(start.elapsed());
-            std::thread::sleep(
+            sleep(
                 left.min(next_tick.saturating_sub(start.elapsed()))
                     .max(Duration::from_micros(100)),
             );
@@ -508,7 +504,7 @@ pub fn run<S: KvStore>(
     })
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -9,7 +9,7 @@
 //! callgrind reports their inclusive cost per call):
 //!
 //! ```text
-//! cargo build --release -p ladapa --example op_profile
+//! cargo build --release -p benches --example op_profile
 //! valgrind --tool=callgrind --toggle-collect='op_profile::measured*' --cache-sim=yes \
 //!     --D1=32768,8,64 --LL=33554432,16,64 target/release/examples/op_profile \
 //!     --method ladapa-async --mix read-only --keys 262144 --warm 400000 --ops 200000
@@ -29,11 +29,10 @@
 use std::sync::Barrier;
 use std::time::Duration;
 
-use ladapa::ycsb::{load, spread, KeyDist, Mix, Rng};
-use ladapa::{
-    DashMapKv, KvBase, KvSession, KvStore, MetadataMode, ReplicationScope, Store, StoreError,
-    ValueReplication,
-};
+use benches::kv::ycsb::{load, spread, KeyDist, Mix, Rng};
+use benches::kv::{DashMapKv, KvBase, KvSession, KvStore};
+use benches::BenchError;
+use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
 use nr_core::Topology;
 
 struct Args {
@@ -90,13 +89,13 @@ fn parse() -> Result<Args, String> {
 
 /// One read, never inlined: callgrind's inclusive cost of this function is the cost of a get.
 #[inline(never)]
-fn one_get<S: KvSession>(session: &mut S, key: u64, buf: &mut [u8]) -> Result<bool, StoreError> {
+fn one_get<S: KvSession>(session: &mut S, key: u64, buf: &mut [u8]) -> Result<bool, BenchError> {
     session.get(key, buf)
 }
 
 /// One update, never inlined (see `one_get`).
 #[inline(never)]
-fn one_put<S: KvSession>(session: &mut S, key: u64, value: &[u8]) -> Result<(), StoreError> {
+fn one_put<S: KvSession>(session: &mut S, key: u64, value: &[u8]) -> Result<(), BenchError> {
     session.put(key, value)
 }
 
@@ -110,7 +109,7 @@ fn measured<S: KvSession>(
     ops: u64,
     value: &mut [u8],
     buf: &mut [u8],
-) -> Result<(u64, u64, u64), StoreError> {
+) -> Result<(u64, u64, u64), BenchError> {
     let (mut reads, mut writes, mut misses) = (0, 0, 0);
     for _ in 0..ops {
         let key = dist.sample(rng);
@@ -141,7 +140,7 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), StoreError> {
+fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), BenchError> {
     load(store, args.keys)?;
     let dist = match args.dist.as_str() {
         "uniform" => KeyDist::uniform(args.keys),
@@ -153,7 +152,7 @@ fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), St
         let workers: Vec<_> = (0..args.threads)
             .map(|t| {
                 let (dist, warmed, go) = (&dist, &warmed, &go);
-                scope.spawn(move || -> Result<(u64, u64, u64, u64), StoreError> {
+                scope.spawn(move || -> Result<(u64, u64, u64, u64), BenchError> {
                     let mut session = store.session(spread(t, args.threads, store.num_nodes()))?;
                     let mut rng = Rng::new(42 + t as u64);
                     let mut value = vec![0u8; store.value_size()];
@@ -217,7 +216,18 @@ fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), St
     Ok(())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Prints the error's chain (each cause once, not `Debug`) and exits with status 1.
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", benches::error_chain(&*e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
     let topology = Topology::detect_hardware()?.with_shared_virtual_nodes(args.nodes)?;
     println!("topology: {}", topology.source());
