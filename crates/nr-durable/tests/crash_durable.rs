@@ -64,11 +64,7 @@ fn run(threads: u32, ops: u64, cfg: SimConfig, snaps: &std::path::Path) -> (Vec<
         let crash = sim.crash_stamp();
         stamps
             .iter()
-            .map(|st| {
-                st.iter()
-                    .filter(|&&s| crash.is_none_or(|c| s <= c))
-                    .count() as u64
-            })
+            .map(|st| st.iter().filter(|&&s| crash.is_none_or(|c| s <= c)).count() as u64)
             .collect()
     });
     let events = sim.events();
