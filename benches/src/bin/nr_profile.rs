@@ -8,6 +8,16 @@
 //!   perf stat -x, -e instructions:u target/release/nr_profile nr-map-put --ops $n
 //! done
 //! ```
+//!
+//! Without `perf` (as on the shared VMs), callgrind counts the same instructions and, with
+//! `--cache-sim=yes --LL=<L2 size>,8,64`, models the misses of an L2-sized last level:
+//!
+//! ```text
+//! for n in 300000 600000; do
+//!   valgrind --tool=callgrind --cache-sim=yes --LL=524288,8,64 \
+//!     target/release/nr_profile nr2-map-put --ops $n
+//! done
+//! ```
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -26,6 +36,9 @@ enum Case {
     NrMapPut,
     /// The same under `parking_lot::RwLock` (write lock).
     RwlMapPut,
+    /// The same through NR with 2 replicas, the thread on replica 0: replica 1 is idle, so the
+    /// writer also brings it up to date whenever the log fills (the cost of an idle replica).
+    Nr2MapPut,
     /// Hash map `Get`s on the bare structure.
     BareMapGet,
     /// The same through NR.
@@ -50,6 +63,9 @@ struct Args {
     /// Operations to run.
     #[arg(long, default_value_t = 1_000_000)]
     ops: u64,
+    /// Log entries of `nr2-map-put` (a power of two; NR's default is 65536).
+    #[arg(long, default_value_t = 1 << 16)]
+    log_size: usize,
 }
 
 fn prefilled(w: &HashMapWorkload) -> seqds::HashMapKv {
@@ -96,6 +112,19 @@ fn run(a: &Args) {
         }
         Case::NrMapPut => {
             let nr = nr_single(prefilled(&w));
+            let mut h = nr.register(0).expect("slot");
+            for _ in 0..a.ops {
+                black_box(h.execute_mut(put()).expect("not poisoned"));
+            }
+        }
+        Case::Nr2MapPut => {
+            let w2 = &w;
+            let nr = NodeReplicated::builder()
+                .replicas(2)
+                .threads_per_replica(1)
+                .log_size(a.log_size)
+                .build(|_| prefilled(w2))
+                .expect("valid configuration");
             let mut h = nr.register(0).expect("slot");
             for _ in 0..a.ops {
                 black_box(h.execute_mut(put()).expect("not poisoned"));

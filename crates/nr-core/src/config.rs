@@ -36,4 +36,6 @@ pub(crate) const DEFAULT_THREADS_PER_REPLICA: usize = 64;
 pub(crate) const DEFAULT_THREADS_PER_REPLICA: usize = 3;
 
 /// How many times per lap of the log an appender refreshes the log head (paper §5.6 "low mark").
+/// A power of two, so that `Log::try_reserve` finds the refresh points with a shift.
 pub(crate) const HEAD_REFRESHES_PER_LAP: usize = 4;
+const _: () = assert!(HEAD_REFRESHES_PER_LAP.is_power_of_two());

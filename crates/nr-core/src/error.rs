@@ -210,6 +210,12 @@ pub enum RegisterError {
         /// The replica asked for.
         replica: usize,
     },
+    /// **Cause:** the replica was retired by `NodeReplicated::remove_replica`. **Remedy:**
+    /// register with a live replica, or add one (`NodeReplicated::add_replica`).
+    Retired {
+        /// The replica asked for.
+        replica: usize,
+    },
 }
 
 impl fmt::Display for RegisterError {
@@ -231,8 +237,87 @@ impl fmt::Display for RegisterError {
                 f,
                 "replica {replica} already has a dedicated combiner running"
             ),
+            RegisterError::Retired { replica } => write!(f, "replica {replica} is retired"),
         }
     }
 }
 
 impl std::error::Error for RegisterError {}
+
+/// Why [`NodeReplicated::add_replica`](crate::NodeReplicated::add_replica) or
+/// [`NodeReplicated::remove_replica`](crate::NodeReplicated::remove_replica) refused.
+///
+/// # Examples
+///
+/// ```
+/// # use nr_core::{Dispatch, NodeReplicated, ReplicaError};
+/// # #[derive(Default, Clone)] struct S;
+/// # impl Dispatch for S {
+/// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+/// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+/// # }
+/// let nr = NodeReplicated::builder().replicas(2).build(|_| S)?;
+/// let err = nr.add_replica(0).unwrap_err();
+/// assert_eq!(err, ReplicaError::Full { capacity: 2 });
+/// assert_eq!(err.to_string(), "all 2 replica places are used; build with a larger Builder::max_replicas");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplicaError {
+    /// **Cause:** the replica index is not below `NodeReplicated::replicas`. **Remedy:** use an
+    /// index that `add_replica` returned or the object was built with.
+    NoSuchReplica {
+        /// The index asked for.
+        replica: usize,
+        /// How many replica places are used.
+        replicas: usize,
+    },
+    /// **Cause:** every place of `Builder::max_replicas` is used (retired replicas keep
+    /// theirs). **Remedy:** build with a larger `Builder::max_replicas`.
+    Full {
+        /// The object's number of places.
+        capacity: usize,
+    },
+    /// **Cause:** the replica was retired already (to copy from, or to retire again).
+    /// **Remedy:** use a live replica.
+    Retired {
+        /// The replica asked for.
+        replica: usize,
+    },
+    /// **Cause:** `remove_replica` while handles (or a dedicated combiner) are alive on the
+    /// replica. **Remedy:** drop them first (register their threads elsewhere).
+    InUse {
+        /// The replica asked for.
+        replica: usize,
+        /// How many were alive.
+        handles: usize,
+    },
+    /// **Cause:** `remove_replica` of the only live replica. **Remedy:** add another first.
+    LastReplica,
+    /// **Cause:** the object is poisoned (see [`Poisoned`]). **Remedy:** rebuild it.
+    Poisoned,
+}
+
+impl fmt::Display for ReplicaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplicaError::NoSuchReplica { replica, replicas } => {
+                write!(f, "replica {replica} does not exist (there are {replicas})")
+            }
+            ReplicaError::Full { capacity } => write!(
+                f,
+                "all {capacity} replica places are used; build with a larger Builder::max_replicas"
+            ),
+            ReplicaError::Retired { replica } => write!(f, "replica {replica} is retired"),
+            ReplicaError::InUse { replica, handles } => write!(
+                f,
+                "replica {replica} still has {handles} live handle(s); drop them first"
+            ),
+            ReplicaError::LastReplica => f.write_str("the last live replica cannot be removed"),
+            ReplicaError::Poisoned => Poisoned.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ReplicaError {}

@@ -15,7 +15,7 @@ mod topology;
 mod wait;
 
 pub use dispatch::Dispatch;
-pub use error::{BuildError, CommitError, Poisoned, RegisterError};
+pub use error::{BuildError, CommitError, Poisoned, RegisterError, ReplicaError};
 pub use nr::{Builder, CommitLog, NodeReplicated, ThreadHandle};
 pub use topology::{
     allowed_cpus, parse_cpu_list, parse_virtual_nodes, pin_current_thread, NumaNode, Topology,

@@ -134,8 +134,14 @@ pub(crate) struct Log<T> {
     tail: CachePadded<AtomicUsize>,
     completed_tail: CachePadded<AtomicUsize>,
     head: CachePadded<AtomicUsize>,
+    /// One per replica place (`Builder::max_replicas`); `NO_REPLICA` for a place that holds no
+    /// replica (not added yet, or retired).
     local_tails: Box<[CachePadded<AtomicUsize>]>,
 }
+
+/// The local tail of a place that holds no replica: larger than any index, so `advance_head`'s
+/// minimum passes over it and `help_laggards` never finds it behind the head.
+pub(crate) const NO_REPLICA: usize = usize::MAX;
 
 // SAFETY: the log hands out `&T` to several threads at once (replicas replaying the same entry
 // concurrently, which requires `T: Sync`) and moves `T`s written on one thread to be dropped on
@@ -179,12 +185,18 @@ impl<T> Log<T> {
     /// which never grows.
     #[cfg(test)]
     pub(crate) fn new(size: usize, replicas: usize) -> Self {
-        Self::with_growth(size, size, replicas)
+        Self::with_growth(size, size, replicas, replicas)
     }
 
-    /// A log of `size` entries for `replicas` replicas that may grow by doubling up to
-    /// `max_size` entries (both powers of two, `max_size >= size`, checked by the builder).
-    pub(crate) fn with_growth(size: usize, max_size: usize, replicas: usize) -> Self {
+    /// A log of `size` entries for `replicas` replicas, in `places >= replicas` places (the
+    /// others join later), that may grow by doubling up to `max_size` entries (both powers of
+    /// two, `max_size >= size`, checked by the builder).
+    pub(crate) fn with_growth(
+        size: usize,
+        max_size: usize,
+        replicas: usize,
+        places: usize,
+    ) -> Self {
         debug_assert!(size.is_power_of_two() && size >= 2);
         debug_assert!(max_size.is_power_of_two() && max_size >= size);
         let first = Box::into_raw(Box::new(Segment::new(0, size, std::ptr::null_mut())));
@@ -194,8 +206,10 @@ impl<T> Log<T> {
             tail: CachePadded::new(AtomicUsize::new(0)),
             completed_tail: CachePadded::new(AtomicUsize::new(0)),
             head: CachePadded::new(AtomicUsize::new(0)),
-            local_tails: (0..replicas)
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+            local_tails: (0..places)
+                .map(|r| {
+                    CachePadded::new(AtomicUsize::new(if r < replicas { 0 } else { NO_REPLICA }))
+                })
                 .collect(),
         }
     }
@@ -269,8 +283,11 @@ impl<T> Log<T> {
                 Ok(_) => {
                     // §5.6 "low mark": the appender whose batch crosses a refresh point
                     // recomputes the head, so the log rarely fills when replicas keep up.
-                    let quantum = (seg.size / HEAD_REFRESHES_PER_LAP).max(1);
-                    if tail / quantum != (tail + n) / quantum {
+                    // The refresh quantum is a power of two (`seg.size / HEAD_REFRESHES_PER_LAP`,
+                    // at least 1), so the crossing test shifts: two divisions by a run-time
+                    // value cost more than the rest of the reservation.
+                    let shift = (seg.size / HEAD_REFRESHES_PER_LAP).max(1).trailing_zeros();
+                    if tail >> shift != (tail + n) >> shift {
                         self.advance_head();
                     }
                     return Ok(tail);
@@ -474,7 +491,41 @@ impl<T> Log<T> {
         self.local_tails[r].store(idx, Ordering::Release);
     }
 
+    /// Replica place `r`, empty until now, joins the log at index `at`: it will replay from
+    /// there, and the head never passes it until it does.
+    ///
+    /// The caller holds the combiner lock of a replica in a lower place whose local tail is
+    /// `at` (the one whose state the new replica copies: places are filled in order) and keeps
+    /// it until this returns, so the head is at most `at` now. Why the head then never passes
+    /// `at`: see `advance_head`.
+    pub(crate) fn join(&self, r: usize, at: usize) {
+        debug_assert_eq!(self.local_tail(r), NO_REPLICA, "place {r} is taken");
+        // Release: pairs with the Acquire loads of `local_tail` (in `advance_head`, see there;
+        // whoever reads `at` here may replay the entries from `at`).
+        self.local_tails[r].store(at, Ordering::Release);
+    }
+
+    /// Replica `r` is retired: the head no longer waits for it, and nothing replays it again
+    /// (its local tail reads as `NO_REPLICA`, past every index). The caller holds `r`'s combiner
+    /// lock, so no replay of `r` is under way.
+    pub(crate) fn retire(&self, r: usize) {
+        // Release: as `set_local_tail` (the replica's reads of the entries below its old local
+        // tail happen before anyone reuses them).
+        self.local_tails[r].store(NO_REPLICA, Ordering::Release);
+    }
+
     /// Recomputes `head` as the smallest local tail. Returns the new head.
+    ///
+    /// With replicas joining at run time ([`join`](Self::join)) the scan must go **upwards**,
+    /// place 0 first. The danger: a scan that reads a joining place before the join
+    /// (`NO_REPLICA`) and the source replica's local tail after the joiner let go of its lock
+    /// (past the join index) would compute a head past the new replica, and appenders would
+    /// overwrite entries it has not replayed. A joiner's place is above its source's (places are
+    /// filled in order), so the scan loads the source's local tail first. If that Acquire load
+    /// read a value stored after the join, the store was made under the source's combiner
+    /// lock, taken after the joiner released it, so the joiner's store of the new local tail
+    /// happens before the load, and the scan's later load of the new place (program order)
+    /// reads it or a later value.
     pub(crate) fn advance_head(&self) -> usize {
         let min = (0..self.local_tails.len())
             .map(|r| self.local_tail(r))
@@ -524,6 +575,49 @@ mod tests {
         }
     }
 
+    /// §5.6 low mark: a reservation refreshes the head exactly when its batch crosses a
+    /// multiple of a quarter of the log (here 4 of 16 entries), and at no other time. Fails if
+    /// the crossing test is wrong (a refresh on every reservation, or never).
+    #[test]
+    fn head_is_refreshed_when_a_batch_crosses_a_quarter_lap() {
+        let log: Log<u32> = Log::new(16, 1);
+        let head = |log: &Log<u32>| log.head.load(Ordering::Relaxed);
+        let mut expected = 0;
+        for i in 0..13 {
+            assert_eq!(log.try_reserve(1), Ok(i));
+            put(&log, i);
+            if (i + 1) % 4 == 0 {
+                // The refresh ran before this entry was applied: it saw the previous tail.
+                expected = i;
+            }
+            assert_eq!(head(&log), expected, "after reserving index {i}");
+            log.set_local_tail(0, i + 1);
+        }
+        // A batch of 3 from 13 to 16 crosses 16; one from 16 to 19 crosses nothing.
+        assert_eq!(log.try_reserve(3), Ok(13));
+        assert_eq!(head(&log), 13);
+        for i in 13..16 {
+            put(&log, i);
+        }
+        log.set_local_tail(0, 16);
+        assert_eq!(log.try_reserve(3), Ok(16));
+        assert_eq!(head(&log), 13);
+    }
+
+    /// Empty places and retired replicas never hold the head back; a joined replica does, from
+    /// its join index. Fails if `join` or `retire` leaves the local tail as it was.
+    #[test]
+    fn the_head_waits_for_a_joined_replica_and_not_for_a_retired_one() {
+        let log: Log<u32> = Log::with_growth(8, 8, 1, 3);
+        log.set_local_tail(0, 6);
+        assert_eq!(log.advance_head(), 6, "places 1 and 2 are empty");
+        log.join(1, 6);
+        log.set_local_tail(0, 8);
+        assert_eq!(log.advance_head(), 6, "replica 1 joined at 6");
+        log.retire(1);
+        assert_eq!(log.advance_head(), 8, "replica 1 is retired");
+    }
+
     #[test]
     fn head_is_the_slowest_replica() {
         let log: Log<u32> = Log::new(8, 3);
@@ -566,7 +660,7 @@ mod tests {
     #[test]
     fn growth_keeps_old_entries_and_starts_fresh_laps() {
         // 2 replicas, neither consuming: only growth makes room.
-        let log: Log<u32> = Log::with_growth(4, 16, 2);
+        let log: Log<u32> = Log::with_growth(4, 16, 2, 2);
         assert_eq!(log.try_reserve(4), Ok(0));
         for i in 0..4 {
             assert_eq!(put(&log, i), None);
@@ -629,7 +723,7 @@ mod tests {
         // 2 + 4 + ... + 64 entries, then full for good.
         const TOTAL: usize = 126;
         for round in 0..if cfg!(debug_assertions) { 300 } else { 3_000 } {
-            let log: Log<u32> = Log::with_growth(2, 64, 1);
+            let log: Log<u32> = Log::with_growth(2, 64, 1, 1);
             let start = std::sync::Barrier::new(THREADS);
             let mut got: Vec<usize> = std::thread::scope(|s| {
                 let workers: Vec<_> = (0..THREADS)
@@ -670,7 +764,7 @@ mod tests {
     /// 126).
     #[test]
     fn growing_a_log_with_room_is_a_retry() {
-        let log: Log<u32> = Log::with_growth(2, 8, 1);
+        let log: Log<u32> = Log::with_growth(2, 8, 1, 1);
         assert_eq!(log.try_reserve(2), Ok(0));
         assert_eq!(log.try_reserve(1), Err(LogFull));
         assert_eq!(log.try_grow(1), Grow::Reserved(2));
@@ -685,7 +779,7 @@ mod tests {
 
     #[test]
     fn frozen_tail_makes_appenders_retry() {
-        let log: Log<u32> = Log::with_growth(2, 8, 1);
+        let log: Log<u32> = Log::with_growth(2, 8, 1, 1);
         assert_eq!(log.try_reserve(2), Ok(0));
         log.tail.store(2 | FROZEN, Ordering::Relaxed);
         assert_eq!(log.try_reserve(1), Err(LogFull));

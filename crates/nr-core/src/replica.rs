@@ -20,6 +20,9 @@ pub(crate) const EMPTY: u8 = 0;
 pub(crate) const POSTED: u8 = 1;
 pub(crate) const DONE: u8 = 2;
 
+/// `Replica::handles`: the replica is retired.
+const RETIRED: usize = 1 << (usize::BITS - 1);
+
 /// A thread's combining slot (the paper's per-core `slot` and `response`).
 pub(crate) struct Slot<W, R> {
     state: AtomicU8,
@@ -144,6 +147,9 @@ pub(crate) struct Replica<D: Dispatch> {
     /// lets the combiner skip the slot scan when nobody posted, which is the uncontended case.
     pending: CachePadded<AtomicUsize>,
     slots: Slots<D>,
+    /// Live handles (and a running dedicated combiner) on this replica, plus `RETIRED` once
+    /// `NodeReplicated::remove_replica` retired it: then no registration succeeds again.
+    handles: AtomicUsize,
     pub(crate) batch: UnsafeCell<Batch<D::WriteOperation>>,
     pub(crate) data: CachePadded<UnsafeCell<D>>,
 }
@@ -187,6 +193,7 @@ impl<D: Dispatch> Replica<D> {
             slots: (0..threads)
                 .map(|_| CachePadded::new(Slot::new()))
                 .collect(),
+            handles: AtomicUsize::new(0),
             batch: UnsafeCell::new(Batch {
                 slots: Vec::with_capacity(threads),
                 ops: Vec::with_capacity(threads),
@@ -209,6 +216,45 @@ impl<D: Dispatch> Replica<D> {
     #[inline]
     pub(crate) fn registered(&self) -> usize {
         self.lock.active()
+    }
+
+    /// Counts a new handle (or dedicated combiner) on this replica; false if it is retired.
+    pub(crate) fn enter(&self) -> bool {
+        // Relaxed: the count only decides between entering and retiring; the CAS of `retire`
+        // and these are totally ordered on the one word, which is all that is needed.
+        let mut n = self.handles.load(Ordering::Relaxed);
+        loop {
+            if n & RETIRED != 0 {
+                return false;
+            }
+            match self
+                .handles
+                .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// Uncounts a handle counted by `enter`.
+    pub(crate) fn leave(&self) {
+        // Relaxed: as in `enter`.
+        self.handles.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Retires the replica if no handle is counted; otherwise returns how many are.
+    pub(crate) fn retire(&self) -> Result<(), usize> {
+        // Relaxed: as in `enter`.
+        self.handles
+            .compare_exchange(0, RETIRED, Ordering::Relaxed, Ordering::Relaxed)
+            .map(|_| ())
+    }
+
+    /// Whether `retire` succeeded.
+    pub(crate) fn is_retired(&self) -> bool {
+        // Relaxed: as in `enter`.
+        self.handles.load(Ordering::Relaxed) & RETIRED != 0
     }
 
     /// Claims a free slot for the calling thread.

@@ -14,6 +14,12 @@
 //! combiner thread (`Builder::dedicated_combiners`) that does all its combining. The stack has
 //! reads (`Peek`).
 //!
+//! `kv_histories_with_replicas_added_and_removed_are_linearizable` (issue 21): 1-2 replicas at
+//! the start, room for one more per thread; each thread works on replica `t % replicas`, and
+//! the odd threads, half way through their program, add a replica (a copy of the one they are
+//! on, `NodeReplicated::add_replica`), move to it, and when done drop their handle and retire it
+//! (`NodeReplicated::remove_replica`), while the others go on.
+//!
 //! 2,000 histories per test by default (`NR_LIN_HISTORIES` for more, `NR_LIN_SEED` for another
 //! seed); each test prints its share of operations that overlapped another thread's.
 
@@ -32,6 +38,7 @@ use testkit::models::{KvMap, KvOp, KvRet, PeekStack, PeekStackOp, PeekStackRet};
 use testkit::{check, History, Recorder};
 
 /// Wraps a structure so that its updates may yield the CPU half way.
+#[derive(Clone)]
 struct Yielding<D> {
     inner: D,
     yield_in_update: bool,
@@ -186,26 +193,32 @@ fn many(name: &str, mut one: impl FnMut(&mut Rng, u64) -> f64) {
     );
 }
 
+/// One program of 6-12 KV operations per thread over `keys` keys: 4/9 gets, 4/9 puts (each of
+/// a value never written before), 1/9 removes.
+fn kv_programs(rng: &mut Rng, threads: usize, keys: u64, next_value: &mut u64) -> Vec<Vec<KvOp>> {
+    (0..threads)
+        .map(|_| {
+            (0..6 + rng.below(7))
+                .map(|_| match rng.below(9) {
+                    0..=3 => KvOp::Get(rng.below(keys)),
+                    4..=7 => {
+                        *next_value += 1;
+                        KvOp::Put(rng.below(keys), *next_value)
+                    }
+                    _ => KvOp::Remove(rng.below(keys)),
+                })
+                .collect()
+        })
+        .collect()
+}
+
 #[test]
 fn kv_histories_across_replicas_are_linearizable() {
     let mut next_value = 0u64;
     many("kv", |rng, h| {
         let s = Setting::random(rng, true);
         let keys = 1 + rng.below(2);
-        let programs: Vec<Vec<KvOp>> = (0..s.threads)
-            .map(|_| {
-                (0..6 + rng.below(7))
-                    .map(|_| match rng.below(9) {
-                        0..=3 => KvOp::Get(rng.below(keys)),
-                        4..=7 => {
-                            next_value += 1;
-                            KvOp::Put(rng.below(keys), next_value)
-                        }
-                        _ => KvOp::Remove(rng.below(keys)),
-                    })
-                    .collect()
-            })
-            .collect();
+        let programs = kv_programs(rng, s.threads, keys, &mut next_value);
         let history = run(s, &programs, Kv::default, |h, op| match *op {
             KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
             KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
@@ -250,4 +263,82 @@ fn stack_histories_with_reads_across_replicas_are_linearizable() {
         }
         history.overlap_share()
     });
+}
+
+/// Like `run`, with replicas added and removed while the threads run (see the module docs):
+/// returns the history and how many replicas were added.
+fn run_membership(s: Setting, programs: &[Vec<KvOp>]) -> (History<KvOp, KvRet>, usize) {
+    let nr = NodeReplicated::builder()
+        .replicas(s.replicas)
+        .max_replicas(s.replicas + s.threads)
+        .log_size(s.log)
+        .threads_per_replica(s.threads)
+        .build(|_| Yielding {
+            inner: Kv::default(),
+            yield_in_update: s.yield_in_update,
+        })
+        .expect("valid configuration");
+    let recorder = Recorder::new();
+    let start = Barrier::new(programs.len());
+    let added = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let mut workers = Vec::new();
+        for (t, program) in programs.iter().enumerate() {
+            let (nr, start, added) = (&nr, &start, &added);
+            let mut rec = recorder.thread();
+            workers.push(scope.spawn(move || {
+                let home = t % s.replicas;
+                let mut h = nr.register(home).expect("slot available");
+                let mut own = None;
+                start.wait();
+                for (i, op) in program.iter().enumerate() {
+                    if t % 2 == 1 && i == program.len() / 2 {
+                        let r = nr.add_replica(home).expect("a place per thread");
+                        added.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        h = nr.register(r).expect("slot available");
+                        own = Some(r);
+                    }
+                    let id = rec.invoke(op.clone());
+                    let ret = match *op {
+                        KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
+                        KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
+                        KvOp::Remove(k) => {
+                            KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap())
+                        }
+                    };
+                    rec.complete(id, ret);
+                }
+                drop(h);
+                if let Some(r) = own {
+                    nr.remove_replica(r)
+                        .expect("the thread's own replica, handle dropped");
+                }
+            }));
+        }
+        for w in workers {
+            w.join().expect("worker panicked");
+        }
+    });
+    (recorder.into_history(), added.into_inner())
+}
+
+#[test]
+fn kv_histories_with_replicas_added_and_removed_are_linearizable() {
+    let mut next_value = 0u64;
+    let mut added = 0;
+    many("kv, replicas added and removed", |rng, h| {
+        let mut s = Setting::random(rng, false);
+        // No option here: `run_membership` builds a plain object (its own histories).
+        s.replicas = 1 + rng.below(2) as usize;
+        (s.min_batch, s.log_growth, s.dedicated) = (1, false, false);
+        let keys = 1 + rng.below(2);
+        let programs = kv_programs(rng, s.threads, keys, &mut next_value);
+        let (history, n) = run_membership(s, &programs);
+        added += n;
+        if let Err(v) = check(KvMap::new(), &history) {
+            panic!("history {h}, {s:?}, {keys} keys: {v}");
+        }
+        history.overlap_share()
+    });
+    println!("replicas added (and retired) in all: {added}");
 }

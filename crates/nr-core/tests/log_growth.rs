@@ -13,29 +13,8 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
-use common::with_deadlock_watchdog;
-use nr_core::{BuildError, Dispatch, NodeReplicated};
-
-/// A counter that also counts, per replica, how many writes that replica applied (shared
-/// counters outside the replicas, so a test can see which replica did work without reading it).
-struct Counted {
-    value: u64,
-    applied: Arc<AtomicUsize>,
-}
-
-impl Dispatch for Counted {
-    type ReadOperation<'a> = ();
-    type WriteOperation = u64;
-    type Response = u64;
-    fn dispatch(&self, _: ()) -> u64 {
-        self.value
-    }
-    fn dispatch_mut(&mut self, add: u64) -> u64 {
-        self.applied.fetch_add(1, Ordering::Relaxed);
-        self.value += add;
-        self.value
-    }
-}
+use common::{with_deadlock_watchdog, Counted};
+use nr_core::{BuildError, NodeReplicated};
 
 fn counted(
     replicas: usize,

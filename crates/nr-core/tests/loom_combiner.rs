@@ -23,21 +23,10 @@ use loom::sync::Arc;
 use loom::thread;
 use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated};
 
-#[derive(Default)]
-struct Counter(u64);
+#[path = "common/counter.rs"]
+mod counter;
 
-impl Dispatch for Counter {
-    type ReadOperation<'a> = ();
-    type WriteOperation = u64;
-    type Response = u64;
-    fn dispatch(&self, _: ()) -> u64 {
-        self.0
-    }
-    fn dispatch_mut(&mut self, add: u64) -> u64 {
-        self.0 += add;
-        self.0
-    }
-}
+use counter::Counter;
 
 /// Two threads, three writes, on replica 0 of an object with `replicas` replicas (1: the
 /// combiner applies directly, without the log; 2: the batch goes through the log).

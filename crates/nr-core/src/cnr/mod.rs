@@ -429,7 +429,9 @@ impl<D: ConcurrentDispatch> CnrBuilder<D> {
         }
         Ok(ConcurrentReplicated {
             logs: (0..self.logs)
-                .map(|_| Log::with_growth(self.log_size, self.log_size, self.replicas))
+                .map(|_| {
+                    Log::with_growth(self.log_size, self.log_size, self.replicas, self.replicas)
+                })
                 .collect(),
             replicas: (0..self.replicas)
                 .map(|r| CnrReplica {

@@ -60,6 +60,8 @@ pub struct Builder<D: Dispatch> {
     topology: Option<Topology>,
     virtual_nodes: Option<usize>,
     replicas: Option<usize>,
+    /// `max_replicas`: places for replicas added at run time; `None`: the built ones only.
+    max_replicas: Option<usize>,
     log_entries: usize,
     /// Largest log size with `log_growth`; `None`: the log never grows.
     log_max_entries: Option<usize>,
@@ -78,6 +80,7 @@ impl<D: Dispatch> std::fmt::Debug for Builder<D> {
             .field("topology", &self.topology)
             .field("virtual_nodes", &self.virtual_nodes)
             .field("replicas", &self.replicas)
+            .field("max_replicas", &self.max_replicas)
             .field("log_entries", &self.log_entries)
             .field("log_max_entries", &self.log_max_entries)
             .field("threads_per_replica", &self.threads_per_replica)
@@ -127,6 +130,7 @@ impl<D: Dispatch> Builder<D> {
             topology: None,
             virtual_nodes: None,
             replicas: None,
+            max_replicas: None,
             log_entries: DEFAULT_LOG_ENTRIES,
             log_max_entries: None,
             threads_per_replica: DEFAULT_THREADS_PER_REPLICA,
@@ -209,6 +213,30 @@ impl<D: Dispatch> Builder<D> {
     /// ```
     pub fn replicas(mut self, n: usize) -> Self {
         self.replicas = Some(n);
+        self
+    }
+
+    /// Room for replicas added at run time ([`NodeReplicated::add_replica`]): the object can
+    /// hold up to `n` replicas over its life (a retired one keeps its place). Default: the
+    /// replicas it is built with, and no more; a value below that count means the same.
+    ///
+    /// An object built with one replica and room for more uses the log from the start (the
+    /// log-free single-replica path needs a replica that stays alone).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[derive(Default, Clone)] struct S;
+    /// # impl nr_core::Dispatch for S {
+    /// #     type ReadOperation<'a> = (); type WriteOperation = (); type Response = ();
+    /// #     fn dispatch(&self, _: ()) {} fn dispatch_mut(&mut self, _: ()) {}
+    /// # }
+    /// let nr = nr_core::NodeReplicated::builder().replicas(1).max_replicas(4).build(|_| S)?;
+    /// assert_eq!(nr.add_replica(0)?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_replicas(mut self, n: usize) -> Self {
+        self.max_replicas = Some(n);
         self
     }
 
@@ -501,7 +529,7 @@ where
             (None, Some(_)) => None,
             (None, None) => Some(Topology::detect()?),
         };
-        let replicas: Box<[Box<Replica<D>>]> = match &topology {
+        let replicas: Vec<Box<Replica<D>>> = match &topology {
             Some(t) => t
                 .nodes()
                 .iter()
@@ -520,7 +548,8 @@ where
         let mut state = 0;
         // With a commit log a single replica goes through the log too, so that every write has
         // a log index and is committed before it is applied (see `commit.rs`).
-        let single = replicas.len() == 1 && self.commit_log.is_none();
+        let places = self.max_replicas.unwrap_or(0).max(replicas.len());
+        let single = places == 1 && self.commit_log.is_none();
         if single {
             state |= SINGLE;
         }
@@ -531,8 +560,8 @@ where
             state |= NO_WRITE_OPTIONS;
         }
         Ok(NodeReplicated {
-            log: Log::with_growth(entries, max_entries, replicas.len()),
-            replicas,
+            log: Log::with_growth(entries, max_entries, replicas.len(), places),
+            replicas: super::membership::Places::new(replicas, places),
             state: CachePadded::new(AtomicU8::new(state)),
             topology,
             writes_as_reads: self.writes_as_reads,

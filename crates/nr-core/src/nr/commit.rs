@@ -255,7 +255,8 @@ where
     ///
     /// # Panics
     ///
-    /// If `r` is not below [`replicas`](Self::replicas). In debug builds, if called from user
+    /// If `r` is not below [`replicas`](Self::replicas), or is retired
+    /// ([`remove_replica`](Self::remove_replica)). In debug builds, if called from user
     /// code running inside an operation of this object (`f` must not call back into it
     /// either).
     ///
@@ -282,6 +283,22 @@ where
         &self,
         r: usize,
         f: impl FnOnce(&D, u64) -> R,
+    ) -> Result<R, Poisoned> {
+        assert!(
+            r < self.replicas(),
+            "no replica {r} (there are {})",
+            self.replicas()
+        );
+        assert!(!self.replicas[r].is_retired(), "replica {r} is retired");
+        self.with_state_locked(r, |data, applied| f(data, applied as u64))
+    }
+
+    /// `with_replica_state`'s work, for it and `add_replica`: brings replica `r` up to
+    /// `completed_tail` and runs `f` on its state and its local tail, under its combiner lock.
+    pub(crate) fn with_state_locked<R>(
+        &self,
+        r: usize,
+        f: impl FnOnce(&D, usize) -> R,
     ) -> Result<R, Poisoned> {
         let _entered = Entered::new(self as *const Self as usize);
         let replica = &self.replicas[r];
@@ -319,7 +336,7 @@ where
         // under its combiner lock, so nothing changes `data` until `combiner` drops; readers
         // only take shared references (`D: Sync`).
         let data = replica.data.with(|p| unsafe { &*p });
-        Ok(f(data, applied as u64))
+        Ok(f(data, applied))
     }
 }
 

@@ -21,6 +21,7 @@ struct Attached<'a, D: Dispatch>(&'a Replica<D>);
 impl<D: Dispatch> Drop for Attached<'_, D> {
     fn drop(&mut self) {
         self.0.detach_dedicated();
+        self.0.leave();
     }
 }
 
@@ -77,10 +78,14 @@ where
                 replica,
                 replicas: self.replicas.len(),
             })?;
+        if !rep.enter() {
+            return Err(RegisterError::Retired { replica });
+        }
         if !rep.attach_dedicated() {
+            rep.leave();
             return Err(RegisterError::CombinerRunning { replica });
         }
-        let _attached = Attached(&**rep);
+        let _attached = Attached(rep);
         let _entered = Entered::new(self as *const Self as usize);
         let single = self.single();
         let mut waiter = Waiter::new();

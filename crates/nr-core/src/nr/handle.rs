@@ -49,10 +49,16 @@ where
                 replica,
                 replicas: self.replicas.len(),
             })?;
-        let slot = r.register().ok_or(RegisterError::ReplicaFull {
-            replica,
-            capacity: r.capacity(),
-        })?;
+        if !r.enter() {
+            return Err(RegisterError::Retired { replica });
+        }
+        let Some(slot) = r.register() else {
+            r.leave();
+            return Err(RegisterError::ReplicaFull {
+                replica,
+                capacity: r.capacity(),
+            });
+        };
         Ok(ThreadHandle {
             nr: self,
             rep: r,
@@ -235,6 +241,7 @@ where
 {
     fn drop(&mut self) {
         self.rep.deregister(self.slot);
+        self.rep.leave();
     }
 }
 

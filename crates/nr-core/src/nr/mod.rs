@@ -4,6 +4,7 @@ mod builder;
 mod commit;
 mod dedicated;
 mod handle;
+mod membership;
 
 pub use builder::Builder;
 pub use commit::CommitLog;
@@ -90,13 +91,13 @@ use commit::Commit;
 /// outer one. Debug builds detect this and panic with a message saying so.
 pub struct NodeReplicated<D: Dispatch> {
     log: Log<D::WriteOperation>,
-    replicas: Box<[Box<Replica<D>>]>,
+    replicas: membership::Places<D>,
     /// The object's state word, so that the uncontended write tests one word:
     ///
     /// | bit | name | set by | meaning |
     /// |---|---|---|---|
     /// | 0 | `POISONED` | `poison`, never cleared | see [Poisoning](#poisoning) |
-    /// | 1 | `SINGLE` | the builder, never changed | one replica and no commit log: no log (reads need not catch up) |
+    /// | 1 | `SINGLE` | the builder, never changed | one replica, no room for more and no commit log: no log (reads need not catch up) |
     /// | 2 | `NO_WRITE_OPTIONS` | the builder, never changed | none of `writes_as_reads`, `min_batch`, `dedicated` |
     ///
     /// A write takes the inlined path of `execute_mut` only when the word is exactly
@@ -128,11 +129,14 @@ const NO_WRITE_OPTIONS: u8 = 4;
 /// not poisoned.
 const INLINED_WRITE: u8 = SINGLE | NO_WRITE_OPTIONS;
 
-/// How many times a writer on a single-replica object retries the combiner lock (with a spin
-/// hint between tries) before it posts its operation for the current combiner
-/// (`execute_mut_combining`). One under loom, so the models still cover the retry without
+/// How many times a writer on a single-replica object retries the combiner lock before it posts
+/// its operation for the current combiner (`execute_mut_combining`): the first
+/// `LOCK_SPIN_ROUNDS` tries after `2 << round` spin hints, the others after a `yield_now`, as
+/// `parking_lot`'s lock spins. One under loom, so the models still cover the retry without
 /// multiplying their schedules.
-const LOCK_RETRIES: usize = if cfg!(loom) { 1 } else { 64 };
+const LOCK_RETRIES: u32 = if cfg!(loom) { 1 } else { 10 };
+/// The retries of `LOCK_RETRIES` that spin; the rest yield.
+const LOCK_SPIN_ROUNDS: u32 = 3;
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -181,7 +185,9 @@ where
         Builder::new()
     }
 
-    /// Number of replicas.
+    /// Number of replicas: those built, plus those added by [`add_replica`](Self::add_replica),
+    /// retired ones included (replica indices are `0..replicas()`; a retired one refuses
+    /// registration).
     ///
     /// # Examples
     ///
@@ -436,16 +442,26 @@ where
         }
         // One replica, no MIN_BATCH, no dedicated combiner (fake updates too, once their read
         // failed): before posting (the op goes to another core via its slot), retry for a short,
-        // bounded while, as an unfair lock's spinning does: the holder's critical section is
+        // bounded while, as an unfair lock's waiting does: the holder's critical section is
         // one operation or one short batch, and a thread that takes the lock keeps the
         // replica's lines in its own cache. Measured (quiet 2-core AMD VM, runner `hashmap`,
         // 3 interleaved rounds): 100% writes NR 13.9 -> 21.6 Mops/s at 2 threads and 13.5 ->
-        // 20.6 at 4 (oversubscribed), every other row unchanged. Bounded, so a preempted
-        // holder costs at most `LOCK_RETRIES` pauses before the posting path (which parks).
-        // Correctness is that of the fast path above: the same acquisition, the same combine.
+        // 20.6 at 4 (oversubscribed), every other row unchanged. The schedule is
+        // `parking_lot`'s (spins doubling from 2 hints, then yields; issue 21): a waiter that
+        // yields leaves the holder alone with the lock line for a whole time slice of
+        // operations, instead of pulling the line back after every one (crate README, "Two
+        // writers on one replica"). Bounded, so a preempted holder costs at most
+        // `LOCK_RETRIES` tries before the posting path (which parks). Correctness is that of
+        // the fast path above: the same acquisition, the same combine.
         if self.single() && self.min_batch <= 1 && !self.dedicated {
-            for _ in 0..LOCK_RETRIES {
-                crate::sync::spin_loop();
+            for round in 0..LOCK_RETRIES {
+                if round < LOCK_SPIN_ROUNDS {
+                    for _ in 0..2u32 << round {
+                        crate::sync::spin_loop();
+                    }
+                } else {
+                    crate::sync::yield_now();
+                }
                 if replica.try_lock_combiner(true) {
                     if self.poisoned_under_lock() {
                         return Err(self.unlock_poisoned(replica));
@@ -730,7 +746,11 @@ where
         }
         replica.lock.lock_writer();
         // Line 27: replay everything before our batch, waiting for entries still being written.
-        self.replay(r, start, true)?;
+        // Checked here first: alone on the log, the replica is already there (the call is out of
+        // line, and its commit gate needs nothing here: `commit_through` covered `end` above).
+        if self.log.local_tail(r) < start {
+            self.replay(r, start, true)?;
+        }
         // SAFETY: we hold the combiner lock and the writer side of replica `r`: no reader and no
         // other writer touches `data` until we unlock.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });

@@ -8,6 +8,30 @@ use std::time::Duration;
 
 use nr_core::Dispatch;
 
+/// A counter that also counts, per replica, how many writes that replica applied (shared
+/// counters outside the replicas, so a test can see which replica did work without reading it;
+/// a copy made by `add_replica` shares its source's).
+#[derive(Clone)]
+pub(crate) struct Counted {
+    pub(crate) value: u64,
+    pub(crate) applied: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Dispatch for Counted {
+    type ReadOperation<'a> = ();
+    type WriteOperation = u64;
+    type Response = u64;
+    fn dispatch(&self, _: ()) -> u64 {
+        self.value
+    }
+    fn dispatch_mut(&mut self, add: u64) -> u64 {
+        self.applied
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.value += add;
+        self.value
+    }
+}
+
 /// A hash map whose operations mirror `testkit::models::KvMap`.
 #[derive(Default, Clone)]
 pub(crate) struct Kv(pub(crate) HashMap<u64, u64>);
