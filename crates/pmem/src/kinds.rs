@@ -72,6 +72,8 @@ pub const PWFSTACK_TAG: u64 = tag(b"PWFSTAK2");
 pub const PBQUEUE_TAG: u64 = tag(b"PBQUEUE2");
 /// pcomb's `PWFQueue`, format 2.
 pub const PWFQUEUE_TAG: u64 = tag(b"PWFQUEU2");
+/// nr-durable's log region: the first word of its root block.
+pub const NR_DURABLE_TAG: u64 = tag(b"NRDURLOG");
 /// The chunk header tag of a mirror-atomic heap, format 2 (`"MIRROR02"` read big-endian).
 pub const MIRROR_CHUNK_TAG: u64 = 0x4d49_5252_4f52_3032;
 
@@ -92,6 +94,7 @@ pub const KNOWN_KINDS: &[FileKind] = &[
     root_tag("pcomb PWFStack", PWFSTACK_TAG),
     root_tag("pcomb PBQueue", PBQUEUE_TAG),
     root_tag("pcomb PWFQueue", PWFQUEUE_TAG),
+    root_tag("nr-durable log", NR_DURABLE_TAG),
     heap("mirror-atomic List", Some(0)),
     heap("mirror-atomic HashSet", Some(1)),
     heap("mirror-atomic SkipList", Some(2)),

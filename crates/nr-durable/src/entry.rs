@@ -1,0 +1,312 @@
+//! The log entry format, shared by both media, and the recovery scan.
+//!
+//! An entry is a 16-byte frame header and a payload, padded with zeros to a multiple of 8
+//! bytes (so the scan, and the persistent-memory medium's 8-byte failure atomicity, see whole
+//! words):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 0..4 | payload length `n` (u32, little-endian, 1 ..= [`MAX_PAYLOAD`]) |
+//! | 4..8 | CRC-32 of `salt ‖ write_start ‖ payload` (u32 LE; `salt` and `write_start` as u64 LE) |
+//! | 8..16 | `write_start`: the position of the first entry of the same `write` (u64 LE) |
+//! | 16..16+n | payload: postcard of the position (u64) then of the operation |
+//!
+//! The *salt* is the base position of the segment file or of the region log's generation: an
+//! entry left over from an older generation fails its checksum. `write_start` tells a torn
+//! write from damage: a write may reach the medium partly and out of order, so entries of the
+//! last write may follow a bad one; an entry of a *later* write after a bad one cannot be
+//! explained by a crash.
+
+use serde::Serialize;
+
+use crate::DurableError;
+
+/// Bytes of the frame header.
+pub(crate) const FRAME_HEADER: usize = 16;
+/// Entries start at multiples of this.
+pub(crate) const ALIGN: usize = 8;
+/// The largest payload an entry may have (16 MiB): a bound on what the recovery scan reads
+/// for one candidate entry.
+pub const MAX_PAYLOAD: usize = 1 << 24;
+
+/// Appends the payload of the entry at `pos` (postcard of `pos`, then of `op`) to `buf`.
+pub(crate) fn encode_payload<Op: Serialize>(
+    buf: &mut Vec<u8>,
+    pos: u64,
+    op: &Op,
+) -> Result<(), DurableError> {
+    let start = buf.len();
+    let encoded =
+        postcard::to_extend(&pos, std::mem::take(buf)).and_then(|b| postcard::to_extend(op, b));
+    match encoded {
+        Ok(b) => *buf = b,
+        Err(source) => return Err(DurableError::Encode { source }),
+    }
+    if buf.len() - start > MAX_PAYLOAD {
+        buf.truncate(start);
+        return Err(DurableError::Encode {
+            source: postcard::Error::SerializeBufferFull,
+        });
+    }
+    Ok(())
+}
+
+/// The checksum of a frame.
+fn checksum(salt: u64, write_start: u64, payload: &[u8]) -> u32 {
+    crc_of(salt, write_start, payload)
+}
+
+/// CRC-32 of two little-endian words and `bytes` (entries: salt, write start, payload;
+/// snapshots: position, length, payload).
+pub(crate) fn crc_of(a: u64, b: u64, bytes: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&a.to_le_bytes());
+    h.update(&b.to_le_bytes());
+    h.update(bytes);
+    h.finalize()
+}
+
+/// Bytes a frame of a `payload_len`-byte payload takes, padding included.
+pub(crate) fn frame_size(payload_len: usize) -> usize {
+    (FRAME_HEADER + payload_len).div_ceil(ALIGN) * ALIGN
+}
+
+/// Appends the framed entry of `payload` to `out`.
+pub(crate) fn frame_into(out: &mut Vec<u8>, salt: u64, write_start: u64, payload: &[u8]) {
+    let len = u32::try_from(payload.len()).expect("invariant: payloads are at most MAX_PAYLOAD");
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&checksum(salt, write_start, payload).to_le_bytes());
+    out.extend_from_slice(&write_start.to_le_bytes());
+    out.extend_from_slice(payload);
+    let padded = out.len().div_ceil(ALIGN) * ALIGN;
+    out.resize(padded, 0);
+}
+
+/// One valid entry found by [`scan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found<'a> {
+    /// Its position.
+    pub(crate) pos: u64,
+    /// The position of the first entry of its write.
+    pub(crate) write_start: u64,
+    /// Its byte offset in the scanned slice.
+    pub(crate) offset: usize,
+    /// Its payload.
+    pub(crate) payload: &'a [u8],
+    /// Its frame size, padding included.
+    pub(crate) size: usize,
+}
+
+impl Found<'_> {
+    /// The encoded operation: the payload after the position.
+    pub(crate) fn op_bytes(&self) -> &[u8] {
+        match postcard::take_from_bytes::<u64>(self.payload) {
+            Ok((_, rest)) => rest,
+            Err(_) => unreachable!("invariant: parse_at decoded the position"),
+        }
+    }
+}
+
+/// Reads the entry at `off`, or says why there is none.
+fn parse_at(bytes: &[u8], off: usize, salt: u64) -> Result<Found<'_>, &'static str> {
+    let rest = &bytes[off..];
+    if rest.len() < FRAME_HEADER {
+        return Err("a frame header shorter than 16 bytes");
+    }
+    let word = |i: usize| u32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]);
+    let len = word(0) as usize;
+    let crc = word(4);
+    let mut ws = [0u8; 8];
+    ws.copy_from_slice(&rest[8..16]);
+    let write_start = u64::from_le_bytes(ws);
+    if len == 0 {
+        return Err("an empty frame header");
+    }
+    if len > MAX_PAYLOAD || frame_size(len) > rest.len() {
+        return Err("an entry longer than what follows it");
+    }
+    let payload = &rest[FRAME_HEADER..FRAME_HEADER + len];
+    if checksum(salt, write_start, payload) != crc {
+        return Err("a checksum mismatch");
+    }
+    let Ok((pos, _)) = postcard::take_from_bytes::<u64>(payload) else {
+        return Err("a checksummed entry without a position");
+    };
+    Ok(Found {
+        pos,
+        write_start,
+        offset: off,
+        payload,
+        size: frame_size(len),
+    })
+}
+
+/// What follows the last valid entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Tail {
+    /// Nothing: the scan reached the end of the slice exactly.
+    Clean,
+    /// Bytes that are no valid entry at the next position, none of a later write: the torn
+    /// tail of the last write (or the unused rest of a region's log area).
+    Torn {
+        /// Why the first of them is no entry.
+        what: &'static str,
+        /// The end of the furthest valid-looking entry of the same write after them (the
+        /// offset of the bad entry if none): what must be cleared before the log grows again.
+        remnant_end: usize,
+    },
+}
+
+/// The valid prefix of a log.
+#[derive(Debug)]
+pub(crate) struct Scan<'a> {
+    /// The entries at positions `base, base + 1, ...`.
+    pub(crate) entries: Vec<Found<'a>>,
+    /// The byte offset just past the last of them.
+    pub(crate) valid_len: usize,
+    /// What follows.
+    pub(crate) tail: Tail,
+}
+
+/// Scans `bytes` for entries at positions `base, base + 1, ...` with `salt`, stopping at the
+/// first that is short, fails its checksum or has another position. What follows must be the
+/// torn tail of the last write; an entry of a later write after the bad one is damage, reported
+/// as [`DurableError::Corrupt`] at `file_offset + offset` of `path`.
+pub(crate) fn scan<'a>(
+    bytes: &'a [u8],
+    salt: u64,
+    base: u64,
+    path: &std::path::Path,
+    file_offset: u64,
+) -> Result<Scan<'a>, DurableError> {
+    let mut entries = Vec::new();
+    let mut off = 0;
+    let mut expected = base;
+    let what = loop {
+        if off == bytes.len() {
+            return Ok(Scan {
+                entries,
+                valid_len: off,
+                tail: Tail::Clean,
+            });
+        }
+        match parse_at(bytes, off, salt) {
+            Ok(found) if found.pos == expected => {
+                entries.push(found);
+                off += found.size;
+                expected += 1;
+            }
+            Ok(_) => break "an entry at an unexpected position",
+            Err(what) => break what,
+        }
+    };
+    // Every later aligned offset: an entry of a later write is damage, one of the same write a
+    // remnant of the torn write.
+    let mut remnant_end = off;
+    let mut probe = off + ALIGN;
+    while probe < bytes.len() {
+        match parse_at(bytes, probe, salt) {
+            Ok(found) if found.write_start > expected => {
+                return Err(DurableError::corrupt(
+                    path,
+                    file_offset + off as u64,
+                    format!(
+                        "{what} where entry {expected} should be, and entry {} of a later \
+                         write follows at byte {}",
+                        found.pos,
+                        file_offset + probe as u64
+                    ),
+                ));
+            }
+            Ok(found) => {
+                remnant_end = remnant_end.max(probe + found.size);
+                probe += ALIGN;
+            }
+            Err(_) => probe += ALIGN,
+        }
+    }
+    Ok(Scan {
+        entries,
+        valid_len: off,
+        tail: Tail::Torn { what, remnant_end },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn log(salt: u64, writes: &[&[u64]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for w in writes {
+            for &pos in *w {
+                let mut p = Vec::new();
+                encode_payload(&mut p, pos, &format!("op{pos}")).unwrap();
+                frame_into(&mut out, salt, w[0], &p);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_log_scans_back_to_its_entries() {
+        let bytes = log(7, &[&[3, 4], &[5]]);
+        let s = scan(&bytes, 7, 3, Path::new("x"), 0).unwrap();
+        assert_eq!(s.tail, Tail::Clean);
+        let ops: Vec<String> = s
+            .entries
+            .iter()
+            .map(|e| postcard::from_bytes(e.op_bytes()).unwrap())
+            .collect();
+        assert_eq!(ops, ["op3", "op4", "op5"]);
+        assert_eq!(s.valid_len, bytes.len());
+    }
+
+    #[test]
+    fn another_salt_is_no_entry() {
+        let bytes = log(7, &[&[0]]);
+        let s = scan(&bytes, 8, 0, Path::new("x"), 0).unwrap();
+        assert!(s.entries.is_empty());
+        assert!(matches!(
+            s.tail,
+            Tail::Torn {
+                what: "a checksum mismatch",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_bad_entry_of_the_last_write_is_a_torn_tail_and_its_remnants_are_reported() {
+        let bytes = log(0, &[&[0], &[1, 2]]);
+        let first = scan(&bytes, 0, 0, Path::new("x"), 0).unwrap().entries;
+        let mut torn = bytes.clone();
+        torn[first[1].offset + FRAME_HEADER] ^= 1; // entry 1's payload
+        let s = scan(&torn, 0, 0, Path::new("x"), 0).unwrap();
+        assert_eq!(s.entries.len(), 1);
+        assert_eq!(
+            s.tail,
+            Tail::Torn {
+                what: "a checksum mismatch",
+                remnant_end: bytes.len()
+            }
+        );
+    }
+
+    #[test]
+    fn a_bad_entry_before_a_later_write_is_damage() {
+        let bytes = log(0, &[&[0], &[1]]);
+        let mut bad = bytes.clone();
+        bad[FRAME_HEADER] ^= 1;
+        let err = scan(&bad, 0, 0, Path::new("seg"), 16).unwrap_err();
+        assert!(
+            matches!(&err, DurableError::Corrupt { offset: 16, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("entry 1 of a later write"),
+            "{err}"
+        );
+    }
+}

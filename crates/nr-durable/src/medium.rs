@@ -1,0 +1,118 @@
+//! What the two media have in common: the interface the store drives, and what recovery hands
+//! back.
+
+use std::path::PathBuf;
+
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::DurableError;
+
+/// Payloads of consecutive entries, back to back.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    /// The payloads.
+    pub(crate) bytes: Vec<u8>,
+    /// The end of each payload in `bytes`.
+    pub(crate) ends: Vec<usize>,
+}
+
+impl Batch {
+    /// The payloads in order.
+    pub(crate) fn payloads(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(s, e)| &self.bytes[s..e])
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Moves `other`'s payloads to the end of this batch.
+    pub(crate) fn append(&mut self, other: &Batch) {
+        let shift = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes);
+        self.ends.extend(other.ends.iter().map(|e| e + shift));
+    }
+}
+
+/// One entry found by recovery.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// Its position.
+    pub(crate) pos: u64,
+    /// The encoded operation.
+    pub(crate) op: Vec<u8>,
+    /// Index of its file in [`RecoveredLog::files`].
+    pub(crate) file: usize,
+    /// Its byte offset in that file.
+    pub(crate) offset: u64,
+}
+
+/// The live log after recovery.
+#[derive(Debug, Default)]
+pub(crate) struct RecoveredLog {
+    /// The files the records came from.
+    pub(crate) files: Vec<PathBuf>,
+    /// The entries at positions `>=` the snapshot's, in order.
+    pub(crate) records: Vec<Record>,
+    /// The position the next append gets.
+    pub(crate) end: u64,
+}
+
+/// A durable log medium. The store calls `append` from one thread at a time, in log order.
+pub(crate) trait LogMedium: Send + Sync + std::fmt::Debug {
+    /// Appends the entries `first .. first + batch.len()`; with `SyncPolicy::EveryBatch` they
+    /// are durable when it returns.
+    fn append(&self, first: u64, batch: &Batch) -> Result<(), DurableError>;
+    /// Makes every appended entry durable now.
+    fn sync(&self) -> Result<(), DurableError>;
+    /// Drops the entries before `pos` (a durable snapshot at `pos` holds them); the next
+    /// append gets `max(end, pos)`.
+    fn drop_before(&self, pos: u64) -> Result<(), DurableError>;
+    /// The position before which every entry is durable (all appended entries, except under
+    /// `SyncPolicy::Every`).
+    fn durable_end(&self) -> u64;
+    /// Whether the live log has grown past the point where a checkpoint should shrink it
+    /// (read on every write: an atomic flag the medium keeps, no lock).
+    fn needs_checkpoint(&self) -> bool {
+        // Relaxed: a hint; a late or early checkpoint is correct either way.
+        self.counters().due.load(Ordering::Relaxed)
+    }
+    /// The counters.
+    fn counters(&self) -> &Counters;
+}
+
+/// What a medium has done, counted.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// Durability actions: `fdatasync` calls, or persistent-memory fences that end a commit.
+    pub(crate) syncs: AtomicU64,
+    /// Log bytes written (frames and padding).
+    pub(crate) bytes: AtomicU64,
+    /// Entries appended.
+    pub(crate) ops: AtomicU64,
+    /// `append` calls.
+    pub(crate) commits: AtomicU64,
+    /// The live log has outgrown its checkpoint threshold.
+    pub(crate) due: AtomicBool,
+}
+
+impl Counters {
+    pub(crate) fn add(&self, c: &AtomicU64, n: u64) {
+        let _ = self;
+        // Relaxed: statistics only; nothing is ordered by them.
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records whether the live log, now `len` bytes, has outgrown `threshold`.
+    pub(crate) fn set_due(&self, len: u64, threshold: u64) {
+        // Relaxed: a hint (see `LogMedium::needs_checkpoint`).
+        self.due.store(len > threshold, Ordering::Relaxed);
+    }
+}
