@@ -51,6 +51,10 @@ pub enum BenchError {
     /// refused an operation (a wrong value size, a full store, no such node). Remedy: see
     /// the wrapped error.
     Store(ladapa::StoreError),
+    /// A durable NR object or its log (`nr_durable`: the durable-NR benchmarks) could not be
+    /// opened or refused a write (a full region, a failed `fdatasync`). Remedy: see the wrapped
+    /// error (it names the path; check the directory's free space).
+    Durable(nr_durable::DurableError),
     /// Writing results (CSV, chart) failed. Remedy: check the output directory.
     Io(std::io::Error),
     /// Drawing a chart failed. Remedy: see the message.
@@ -73,6 +77,7 @@ impl fmt::Display for BenchError {
             Self::Region(e) => write!(f, "region: {}", error_chain(e)),
             Self::RegionAlloc(e) => write!(f, "region allocation: {}", error_chain(e)),
             Self::Store(e) => write!(f, "key-value store: {}", error_chain(e)),
+            Self::Durable(e) => write!(f, "durable NR: {}", error_chain(e)),
             Self::Io(e) => write!(f, "writing results failed: {}", error_chain(e)),
             Self::Chart(m) => write!(f, "drawing a chart failed: {m}"),
             Self::Parse(m) => write!(f, "parsing a CSV row failed: {m}"),
@@ -140,6 +145,12 @@ impl From<pmem::AllocError> for BenchError {
 impl From<ladapa::StoreError> for BenchError {
     fn from(e: ladapa::StoreError) -> Self {
         Self::Store(e)
+    }
+}
+
+impl From<nr_durable::DurableError> for BenchError {
+    fn from(e: nr_durable::DurableError) -> Self {
+        Self::Durable(e)
     }
 }
 

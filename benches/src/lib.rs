@@ -3,6 +3,7 @@
 pub mod chart;
 pub mod crit;
 mod driver;
+pub mod durable_bench;
 mod error;
 pub mod figures;
 pub mod kv;

@@ -12,6 +12,7 @@
 
 pub(crate) use std::sync::atomic::Ordering;
 pub(crate) use std::sync::Barrier;
+pub(crate) use std::thread::ScopedJoinHandle;
 
 /// Wraps `std`'s atomic in a distinct type, so that `clippy.toml` can forbid the std type
 /// everywhere else; every method is a forwarding `#[inline(always)]` call.
@@ -167,5 +168,21 @@ impl AtomicU64 {
     #[inline(always)]
     pub(crate) fn swap(&self, v: u64, o: Ordering) -> u64 {
         self.0.swap(v, o)
+    }
+}
+
+/// Wraps `std`'s `Mutex` (the durable benchmarks' `mutex-wal` baseline) in a distinct type, so
+/// that `clippy.toml` can forbid the std type everywhere else; forwarding `#[inline]` calls.
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
+
+impl<T> Mutex<T> {
+    #[inline]
+    pub(crate) const fn new(v: T) -> Self {
+        Self(std::sync::Mutex::new(v))
+    }
+    #[inline]
+    pub(crate) fn lock(&self) -> std::sync::LockResult<std::sync::MutexGuard<'_, T>> {
+        self.0.lock()
     }
 }
