@@ -218,13 +218,7 @@ fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), Be
 
 /// Prints the error's chain (each cause once, not `Debug`) and exits with status 1.
 fn main() -> std::process::ExitCode {
-    match try_main() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", benches::error_chain(&*e));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    benches::exit_with(try_main())
 }
 
 fn try_main() -> Result<(), Box<dyn std::error::Error>> {

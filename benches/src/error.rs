@@ -112,6 +112,28 @@ pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// The end of a program's `main`: `Ok` exits 0; an error prints `error: ` and its
+/// [`error_chain`] (each cause once, not `Debug`) on stderr and exits 1.
+///
+/// # Examples
+///
+/// ```
+/// fn try_main() -> Result<(), Box<dyn std::error::Error>> {
+///     Err("unknown distribution foo".into())
+/// }
+/// let code = benches::exit_with(try_main()); // prints "error: unknown distribution foo"
+/// assert_eq!(code, std::process::ExitCode::FAILURE);
+/// ```
+pub fn exit_with(result: Result<(), Box<dyn std::error::Error>>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&*e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 impl From<nr_core::BuildError> for BenchError {
     fn from(e: nr_core::BuildError) -> Self {
         Self::Build(e)

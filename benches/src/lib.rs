@@ -18,7 +18,7 @@ mod sync;
 pub mod workload;
 
 pub use driver::{run_bare, run_for, run_ops, Bench, Contender, Prepared, Sample};
-pub use error::{error_chain, BenchError};
+pub use error::{error_chain, exit_with, BenchError};
 pub use method::{
     FcHandle, FlatCombining, FlatCombiningRw, Handle, Method, Nr, NrWritesAsReads, Replicas,
     RwLock, Setup, SpinLock,

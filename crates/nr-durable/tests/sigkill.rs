@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::process::Stdio;
 
 use common::{check_thread, env, key, Kv, KvWrite, Rng};
@@ -77,10 +77,8 @@ fn rounds(kind: &str, path: &std::path::Path, rng: &mut Rng) {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the child");
-        let mut lines = BufReader::new(child.stdout.take().expect("piped"));
+        let lines = BufReader::new(child.stdout.take().expect("piped"));
         let kill_after = 1 + rng.below(120);
-        let mut seen = 0;
-        let mut line = String::new();
         let record = |line: &str, acked: &mut [u64]| {
             // The harness's "test sigkill_child ... " shares the first line.
             if let Some(rest) = line.trim().split("ack ").nth(1) {
@@ -91,19 +89,15 @@ fn rounds(kind: &str, path: &std::path::Path, rng: &mut Rng) {
             }
             false
         };
-        while seen < kill_after {
-            line.clear();
-            if lines.read_line(&mut line).expect("read") == 0 {
-                panic!("round {round}: the child exited before it was killed");
-            }
-            seen += u64::from(record(&line, &mut acked));
-        }
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reap");
-        // Acknowledgements printed before the kill count too.
-        for l in lines.lines() {
-            record(&l.expect("read"), &mut acked);
-        }
+        let what = format!("round {round}");
+        testkit::child::kill_after_acks(
+            &mut child,
+            lines,
+            kill_after,
+            &mut acked[..],
+            &what,
+            record,
+        );
         let kv = Durable::<Kv>::builder()
             .replicas(2)
             .medium(medium(&spec))

@@ -15,7 +15,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::process::Stdio;
 
 use common::{env, Rng};
@@ -98,7 +98,7 @@ fn rounds(kind: &str, path: &std::path::Path, rng: &mut Rng) {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the child");
-        let mut lines = BufReader::new(child.stdout.take().expect("piped"));
+        let lines = BufReader::new(child.stdout.take().expect("piped"));
         // The harness's "test sigkill_store_child ... " shares the first line.
         let record = |line: &str, acked: &mut u64| match line.trim().split("ack ").nth(1) {
             Some(n) => {
@@ -108,20 +108,8 @@ fn rounds(kind: &str, path: &std::path::Path, rng: &mut Rng) {
             None => false,
         };
         let kill_after = 1 + rng.below(150);
-        let (mut seen, mut line) = (0, String::new());
-        while seen < kill_after {
-            line.clear();
-            if lines.read_line(&mut line).expect("read") == 0 {
-                panic!("{kind} round {round}: the child exited before it was killed");
-            }
-            seen += u64::from(record(&line, &mut acked));
-        }
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reap");
-        // Acknowledgements printed before the kill count too.
-        for l in lines.lines() {
-            record(&l.expect("read"), &mut acked);
-        }
+        let what = format!("{kind} round {round}");
+        testkit::child::kill_after_acks(&mut child, lines, kill_after, &mut acked, &what, record);
         let (history, store) = recover(&medium(&spec));
         drop(store);
         let n = history.len() as u64;

@@ -112,3 +112,52 @@ pub fn assert_child_fails_alone(test: &str, var: &str) {
     );
     assert!(!out.status.success());
 }
+
+/// Reads the child's output line by line and kills it (SIGKILL) once `record` has accepted
+/// `kill_after` lines; the lines the child printed before it died are passed to `record` too.
+/// `record` returns whether a line was an acknowledgement (and notes it in `state`). Panics,
+/// naming `what`, if the child exits before it is killed.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::io::BufReader;
+/// use std::process::Stdio;
+///
+/// let mut child = testkit::child::child_command("sigkill_child")
+///     .env("MY_CHILD", "spec")
+///     .stdout(Stdio::piped())
+///     .spawn()
+///     .unwrap();
+/// let out = BufReader::new(child.stdout.take().unwrap());
+/// let mut acked = 0u64;
+/// testkit::child::kill_after_acks(&mut child, out, 10, &mut acked, "round 0", |line, acked| {
+///     match line.trim().split("ack ").nth(1) {
+///         Some(n) => { *acked = (*acked).max(n.parse().unwrap()); true }
+///         None => false,
+///     }
+/// });
+/// ```
+pub fn kill_after_acks<S: ?Sized>(
+    child: &mut std::process::Child,
+    mut out: impl std::io::BufRead,
+    kill_after: u64,
+    state: &mut S,
+    what: &str,
+    mut record: impl FnMut(&str, &mut S) -> bool,
+) {
+    let (mut seen, mut line) = (0, String::new());
+    while seen < kill_after {
+        line.clear();
+        if out.read_line(&mut line).expect("read the child's output") == 0 {
+            panic!("{what}: the child exited before it was killed");
+        }
+        seen += u64::from(record(&line, state));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    // Acknowledgements printed before the kill count too.
+    for l in out.lines() {
+        record(&l.expect("read the child's output"), state);
+    }
+}
