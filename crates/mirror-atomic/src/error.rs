@@ -131,13 +131,18 @@ pub enum HeapError {
     /// hash-set nodes were `{key, next}`; format 2 puts `next` first). Remedy: rebuild the
     /// structure from its source data; format 1 was never released.
     OldFormat,
-    /// The hash set's root is not a format-3 root (tag `"MIRHASH3"`, bucket count,
-    /// segment directory): the file was written by a hash set of format 2, whose root was a
-    /// fixed array of bucket heads whose count the file did not record (or the root's first
-    /// word is corrupt). Remedy: rebuild the set from its source data with
-    /// [`HashSet::with_capacity`](crate::HashSet::with_capacity); format 2 hash-set files
-    /// cannot be read by this version (the other structures' format-2 files can).
-    OldHashSetFormat,
+    /// The hash set's root is not a format-4 root (tag `"MIRHASH4"`, the initial bucket count,
+    /// the head of the split-ordered list): the file was written by a hash set of an earlier
+    /// format, `format` 3 (tag `"MIRHASH3"`: a fixed bucket count and a directory of bucket
+    /// heads, which never grew) or 2 (no tag: a fixed array of bucket heads whose count the
+    /// file did not record; also reported when the root's first word is corrupt). Remedy:
+    /// rebuild the set from its source data with [`HashSet::new`](crate::HashSet::new); hash-set
+    /// files of formats 2 and 3 cannot be read by this version (the other structures' files
+    /// can).
+    OldHashSetFormat {
+        /// The format the root's first word says: 3 (tag `"MIRHASH3"`) or 2 (anything else).
+        format: u8,
+    },
     /// The region holds a file of another known kind (a pcomb object or structure, or another
     /// mirror-atomic structure; see [`pmem::kinds`]), not the `expected` one. The flavor is
     /// not recorded in the file, so opening a file with another flavor than it was written
@@ -189,9 +194,9 @@ impl fmt::Display for HeapError {
                 f,
                 "region written by format 1 of mirror-atomic (this version reads format 2)"
             ),
-            Self::OldHashSetFormat => write!(
+            Self::OldHashSetFormat { format } => write!(
                 f,
-                "hash-set root of format 2 (fixed buckets, count not recorded); this version reads format 3"
+                "hash-set root of format {format} (buckets fixed when made); this version reads format 4"
             ),
             Self::WrongKind { found, expected } => {
                 write!(f, "this is a {found} file, expected a {expected}")
@@ -277,6 +282,60 @@ impl std::error::Error for BstError {
 }
 
 impl From<HeapAllocError> for BstError {
+    fn from(e: HeapAllocError) -> Self {
+        Self::Alloc(e)
+    }
+}
+
+/// An insert into a [`HashSet`](crate::HashSet) failed.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Volatile, HashError, HashSet, HASH_MAX_KEY};
+/// let set = HashSet::<Volatile, _>::anonymous(1 << 20)?;
+/// assert!(set.insert(HASH_MAX_KEY)?);
+/// assert_eq!(set.insert(u64::MAX), Err(HashError::KeyOutOfRange { key: u64::MAX }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HashError {
+    /// The key is above [`HASH_MAX_KEY`](crate::HASH_MAX_KEY) (2^63 - 1): the split-ordered
+    /// list keeps one bit of each node's 64-bit key to tell a bucket's sentinel from a key;
+    /// the key is handed back. Remedy: map keys into `0..=HASH_MAX_KEY`.
+    KeyOutOfRange {
+        /// The rejected key.
+        key: u64,
+    },
+    /// Allocating the key's node (or its bucket's sentinel) failed. Remedy: see the inner
+    /// [`HeapAllocError`].
+    Alloc(HeapAllocError),
+}
+
+impl fmt::Display for HashError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::KeyOutOfRange { key } => write!(
+                f,
+                "key {key:#x} is above the hash set's largest key {:#x}",
+                crate::HASH_MAX_KEY
+            ),
+            Self::Alloc(_) => write!(f, "a hash-set insert could not allocate its node"),
+        }
+    }
+}
+
+impl std::error::Error for HashError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Alloc(e) => Some(e),
+            Self::KeyOutOfRange { .. } => None,
+        }
+    }
+}
+
+impl From<HeapAllocError> for HashError {
     fn from(e: HeapAllocError) -> Self {
         Self::Alloc(e)
     }

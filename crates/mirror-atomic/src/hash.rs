@@ -1,41 +1,48 @@
-//! A lock-free hash set: an array of Harris-Michael lists (Michael, SPAA'02 §3), over an atomic
-//! [`Flavor`], its bucket count chosen when the set is made (from an expected capacity) and
-//! recorded in the file (hash-set format 3).
+//! A lock-free hash set that grows: a split-ordered list (Shalev and Shavit, "Split-Ordered
+//! Lists: Lock-Free Extensible Hash Tables", J. ACM 53(3), 2006, §3 and Figures 4-6), over an
+//! atomic [`Flavor`] (hash-set format 4).
 //!
-//! The bucket heads live in [`Segment`]s of [`SEGMENT_HEADS`] heads each (one heap block), named
-//! by the root object, a [`HashRoot`] (one block): a tag that says the layout, the number of
-//! buckets (a power of two) and the segment directory. Only the heads change after creation;
-//! the root and the directory are written once, published before the root slot names them.
-//! The set does not grow: [`HashSet::with_capacity`] sizes it (see the crate README, "The hash
-//! set", for the growth design that is not done).
+//! All keys sit in one Harris-Michael list ([`crate::list`]) sorted by their *split-order
+//! key*: the bit-reversed hash with the low bit set. Bucket `i` starts at a *sentinel* node
+//! whose key is `i` bit-reversed (low bit clear), inserted lazily after the sentinel of its
+//! parent bucket (`i` with its top set bit cleared) the first time an operation needs the
+//! bucket (the paper's `initialize_bucket`, Figure 6); bucket 0 starts at the list head. The
+//! bucket count doubles (one CAS on a DRAM word) when the set holds more than [`MAX_LOAD`]
+//! keys per bucket on average; no key moves: a doubling splits every bucket's run of the list
+//! in two where the new sentinel will go.
+//!
+//! Persistence: only the list is persistent, and it is an ordinary list of the flavor (every
+//! CAS durable before it is visible with Mirror, a sentinel durable before the CAS that links
+//! it). The bucket table (a sentinel pointer per bucket) and the bucket count live in DRAM;
+//! [`HashSet::recover`] rebuilds them by walking the list once. The root ([`HashRoot`]) holds
+//! the tag, the bucket count the set was made with, and the list head, written once.
 
-use crate::error::{HeapAllocError, HeapError};
+use crate::error::{HashError, HeapError};
 use crate::flavor::Flavor;
-use crate::heap::{Heap, Object, Trace, Tracer};
-use crate::list::{self, Head};
+use crate::heap::{Guard, Heap, Object, Trace, Tracer};
+use crate::list::{self, Head, Node};
 use crate::patomic::PConst;
+use crate::sync::{AtomicPtr, AtomicWord, Ordering};
 use crate::word::PPtr;
 use core::mem::size_of;
+use crossbeam_utils::CachePadded;
 use pmem::{NoPersist, Persist, Region};
 
-/// Bucket heads per [`Segment`] (8 KiB of heads for Mirror, 4 KiB for the 8-byte flavors).
-pub const SEGMENT_HEADS: usize = 512;
-/// Directory entries in a [`HashRoot`] (the root is 8 KiB, one block).
-const DIRECTORY: usize = 1022;
-/// log2 of the largest bucket count (2^18 = 262,144 buckets: 512 segments).
-const MAX_LOG2: u32 = 18;
-/// The most buckets a [`HashSet`] can have (a larger capacity is clamped to it).
+/// log2 of the largest bucket count.
+const MAX_LOG2: u32 = 24;
+/// The most buckets a [`HashSet`] grows to (2^24; a larger capacity is clamped to it). The
+/// DRAM bucket table then takes 8 bytes per bucket (128 MiB).
 ///
 /// # Examples
 ///
 /// ```
 /// use mirror_atomic::{flavor::Volatile, HashSet, Heap, MAX_BUCKETS};
-/// let set = HashSet::<Volatile, _>::with_capacity(Heap::anonymous(8 << 20)?, usize::MAX)?;
+/// let set = HashSet::<Volatile, _>::with_capacity(Heap::anonymous(1 << 20)?, usize::MAX)?;
 /// assert_eq!(set.buckets(), MAX_BUCKETS);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub const MAX_BUCKETS: usize = 1 << MAX_LOG2;
-/// The bucket count of [`HashSet::new`].
+/// The initial bucket count of [`HashSet::new`] (the set grows from there).
 ///
 /// # Examples
 ///
@@ -44,95 +51,267 @@ pub const MAX_BUCKETS: usize = 1 << MAX_LOG2;
 /// assert_eq!(HashSet::<Volatile, _>::anonymous(1 << 20)?.buckets(), DEFAULT_BUCKETS);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub const DEFAULT_BUCKETS: usize = 256;
-/// First word of a [`HashRoot`]: `"MIRHASH3"` read big-endian (hash-set format 3). A format-2
-/// root began with bucket 0's head, a heap offset (far below this value), so the two never
-/// meet.
-pub const HASH_TAG: u64 = u64::from_be_bytes(*b"MIRHASH3");
+pub const DEFAULT_BUCKETS: usize = 16;
+/// The average number of keys per bucket above which the bucket count doubles.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Mirror, HashSet, MAX_LOAD};
+/// let set = HashSet::<Mirror, _>::with_capacity(mirror_atomic::Heap::anonymous(1 << 20)?, 4)?;
+/// for k in 0..=(4 * MAX_LOAD) as u64 {
+///     set.insert(k)?;
+/// }
+/// assert_eq!(set.buckets(), 8);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub const MAX_LOAD: usize = 1;
+/// The largest key a [`HashSet`] holds (2^63 - 1): a node's 64-bit key is the split-order key,
+/// whose low bit tells a key from a bucket sentinel, so a key has 63 bits.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Volatile, HashSet, HASH_MAX_KEY};
+/// let set = HashSet::<Volatile, _>::anonymous(1 << 20)?;
+/// assert!(set.insert(HASH_MAX_KEY)?);
+/// assert!(set.insert(HASH_MAX_KEY + 1).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub const HASH_MAX_KEY: u64 = u64::MAX >> 1;
+/// First word of a [`HashRoot`]: `"MIRHASH4"` read big-endian (hash-set format 4, the
+/// split-ordered list).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(&mirror_atomic::HASH_TAG.to_be_bytes(), b"MIRHASH4");
+/// ```
+pub const HASH_TAG: u64 = u64::from_be_bytes(*b"MIRHASH4");
+/// The tag of a format-3 root (fixed bucket count, a directory of bucket-head segments),
+/// recognized only to name it in [`HeapError::OldHashSetFormat`]. A format-2 root began with
+/// bucket 0's head, a heap offset far below both tags.
+const HASH_TAG_3: u64 = u64::from_be_bytes(*b"MIRHASH3");
 
-const _: () = assert!((MAX_BUCKETS / SEGMENT_HEADS) <= DIRECTORY);
-
-/// A run of [`SEGMENT_HEADS`] bucket heads (one heap block).
-#[repr(C)]
-pub struct Segment<F: Flavor> {
-    heads: [Head<F>; SEGMENT_HEADS],
-}
-
-// SAFETY: an array of flavor atomics of `PPtr`s (no padding between elements).
-unsafe impl<F: Flavor> Object for Segment<F> {
-    const FIELD_BYTES: usize = SEGMENT_HEADS * size_of::<Head<F>>();
-}
-
-impl<F: Flavor> Trace for Segment<F> {
-    fn trace(&self, t: &mut Tracer<'_>) {
-        for h in &self.heads {
-            t.visit(F::peek(h).unmarked());
-        }
-    }
-}
-
-impl<F: Flavor> core::fmt::Debug for Segment<F> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Segment")
-            .field("heads", &SEGMENT_HEADS)
-            .finish()
-    }
-}
-
-/// The root object of a [`HashSet`]: [`HASH_TAG`], log2 of the bucket count, and the
-/// directory of segments (the first `max(1, buckets / SEGMENT_HEADS)` entries used, the rest
-/// null). Written once, before the root slot names it.
+/// The root object of a [`HashSet`]: [`HASH_TAG`], log2 of the bucket count the set was made
+/// with (recovery starts from it), and the head of the split-ordered list (bucket 0 starts
+/// there). The tag and count are written once, before the root slot names the root.
 #[repr(C)]
 pub struct HashRoot<F: Flavor> {
     tag: PConst<u64>,
-    log2_buckets: PConst<u64>,
-    segments: [PConst<PPtr<Segment<F>>>; DIRECTORY],
+    log2_initial: PConst<u64>,
+    head: Head<F>,
 }
 
-// SAFETY: plain words (`PConst` of `u64` and of `PPtr`): any bits valid, no drop, no padding.
+// SAFETY: two plain words and a flavor atomic of a `PPtr`: any bits valid, no drop, no
+// padding (checked below).
 unsafe impl<F: Flavor> Object for HashRoot<F> {
-    const FIELD_BYTES: usize = 2 * size_of::<PConst<u64>>() + DIRECTORY * size_of::<PPtr<()>>();
+    const FIELD_BYTES: usize = 2 * size_of::<PConst<u64>>() + size_of::<Head<F>>();
 }
 
-crate::heap::assert_padding_free!(Segment<F>, HashRoot<F>);
-
-impl<F: Flavor> HashRoot<F> {
-    /// The segments in use, if the tag and bucket count are this format's.
-    fn used(&self) -> Option<&[PConst<PPtr<Segment<F>>>]> {
-        let log2 = self.log2_buckets.get();
-        if self.tag.get() != HASH_TAG || log2 > u64::from(MAX_LOG2) {
-            return None;
-        }
-        Some(&self.segments[..segments_for(1 << log2)])
-    }
-}
+crate::heap::assert_padding_free!(HashRoot<F>);
 
 impl<F: Flavor> Trace for HashRoot<F> {
     fn trace(&self, t: &mut Tracer<'_>) {
-        // A root of another layout is traced as holding nothing; `HashSet::recover` then
-        // refuses it with a typed error.
-        for s in self.used().unwrap_or(&[]) {
-            t.visit(s.get());
-        }
+        t.visit(F::peek(&self.head).unmarked());
     }
 }
 
 impl<F: Flavor> core::fmt::Debug for HashRoot<F> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("HashRoot")
-            .field("log2_buckets", &self.log2_buckets.get())
+            .field("log2_initial", &self.log2_initial.get())
+            .field("head", &F::peek(&self.head))
             .finish()
     }
 }
 
-/// Segments holding `buckets` heads.
-const fn segments_for(buckets: usize) -> usize {
-    buckets.div_ceil(SEGMENT_HEADS)
+/// An odd multiplier (the golden ratio's 64 bits) and its inverse mod 2^64.
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+const MIX_INV: u64 = inverse(MIX);
+const _: () = assert!(MIX.wrapping_mul(MIX_INV) == 1);
+
+/// The inverse of odd `a` mod 2^64 (Newton's iteration, each step doubling the correct bits).
+const fn inverse(a: u64) -> u64 {
+    let mut x = a;
+    let mut i = 0;
+    while i < 6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+        i += 1;
+    }
+    x
 }
 
-/// A lock-free set of `u64` keys: a power-of-two number of buckets fixed at creation (256 by
-/// [`new`](Self::new), or sized by [`with_capacity`](Self::with_capacity)), each a
-/// Harris-Michael list. The bucket count is in the file: [`recover`](Self::recover) uses it.
+/// The inverse of `x ^ (x >> s)` on 63-bit values, for `s >= 21` (three rounds).
+const fn unshift(y: u64, s: u32) -> u64 {
+    let mut x = y;
+    let mut i = 0;
+    while i < 3 {
+        x = y ^ (x >> s);
+        i += 1;
+    }
+    x
+}
+
+/// The hash of a key (at most [`HASH_MAX_KEY`]): a bijection of the 63-bit values (a
+/// xorshift, a multiplication mod 2^63, a xorshift), so the high bits of the key reach the low
+/// bits that choose the bucket. Inverted by [`unhash`].
+#[inline]
+const fn hash(key: u64) -> u64 {
+    let a = key ^ (key >> 31);
+    let b = a.wrapping_mul(MIX) & HASH_MAX_KEY;
+    b ^ (b >> 30)
+}
+
+/// The key whose [`hash`] is `h`.
+const fn unhash(h: u64) -> u64 {
+    let b = unshift(h, 30);
+    let a = b.wrapping_mul(MIX_INV) & HASH_MAX_KEY;
+    unshift(a, 31)
+}
+
+/// The split-order key of a key with hash `h`: `h` bit-reversed (its bit 63 is clear, so bit
+/// 0 of the reversal is), with the low bit set.
+#[inline]
+const fn so_key(h: u64) -> u64 {
+    h.reverse_bits() | 1
+}
+
+/// The split-order key of bucket `i`'s sentinel: `i` bit-reversed (low bit clear, since
+/// `i < 2^63`). It sorts before every key of the bucket at every bucket count above `i`.
+const fn sentinel_key(i: usize) -> u64 {
+    (i as u64).reverse_bits()
+}
+
+/// The key of a node whose (odd) split-order key is `so`.
+const fn key_of(so: u64) -> u64 {
+    unhash((so & !1).reverse_bits())
+}
+
+/// The bucket index of a valid sentinel key `so` (even, not 0, below [`MAX_BUCKETS`]).
+fn sentinel_index(so: u64) -> Option<usize> {
+    let i = so.reverse_bits();
+    (so & 1 == 0 && i != 0 && i < MAX_BUCKETS as u64).then_some(i as usize)
+}
+
+/// The bucket table, in DRAM: per bucket the offset of its sentinel (0: not yet made), in
+/// segments allocated on first use. Segment 0 holds bucket 0 (unused: bucket 0 is the list
+/// head) and segment `k >= 1` buckets `2^(k-1) .. 2^k`, so the table grows without moving.
+struct Table {
+    segments: [AtomicPtr<AtomicWord>; MAX_LOG2 as usize + 1],
+}
+
+impl Table {
+    fn new() -> Self {
+        Self {
+            segments: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
+        }
+    }
+
+    /// Words in segment `k`.
+    const fn len(k: usize) -> usize {
+        if k == 0 {
+            1
+        } else {
+            1 << (k - 1)
+        }
+    }
+
+    /// The segment and index within it of bucket `i`.
+    #[inline]
+    const fn locate(i: usize) -> (usize, usize) {
+        let k = (usize::BITS - i.leading_zeros()) as usize;
+        (k, if k == 0 { 0 } else { i - (1 << (k - 1)) })
+    }
+
+    /// The word of bucket `i` (below [`MAX_BUCKETS`]), its segment made if it is not yet.
+    #[inline]
+    fn slot(&self, i: usize) -> &AtomicWord {
+        let (k, off) = Self::locate(i);
+        // Acquire: pairs with the Release of the publishing CAS in `add_segment`, so the
+        // segment's words are initialized before they are read.
+        let mut p = self.segments[k].load(Ordering::Acquire);
+        if p.is_null() {
+            p = self.add_segment(k);
+        }
+        // SAFETY:
+        // - `p` names a segment of `len(k)` words, allocated by `add_segment` and freed only
+        //   by `drop` (which has `&mut self`, so no reference from here is alive);
+        // - `off < len(k)` by `locate`.
+        unsafe { &*p.add(off) }
+    }
+
+    /// Makes segment `k` (zeroed) and publishes it, or returns the one another thread
+    /// published first.
+    #[cold]
+    #[inline(never)]
+    fn add_segment(&self, k: usize) -> *mut AtomicWord {
+        let fresh: Box<[AtomicWord]> = (0..Self::len(k)).map(|_| AtomicWord::new(0)).collect();
+        let p = Box::into_raw(fresh).cast::<AtomicWord>();
+        // Release (success): publishes the zeroed words to the Acquire load in `slot`.
+        // Acquire (failure): pairs with the winner's Release, for the same reason.
+        match self.segments[k].compare_exchange(
+            core::ptr::null_mut(),
+            p,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => p,
+            Err(winner) => {
+                // SAFETY: `p` is the `Box<[AtomicWord]>` of `len(k)` words made above, never
+                // published (the CAS failed), so this is its only owner.
+                drop(unsafe {
+                    Box::from_raw(core::ptr::slice_from_raw_parts_mut(p, Self::len(k)))
+                });
+                winner
+            }
+        }
+    }
+
+    /// The buckets whose sentinel is recorded, with its offset.
+    fn recorded(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.segments.iter().enumerate().flat_map(|(k, s)| {
+            // Acquire: as in `slot`.
+            let p = s.load(Ordering::Acquire);
+            let words: &[AtomicWord] = if p.is_null() {
+                &[]
+            } else {
+                // SAFETY: as in `slot`: a published segment of `len(k)` words, alive as long
+                // as `&self`.
+                unsafe { core::slice::from_raw_parts(p, Self::len(k)) }
+            };
+            let first = if k == 0 { 0 } else { 1 << (k - 1) };
+            words.iter().enumerate().filter_map(move |(j, w)| {
+                // Acquire: pairs with the Release store in `HashSet::init_bucket`.
+                let off = w.load(Ordering::Acquire);
+                (off != 0).then_some((first + j, off))
+            })
+        })
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        for (k, s) in self.segments.iter().enumerate() {
+            // Acquire: pairs with the publishing CAS in `add_segment` (`&mut self`: no race).
+            let p = s.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: a segment published by `add_segment` (a `Box<[AtomicWord]>` of
+                // `len(k)` words), freed once, here; `&mut self` means no reference into it
+                // is alive.
+                drop(unsafe {
+                    Box::from_raw(core::ptr::slice_from_raw_parts_mut(p, Self::len(k)))
+                });
+            }
+        }
+    }
+}
+
+/// A lock-free set of `u64` keys up to [`HASH_MAX_KEY`] that grows: a split-ordered list,
+/// starting at [`DEFAULT_BUCKETS`] buckets ([`new`](Self::new)) or at a capacity
+/// ([`with_capacity`](Self::with_capacity)), doubling its bucket count when it holds more than
+/// [`MAX_LOAD`] keys per bucket, up to [`MAX_BUCKETS`]. Persistent with a persistent flavor:
+/// [`recover`](Self::recover) rebuilds the bucket table from the list.
 ///
 /// # Examples
 ///
@@ -147,9 +326,13 @@ const fn segments_for(buckets: usize) -> usize {
 /// ```
 pub struct HashSet<F: Flavor, P: Persist> {
     heap: Heap<F, P>,
-    /// The directory's used entries, copied to DRAM (they never change).
-    segments: Box<[PPtr<Segment<F>>]>,
-    log2_buckets: u32,
+    root: PPtr<HashRoot<F>>,
+    /// log2 of the bucket count; only grows.
+    log2_buckets: CachePadded<AtomicWord>,
+    /// Successful inserts minus successful removes (read as signed: a remove may count
+    /// before the insert of its key did).
+    keys: CachePadded<AtomicWord>,
+    table: Table,
 }
 
 impl<F: Flavor, P: Persist> core::fmt::Debug for HashSet<F, P> {
@@ -165,8 +348,8 @@ impl<F: Flavor, P: Persist> core::fmt::Debug for HashSet<F, P> {
 pub const HASH_ROOT_SLOT: usize = 1;
 
 impl<F: Flavor> HashSet<F, NoPersist> {
-    /// An empty set of [`DEFAULT_BUCKETS`] buckets on an anonymous (volatile) heap of `size`
-    /// bytes.
+    /// An empty set of [`DEFAULT_BUCKETS`] buckets (it grows) on an anonymous (volatile) heap
+    /// of `size` bytes.
     ///
     /// # Errors
     ///
@@ -177,7 +360,7 @@ impl<F: Flavor> HashSet<F, NoPersist> {
     /// ```
     /// use mirror_atomic::{flavor::Mirror, HashSet};
     /// let set = HashSet::<Mirror, _>::anonymous(1 << 20)?;
-    /// assert_eq!(set.buckets(), 256);
+    /// assert_eq!(set.buckets(), 16);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn anonymous(size: u64) -> Result<Self, HeapError> {
@@ -186,33 +369,35 @@ impl<F: Flavor> HashSet<F, NoPersist> {
 }
 
 impl<F: Flavor, P: Persist> HashSet<F, P> {
-    /// An empty set of [`DEFAULT_BUCKETS`] buckets in a fresh heap (its root in slot
-    /// [`HASH_ROOT_SLOT`]).
+    /// An empty set of [`DEFAULT_BUCKETS`] buckets (it grows) in a fresh heap (its root in
+    /// slot [`HASH_ROOT_SLOT`]).
     ///
     /// # Errors
     ///
-    /// [`HeapError::Alloc`] if the heap cannot hold the root and the bucket segment.
+    /// [`HeapError::Alloc`] if the heap cannot hold the root.
     ///
     /// # Examples
     ///
     /// ```
     /// use mirror_atomic::{flavor::Volatile, HashSet, Heap};
-    /// let set = HashSet::<Volatile, _>::new(Heap::anonymous(1 << 20)?)?;
-    /// assert!(set.insert(1)?);
+    /// let set = HashSet::<Volatile, _>::new(Heap::anonymous(8 << 20)?)?;
+    /// for k in 0..100_000 {
+    ///     assert!(set.insert(k)?);
+    /// }
+    /// assert_eq!(set.buckets(), 131_072);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(heap: Heap<F, P>) -> Result<Self, HeapError> {
         Self::with_capacity(heap, DEFAULT_BUCKETS)
     }
 
-    /// An empty set sized for about `capacity` keys: `capacity` rounded up to a power of two
-    /// buckets (one key per bucket on average when full), at least 1 and at most
-    /// [`MAX_BUCKETS`]. The heap needs `16 * buckets` bytes of heads for Mirror (8 for the
-    /// other flavors), in blocks of [`SEGMENT_HEADS`] heads, plus an 8 KiB root.
+    /// An empty set sized for about `capacity` keys: `capacity / MAX_LOAD` rounded up to a
+    /// power of two buckets, at least 1 and at most [`MAX_BUCKETS`]. It grows past that as
+    /// keys come. A bucket's sentinel node is made when the bucket is first used.
     ///
     /// # Errors
     ///
-    /// [`HeapError::Alloc`] if the heap cannot hold the root and the segments.
+    /// [`HeapError::Alloc`] if the heap cannot hold the root.
     ///
     /// # Examples
     ///
@@ -224,47 +409,42 @@ impl<F: Flavor, P: Persist> HashSet<F, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_capacity(mut heap: Heap<F, P>, capacity: usize) -> Result<Self, HeapError> {
-        let buckets = capacity.clamp(1, MAX_BUCKETS).next_power_of_two();
-        let log2_buckets = buckets.trailing_zeros();
-        let mut directory = [PConst::new(PPtr::null()); DIRECTORY];
-        for entry in &mut directory[..segments_for(buckets)] {
-            // Published by `alloc` before the root that names it.
-            *entry = PConst::new(heap.alloc(Segment::<F> {
-                heads: core::array::from_fn(|_| F::atomic(PPtr::null())),
-            })?);
-        }
+        let buckets = capacity
+            .div_ceil(MAX_LOAD)
+            .clamp(1, MAX_BUCKETS)
+            .next_power_of_two();
+        let log2 = buckets.trailing_zeros();
         let root = heap.alloc(HashRoot::<F> {
             tag: PConst::new(HASH_TAG),
-            log2_buckets: PConst::new(u64::from(log2_buckets)),
-            segments: directory,
+            log2_initial: PConst::new(u64::from(log2)),
+            head: F::atomic(PPtr::null()),
         })?;
         heap.set_root(HASH_ROOT_SLOT, root)?;
-        Ok(Self::assemble(heap, root))
+        Ok(Self::assemble(heap, root, log2))
     }
 
-    /// The set over `heap` with its root at `root` (a root of this format).
-    fn assemble(heap: Heap<F, P>, root: PPtr<HashRoot<F>>) -> Self {
-        // SAFETY: the root was allocated by `with_capacity` (or traced by recovery, which
-        // checked its tag and bucket count first), never freed.
-        let r = unsafe { heap.get(root) };
-        let log2_buckets = r.log2_buckets.get() as u32;
-        let segments = r.used().unwrap_or(&[]).iter().map(|s| s.get()).collect();
+    /// The set over `heap` with its root at `root`, `2^log2` buckets, no sentinel recorded.
+    fn assemble(heap: Heap<F, P>, root: PPtr<HashRoot<F>>, log2: u32) -> Self {
         Self {
             heap,
-            segments,
-            log2_buckets,
+            root,
+            log2_buckets: CachePadded::new(AtomicWord::new(u64::from(log2))),
+            keys: CachePadded::new(AtomicWord::new(0)),
+            table: Table::new(),
         }
     }
 
-    /// Recovers a set from a region (see [`Heap::recover`]), with the bucket count it was made
-    /// with.
+    /// Recovers a set from a region (see [`Heap::recover`]): walks the list once, records
+    /// every sentinel in the bucket table and counts the keys; the bucket count is the one the
+    /// set was made with, doubled until the keys fit [`MAX_LOAD`].
     ///
     /// # Errors
     ///
     /// Every [`HeapError`] of [`Heap::recover`]; [`HeapError::OldHashSetFormat`] if the root
-    /// is not a format-3 root (a set written before the bucket count was recorded);
-    /// [`HeapError::Malformed`] if a segment is missing or used twice, a bucket's keys are not
-    /// strictly increasing, or a key is in another key's bucket.
+    /// is not a format-4 root (a set written before the set grew); [`HeapError::Malformed`]
+    /// if the recorded bucket count is out of range, the list head holds a marked pointer, the
+    /// split-order keys are not strictly increasing, or a sentinel is marked or names no
+    /// bucket.
     ///
     /// # Examples
     ///
@@ -273,68 +453,69 @@ impl<F: Flavor, P: Persist> HashSet<F, P> {
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("set.pmem");
     /// {
-    ///     let set = HashSet::with_capacity(Heap::<Mirror, _>::create(&path, 7, 1 << 20)?, 2048)?;
-    ///     set.insert(5)?;
+    ///     let set = HashSet::with_capacity(Heap::<Mirror, _>::create(&path, 7, 1 << 20)?, 4)?;
+    ///     for k in 0..100 {
+    ///         set.insert(k)?;
+    ///     }
     /// }
     /// let set = HashSet::<Mirror, _>::recover(Region::open(&path, 7)?)?;
-    /// assert_eq!((set.buckets(), set.snapshot().0), (2048, vec![5]));
+    /// assert_eq!(set.buckets(), 128);
+    /// assert_eq!(set.snapshot(), ((0..100).collect(), true));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
         crate::heap::check_kind(&region, "mirror-atomic HashSet", Some(HASH_ROOT_SLOT))?;
         let heap = Heap::recover(region, |t| {
-            // Before tracing it as a `HashRoot`: a format-2 root (a smaller block of heads)
-            // would otherwise be reported as a pointer to a block too small.
-            if t.root_word(HASH_ROOT_SLOT)? != HASH_TAG {
-                return Err(HeapError::OldHashSetFormat);
+            // Before tracing it as a `HashRoot`: an older root (another layout) would
+            // otherwise be traced as this one.
+            let tag = t.root_word(HASH_ROOT_SLOT)?;
+            if tag != HASH_TAG {
+                let format = if tag == HASH_TAG_3 { 3 } else { 2 };
+                return Err(HeapError::OldHashSetFormat { format });
             }
             root = t.root::<HashRoot<F>>(HASH_ROOT_SLOT)?;
             Ok(())
         })?;
         // SAFETY: the root was traced by recovery (a block that holds a `HashRoot`).
         let r = unsafe { heap.get(root) };
-        let used = r.used().ok_or(HeapError::Malformed {
-            what: "hash-set bucket count out of range",
-        })?;
-        let mut seen = std::collections::HashSet::new();
-        for s in used {
-            let first_use = seen.insert(s.get().offset());
-            if s.get().is_null() || !first_use {
-                return Err(HeapError::Malformed {
-                    what: "hash-set segment missing or used twice",
-                });
-            }
-        }
-        let set = Self::assemble(heap, root);
-        // The heads past the bucket count (a set of fewer buckets than a segment) are never
-        // used: one that links nodes is corrupt.
-        for s in set.segments.iter() {
-            // SAFETY: a segment traced by recovery.
-            for h in unsafe { set.heap.get(*s) }.heads.iter().skip(set.buckets()) {
-                if !F::peek(h).is_null() {
-                    return Err(HeapError::Malformed {
-                        what: "hash-set head past the bucket count is not empty",
-                    });
-                }
-            }
-        }
-        for h in set.heads() {
-            list::check_recovered(&set.heap, h)?;
-        }
-        // Every key in its own bucket: otherwise a corrupt pointer could make one node
-        // reachable from two buckets, and removing it from one would retire a node the other
-        // still links.
-        let (_, ok) = set.snapshot();
-        if !ok {
+        let initial = r.log2_initial.get();
+        if initial > u64::from(MAX_LOG2) {
             return Err(HeapError::Malformed {
-                what: "hash-set key in another key's bucket",
+                what: "hash-set bucket count out of range",
             });
         }
+        list::check_recovered(&heap, &r.head)?;
+        let set = Self::assemble(heap, root, initial as u32);
+        let mut keys = 0u64;
+        let mut bad = None;
+        let guard = set.heap.pin();
+        list::walk(&set.heap, set.head(), &guard, |node, so, marked| {
+            if so & 1 == 1 {
+                keys += u64::from(!marked);
+            } else if let (Some(i), false) = (sentinel_index(so), marked) {
+                // Relaxed: the set is not shared before `recover` returns it (and moving it
+                // to another thread synchronizes).
+                set.table.slot(i).store(node.offset(), Ordering::Relaxed);
+            } else {
+                bad = Some("hash-set sentinel marked or naming no bucket");
+            }
+        });
+        drop(guard);
+        if let Some(what) = bad {
+            return Err(HeapError::Malformed { what });
+        }
+        let mut log2 = initial as u32;
+        while log2 < MAX_LOG2 && keys > (MAX_LOAD as u64) << log2 {
+            log2 += 1;
+        }
+        // Relaxed: as above.
+        set.keys.store(keys, Ordering::Relaxed);
+        set.log2_buckets.store(u64::from(log2), Ordering::Relaxed);
         Ok(set)
     }
 
-    /// The number of buckets (a power of two, fixed when the set was made).
+    /// The number of buckets now (a power of two; it grows as keys are inserted).
     ///
     /// # Examples
     ///
@@ -345,68 +526,261 @@ impl<F: Flavor, P: Persist> HashSet<F, P> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn buckets(&self) -> usize {
-        1 << self.log2_buckets
-    }
-
-    /// The heads that are used: the first `buckets()` of the segments.
-    fn heads(&self) -> impl Iterator<Item = &Head<F>> {
-        self.segments
-            .iter()
-            // SAFETY: segments are allocated by `with_capacity` (or traced by recovery) and
-            // never freed.
-            .flat_map(|s| unsafe { self.heap.get(*s) }.heads.iter())
-            .take(self.buckets())
+        1 << self.log2()
     }
 
     #[inline]
-    fn bucket(&self, key: u64) -> &Head<F> {
-        // Fibonacci hashing: the top bits of key * 2^64/phi.
-        let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let i = (h >> (64 - self.log2_buckets.max(1))) as usize & (self.buckets() - 1);
-        let segment = self.segments[i / SEGMENT_HEADS];
-        // SAFETY: as in `heads`.
-        &unsafe { self.heap.get(segment) }.heads[i % SEGMENT_HEADS]
+    fn log2(&self) -> u32 {
+        // Relaxed: the bucket count is a hint that publishes nothing; every count finds every
+        // key (a bucket's sentinel precedes its keys at every count), so a stale one only
+        // costs a longer walk.
+        self.log2_buckets.load(Ordering::Relaxed) as u32
     }
 
-    /// Inserts `key`: `Ok(true)` if it was absent.
+    /// The list head (bucket 0's start).
+    #[inline]
+    fn head(&self) -> &Head<F> {
+        // SAFETY: the root is allocated by `with_capacity` (or traced by recovery) and never
+        // freed.
+        &unsafe { self.heap.get(self.root) }.head
+    }
+
+    /// Where a walk for a key of bucket `bucket` starts: the `next` of its sentinel (made if
+    /// it is not yet), or the list head for bucket 0.
+    #[inline]
+    fn start(&self, bucket: usize, guard: &Guard) -> &Head<F> {
+        if bucket == 0 {
+            return self.head();
+        }
+        // Acquire: pairs with the Release store in `init_bucket` (the sentinel it names is
+        // linked, and so initialized, before).
+        let s = self.table.slot(bucket).load(Ordering::Acquire);
+        if s == 0 {
+            return self.init_bucket(bucket, guard);
+        }
+        // SAFETY: a sentinel, linked before the table named it; sentinels are never removed,
+        // so never freed while the set lives.
+        &unsafe { self.heap.get(PPtr::<Node<F>>::from_offset(s)) }.next
+    }
+
+    /// Shalev-Shavit `initialize_bucket` (Figure 6): links bucket `bucket`'s sentinel after
+    /// its parent's (made first, recursively), or finds the one another thread linked, and
+    /// records it in the table.
+    #[cold]
+    #[inline(never)]
+    fn init_bucket(&self, bucket: usize, guard: &Guard) -> &Head<F> {
+        let parent = bucket & !(1 << (usize::BITS - 1 - bucket.leading_zeros()));
+        let from = self.start(parent, guard);
+        match list::insert_node(&self.heap, from, sentinel_key(bucket), guard) {
+            Ok((sentinel, _)) => {
+                // Release: pairs with the Acquire load in `start`. Every thread that gets
+                // here stores the same offset (the list holds one node per key).
+                self.table
+                    .slot(bucket)
+                    .store(sentinel.offset(), Ordering::Release);
+                // SAFETY: as in `start`: a linked sentinel.
+                &unsafe { self.heap.get(sentinel) }.next
+            }
+            // No room for the sentinel: the parent's sentinel precedes this bucket's keys
+            // too, so the walk starts there (longer, still correct); a later call retries.
+            Err(_) => from,
+        }
+    }
+
+    /// The start of the bucket of a key with hash `h`.
+    #[inline]
+    fn bucket_head(&self, h: u64, guard: &Guard) -> &Head<F> {
+        let mask = (1u64 << self.log2()) - 1;
+        self.start((h & mask) as usize, guard)
+    }
+
+    /// Inserts `key`: `Ok(true)` if it was absent. May double the bucket count.
     ///
     /// # Errors
     ///
-    /// [`HeapAllocError`] if the heap is full.
-    pub fn insert(&self, key: u64) -> Result<bool, HeapAllocError> {
+    /// [`HashError::KeyOutOfRange`] if `key > HASH_MAX_KEY`; [`HashError::Alloc`] if the
+    /// heap is full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Mirror, HashSet};
+    /// let set = HashSet::<Mirror, _>::anonymous(1 << 20)?;
+    /// assert!(set.insert(3)?);
+    /// assert!(!set.insert(3)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert(&self, key: u64) -> Result<bool, HashError> {
+        if key > HASH_MAX_KEY {
+            return Err(HashError::KeyOutOfRange { key });
+        }
         let guard = self.heap.pin();
-        list::insert(&self.heap, self.bucket(key), key, &guard)
+        let h = hash(key);
+        let log2 = self.log2();
+        let head = self.start((h & ((1u64 << log2) - 1)) as usize, &guard);
+        let inserted = list::insert(&self.heap, head, so_key(h), &guard)?;
+        if inserted {
+            // Relaxed: a statistic that only decides when to grow; it publishes nothing.
+            let keys = self.keys.fetch_add(1, Ordering::Relaxed).wrapping_add(1) as i64;
+            if keys > (MAX_LOAD as i64) << log2 && log2 < MAX_LOG2 {
+                // Relaxed: as in `log2`. A failure means another thread grew it (or `log2`
+                // was stale): the next insert checks again.
+                let _ = self.log2_buckets.compare_exchange(
+                    u64::from(log2),
+                    u64::from(log2) + 1,
+                    Ordering::Relaxed,
+                );
+            }
+        }
+        Ok(inserted)
     }
 
     /// Removes `key`: `true` if it was present.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Mirror, HashSet};
+    /// let set = HashSet::<Mirror, _>::anonymous(1 << 20)?;
+    /// set.insert(3)?;
+    /// assert!(set.remove(3));
+    /// assert!(!set.remove(3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove(&self, key: u64) -> bool {
+        if key > HASH_MAX_KEY {
+            return false;
+        }
         let guard = self.heap.pin();
-        list::remove(&self.heap, self.bucket(key), key, &guard)
+        let h = hash(key);
+        let removed = list::remove(&self.heap, self.bucket_head(h, &guard), so_key(h), &guard);
+        if removed {
+            // Relaxed: as in `insert` (subtracts 1).
+            self.keys.fetch_add(u64::MAX, Ordering::Relaxed);
+        }
+        removed
     }
 
     /// Whether `key` is present.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Volatile, HashSet};
+    /// let set = HashSet::<Volatile, _>::anonymous(1 << 20)?;
+    /// set.insert(3)?;
+    /// assert!(set.contains(3) && !set.contains(4));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn contains(&self, key: u64) -> bool {
+        if key > HASH_MAX_KEY {
+            return false;
+        }
         let guard = self.heap.pin();
-        list::contains(&self.heap, self.bucket(key), key, &guard)
+        let h = hash(key);
+        list::contains(&self.heap, self.bucket_head(h, &guard), so_key(h), &guard)
     }
 
-    /// All keys, sorted (consistent only when nothing runs concurrently), and whether every
-    /// bucket is well formed (strictly increasing, each key in its own bucket).
+    /// All keys, sorted (consistent only when nothing runs concurrently), and whether the set
+    /// is well formed: split-order keys strictly increasing, no sentinel marked or naming no
+    /// bucket, and every bucket in the table naming its own sentinel.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Volatile, HashSet};
+    /// let set = HashSet::<Volatile, _>::anonymous(1 << 20)?;
+    /// for k in [5, 1, 3] {
+    ///     set.insert(k)?;
+    /// }
+    /// assert_eq!(set.snapshot(), (vec![1, 3, 5], true));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn snapshot(&self) -> (Vec<u64>, bool) {
         let guard = self.heap.pin();
-        let mut all = Vec::new();
-        let mut ok = true;
-        for h in self.heads() {
-            let (keys, sorted) = list::snapshot(&self.heap, h, &guard);
-            ok &= sorted && keys.iter().all(|&k| core::ptr::eq(self.bucket(k), h));
-            all.extend(keys);
-        }
-        all.sort_unstable();
-        (all, ok)
+        let mut keys = Vec::new();
+        let mut sentinels_ok = true;
+        let sorted = list::walk(&self.heap, self.head(), &guard, |_, so, marked| {
+            if so & 1 == 1 {
+                if !marked {
+                    keys.push(key_of(so));
+                }
+            } else {
+                sentinels_ok &= !marked && sentinel_index(so).is_some();
+            }
+        });
+        let table_ok = self.table.recorded().all(|(i, off)| {
+            // SAFETY: a recorded sentinel, never freed while the set lives.
+            let node = unsafe { self.heap.get(PPtr::<Node<F>>::from_offset(off)) };
+            node.key.get() == sentinel_key(i)
+        });
+        keys.sort_unstable();
+        (keys, sorted && sentinels_ok && table_ok)
     }
 
     /// The heap.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Volatile, HashSet};
+    /// let set = HashSet::<Volatile, _>::anonymous(1 << 20)?;
+    /// set.insert(1)?;
+    /// // The root, bucket 1's sentinel and the key's node.
+    /// assert_eq!(set.heap().live_blocks(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn heap(&self) -> &Heap<F, P> {
         &self.heap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_a_bijection_of_the_63_bit_keys() {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for k in [0, 1, 2, HASH_MAX_KEY, 1 << 62, 12345]
+            .into_iter()
+            .chain((0..10_000).map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x & HASH_MAX_KEY
+            }))
+        {
+            let h = hash(k);
+            assert!(h <= HASH_MAX_KEY);
+            assert_eq!(unhash(h), k);
+            assert_eq!(key_of(so_key(h)), k);
+        }
+    }
+
+    #[test]
+    fn a_sentinel_sorts_before_the_keys_of_its_bucket() {
+        for log2 in 1..8u32 {
+            for k in 0..2000u64 {
+                let h = hash(k);
+                let i = (h & ((1 << log2) - 1)) as usize;
+                assert!(sentinel_key(i) < so_key(h));
+                // ... and after the keys of the buckets before it in split order.
+                let next = (sentinel_key(i) >> (64 - log2)) + 1;
+                if next < (1 << log2) {
+                    assert!(so_key(h) < next << (64 - log2));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn table_locates_every_bucket_once() {
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..4096 {
+            let (k, off) = Table::locate(i);
+            assert!(off < Table::len(k));
+            assert!(seen.insert((k, off)));
+        }
     }
 }

@@ -22,10 +22,10 @@ mod sync;
 mod word;
 
 pub use bst::{Bst, BstNode, BST_MAX_KEY, BST_ROOT_SLOT};
-pub use error::{BstError, HeapAllocError, HeapError};
+pub use error::{BstError, HashError, HeapAllocError, HeapError};
 pub use hash::{
-    HashRoot, HashSet, Segment, DEFAULT_BUCKETS, HASH_ROOT_SLOT, HASH_TAG, MAX_BUCKETS,
-    SEGMENT_HEADS,
+    HashRoot, HashSet, DEFAULT_BUCKETS, HASH_MAX_KEY, HASH_ROOT_SLOT, HASH_TAG, MAX_BUCKETS,
+    MAX_LOAD,
 };
 pub use heap::{block_size, Domain, Guard, Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
 pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};

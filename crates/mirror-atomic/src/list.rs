@@ -29,8 +29,8 @@ use pmem::{NoPersist, Persist, Region};
 /// stray bytes there).
 #[repr(C)]
 pub struct Node<F: Flavor> {
-    next: F::Atomic<PPtr<Node<F>>>,
-    key: PConst<u64>,
+    pub(crate) next: F::Atomic<PPtr<Node<F>>>,
+    pub(crate) key: PConst<u64>,
     _pad: F::Pad,
 }
 
@@ -174,11 +174,23 @@ pub(crate) fn insert<F: Flavor, P: Persist>(
     key: u64,
     guard: &Guard,
 ) -> Result<bool, HeapAllocError> {
+    insert_node(heap, head, key, guard).map(|(_, new)| new)
+}
+
+/// Inserts `key` below `head` if it is absent: the node that holds it (the new one or the one
+/// found) and whether it was inserted. The hash set makes its bucket sentinels with it.
+#[inline]
+pub(crate) fn insert_node<F: Flavor, P: Persist>(
+    heap: &Heap<F, P>,
+    head: &Head<F>,
+    key: u64,
+    guard: &Guard,
+) -> Result<(PPtr<Node<F>>, bool), HeapAllocError> {
     let space = heap.space();
     loop {
         let pos = find(heap, head, key, guard);
         if pos.found {
-            return Ok(false);
+            return Ok((pos.curr, false));
         }
         // A new node per attempt: `next` is written before the node is published (and made
         // durable by `alloc`), so no persistent store to an unpublished node is needed.
@@ -188,7 +200,7 @@ pub(crate) fn insert<F: Flavor, P: Persist>(
             _pad: F::Pad::default(),
         })?;
         if F::compare_exchange(pos.prev, pos.curr, node, space).is_ok() {
-            return Ok(true);
+            return Ok((node, true));
         }
         // SAFETY: the CAS failed, so `node` was never published.
         unsafe { heap.free_unpublished(node) };
@@ -256,12 +268,28 @@ pub(crate) fn contains<F: Flavor, P: Persist>(
 pub(crate) fn snapshot<F: Flavor, P: Persist>(
     heap: &Heap<F, P>,
     head: &Head<F>,
-    _guard: &Guard,
+    guard: &Guard,
 ) -> (Vec<u64>, bool) {
-    let space = heap.space();
     let mut keys = Vec::new();
+    let sorted = walk(heap, head, guard, |_, k, marked| {
+        if !marked {
+            keys.push(k);
+        }
+    });
+    (keys, sorted)
+}
+
+/// Calls `visit(node, key, marked)` for each node below `head` in list order, while the keys
+/// strictly increase: whether the walk reached the end (`false`: a key not above the one
+/// before it, where the walk stopped, since it may be a cycle).
+pub(crate) fn walk<F: Flavor, P: Persist>(
+    heap: &Heap<F, P>,
+    head: &Head<F>,
+    _guard: &Guard,
+    mut visit: impl FnMut(PPtr<Node<F>>, u64, bool),
+) -> bool {
+    let space = heap.space();
     let mut last: Option<u64> = None;
-    let mut sorted = true;
     let mut curr = F::load(head, space).unmarked();
     while !curr.is_null() {
         // SAFETY: read under `_guard` from a live node or the head.
@@ -269,17 +297,13 @@ pub(crate) fn snapshot<F: Flavor, P: Persist>(
         let next = F::load(&node.next, space);
         let k = node.key.get();
         if last.is_some_and(|l| l >= k) {
-            // Not strictly increasing: malformed (possibly a cycle, so stop here).
-            sorted = false;
-            break;
+            return false;
         }
         last = Some(k);
-        if !next.is_marked() {
-            keys.push(k);
-        }
+        visit(curr, k, next.is_marked());
         curr = next.unmarked();
     }
-    (keys, sorted)
+    true
 }
 
 /// Recovery check of one list: keys strictly increasing (so no cycle), every node in a block.

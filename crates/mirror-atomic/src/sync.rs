@@ -24,7 +24,7 @@
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::Ordering;
+    pub(crate) use std::sync::atomic::{AtomicPtr, Ordering};
     pub(crate) use std::sync::{Arc, MutexGuard};
 
     /// `std::sync::Mutex` in a distinct type, so `clippy.toml` can forbid the std one elsewhere.
@@ -374,7 +374,7 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::sync::atomic::Ordering;
+    pub(crate) use loom::sync::atomic::{AtomicPtr, Ordering};
     pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
     #[cfg(test)]
     pub(crate) use loom::{model, thread};

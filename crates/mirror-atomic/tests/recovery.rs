@@ -65,7 +65,11 @@ fn izraelevitz_hash_set_survives_a_restart() {
         .expect("recover");
     let want: Vec<u64> = (0..100).map(|k| k * 7).filter(|k| k % 14 != 0).collect();
     assert_eq!(set.snapshot(), (want, true));
-    assert_eq!(set.buckets(), 16, "the bucket count comes from the file");
+    assert_eq!(
+        set.buckets(),
+        64,
+        "grown from the file's 16 buckets to hold 50 keys at one per bucket"
+    );
 }
 
 fn open_err(path: &Path, layout: u64) -> HeapError {

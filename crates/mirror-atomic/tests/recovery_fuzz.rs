@@ -173,6 +173,17 @@ fn recovery_from_arbitrary_bytes_never_panics() {
             Some(at),
         ));
         seeds.push(seed_image::<List<Mirror, Simulated>>(s + 10, n, Some(at)));
+        // Hash sets from one bucket: crashes during growth (a sentinel being linked).
+        seeds.push(seed_image::<HashSet<Mirror, Simulated>>(
+            s + 10,
+            n,
+            Some(at),
+        ));
+        seeds.push(seed_image::<HashSet<Izraelevitz, Simulated>>(
+            s + 10,
+            n,
+            Some(at),
+        ));
         seeds.push(seed_image::<Bst<Mirror, Simulated>>(s + 10, n, Some(at)));
         seeds.push(seed_image::<Bst<Izraelevitz, Simulated>>(
             s + 10,
@@ -224,4 +235,10 @@ fn unmutated_seed_images_recover() {
     assert!(exercise::<Bst<Mirror, Simulated>>(&image, &mut rng));
     let image = seed_image::<Bst<Izraelevitz, Simulated>>(3, 60, Some(500));
     assert!(exercise::<Bst<Izraelevitz, Simulated>>(&image, &mut rng));
+    let image = seed_image::<HashSet<Mirror, Simulated>>(3, 60, None);
+    assert!(exercise::<HashSet<Mirror, Simulated>>(&image, &mut rng));
+    let image = seed_image::<HashSet<Izraelevitz, Simulated>>(3, 60, Some(500));
+    assert!(exercise::<HashSet<Izraelevitz, Simulated>>(
+        &image, &mut rng
+    ));
 }

@@ -4,7 +4,8 @@
 
 use mirror_atomic::flavor::Flavor;
 use mirror_atomic::{
-    Bst, BstError, HashSet, Heap, HeapAllocError, HeapError, List, Persist, Region, SkipList,
+    Bst, BstError, HashError, HashSet, Heap, HeapAllocError, HeapError, List, Persist, Region,
+    SkipList,
 };
 use pmem::sim::{Image, SimConfig, Simulated};
 use testkit::lin::Model;
@@ -14,8 +15,10 @@ use testkit::models::{KvMap, KvOp, KvRet};
 pub(crate) const LAYOUT: u64 = 0x1212;
 /// Region size of the crash tests: header + 4 chunks.
 pub(crate) const SIM_SIZE: u64 = 256 + 4 * 65536;
-/// Buckets of the test hash set (small, so buckets hold several keys).
-pub(crate) const BUCKETS: usize = 8;
+/// Initial buckets of the test hash set: one, so that it doubles several times within the
+/// tests' streams (16 keys: doublings at 2, 3, 5 and 9 keys), and crash points, histories and
+/// recoveries fall during and between doublings.
+pub(crate) const BUCKETS: usize = 1;
 
 /// A simulated test region (`LAYOUT`, `SIM_SIZE`) for a test that uses it, and every structure
 /// built on it, on the calling thread only.
@@ -115,7 +118,10 @@ macro_rules! forward_set {
 forward_set!(List, |s, k| List::insert(s, k));
 forward_set!(
     HashSet,
-    |s, k| HashSet::insert(s, k),
+    |s, k| HashSet::insert(s, k).map_err(|e| match e {
+        HashError::Alloc(e) => e,
+        other => panic!("test keys are in range: {other}"),
+    }),
     new | h | HashSet::with_capacity(h, BUCKETS)
 );
 forward_set!(SkipList, |s, k| SkipList::insert(s, k), {
