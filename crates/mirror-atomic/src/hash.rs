@@ -157,7 +157,7 @@ const fn unshift(y: u64, s: u32) -> u64 {
 /// xorshift, a multiplication mod 2^63, a xorshift), so the high bits of the key reach the low
 /// bits that choose the bucket. Inverted by [`unhash`].
 #[inline]
-const fn hash(key: u64) -> u64 {
+pub(crate) const fn hash(key: u64) -> u64 {
     let a = key ^ (key >> 31);
     let b = a.wrapping_mul(MIX) & HASH_MAX_KEY;
     b ^ (b >> 30)
@@ -723,11 +723,11 @@ impl<F: Flavor, P: Persist> HashSet<F, P> {
     /// # Examples
     ///
     /// ```
-    /// use mirror_atomic::{flavor::Volatile, HashSet};
-    /// let set = HashSet::<Volatile, _>::anonymous(1 << 20)?;
+    /// use mirror_atomic::{flavor::Volatile, HashSet, Heap};
+    /// let set = HashSet::<Volatile, _>::with_capacity(Heap::anonymous(1 << 20)?, 1)?;
     /// set.insert(1)?;
-    /// // The root, bucket 1's sentinel and the key's node.
-    /// assert_eq!(set.heap().live_blocks(), 3);
+    /// // The root and the key's node (one bucket: it starts at the list head, no sentinel).
+    /// assert_eq!(set.heap().live_blocks(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn heap(&self) -> &Heap<F, P> {
@@ -771,6 +771,41 @@ mod tests {
                     assert!(so_key(h) < next << (64 - log2));
                 }
             }
+        }
+    }
+
+    /// After growth, every key's bucket starts at its own sentinel, recorded in the table
+    /// (not at the list head or an ancestor's sentinel, which would find the same keys,
+    /// slowly).
+    #[test]
+    fn every_used_bucket_starts_at_its_own_sentinel() {
+        let heap = Heap::anonymous(4 << 20).expect("heap");
+        let set = HashSet::<crate::flavor::Mirror, NoPersist>::with_capacity(heap, 1).expect("set");
+        for k in 0..3000 {
+            assert!(set.insert(k).expect("room"));
+        }
+        assert_eq!(set.buckets(), 4096);
+        let guard = set.heap.pin();
+        let mask = set.buckets() as u64 - 1;
+        for k in 0..3000 {
+            let b = (hash(k) & mask) as usize;
+            let head = set.start(b, &guard);
+            if b == 0 {
+                assert!(core::ptr::eq(head, set.head()));
+                continue;
+            }
+            let off = set.table.slot(b).load(Ordering::Acquire);
+            assert_ne!(off, 0, "bucket {b} recorded");
+            // SAFETY: a recorded sentinel.
+            let sentinel = unsafe {
+                set.heap
+                    .get(PPtr::<Node<crate::flavor::Mirror>>::from_offset(off))
+            };
+            assert_eq!(sentinel.key.get(), sentinel_key(b));
+            assert!(
+                core::ptr::eq(head, &sentinel.next),
+                "bucket {b} starts at its sentinel"
+            );
         }
     }
 
