@@ -1,12 +1,13 @@
 //! A lock-free hash set that grows: a split-ordered list (Shalev and Shavit, "Split-Ordered
-//! Lists: Lock-Free Extensible Hash Tables", J. ACM 53(3), 2006, §3 and Figures 4-6), over an
-//! atomic [`Flavor`] (hash-set format 4).
+//! Lists: Lock-Free Extensible Hash Tables", J. ACM 53(3), 2006; the paper is not in
+//! `shared/papers`, so its functions are named here, not its figure and line numbers), over
+//! an atomic [`Flavor`] (hash-set format 4).
 //!
 //! All keys sit in one Harris-Michael list ([`crate::list`]) sorted by their *split-order
 //! key*: the bit-reversed hash with the low bit set. Bucket `i` starts at a *sentinel* node
 //! whose key is `i` bit-reversed (low bit clear), inserted lazily after the sentinel of its
 //! parent bucket (`i` with its top set bit cleared) the first time an operation needs the
-//! bucket (the paper's `initialize_bucket`, Figure 6); bucket 0 starts at the list head. The
+//! bucket (the paper's `initialize_bucket`, with `GET_PARENT`); bucket 0 starts at the list head. The
 //! bucket count doubles (one CAS on a DRAM word) when the set holds more than [`MAX_LOAD`]
 //! keys per bucket on average; no key moves: a doubling splits every bucket's run of the list
 //! in two where the new sentinel will go.
@@ -563,7 +564,7 @@ impl<F: Flavor, P: Persist> HashSet<F, P> {
         &unsafe { self.heap.get(PPtr::<Node<F>>::from_offset(s)) }.next
     }
 
-    /// Shalev-Shavit `initialize_bucket` (Figure 6): links bucket `bucket`'s sentinel after
+    /// Shalev-Shavit `initialize_bucket`: links bucket `bucket`'s sentinel after
     /// its parent's (made first, recursively), or finds the one another thread linked, and
     /// records it in the table.
     #[cold]

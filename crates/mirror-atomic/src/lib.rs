@@ -12,6 +12,8 @@ mod loom_bst;
 #[cfg(all(test, loom))]
 mod loom_cas;
 #[cfg(all(test, loom))]
+mod loom_hash;
+#[cfg(all(test, loom))]
 mod loom_heap;
 #[cfg(all(test, loom))]
 mod loom_list;

@@ -229,3 +229,21 @@ fn a_recorded_bucket_count_out_of_range_is_a_typed_error() {
         "{err:?}"
     );
 }
+
+#[test]
+fn removes_count_down_so_a_refilled_set_does_not_double_again() {
+    let set = HashSet::<Mirror, _>::anonymous(4 << 20).expect("set");
+    for round in 0..3 {
+        for k in 0..1000 {
+            assert!(set.insert(k).expect("room"));
+        }
+        assert_eq!(
+            set.buckets(),
+            1024,
+            "round {round}: 1,000 keys need 1,024 buckets"
+        );
+        for k in 0..1000 {
+            assert!(set.remove(k));
+        }
+    }
+}
