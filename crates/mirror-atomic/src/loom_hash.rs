@@ -29,7 +29,8 @@ fn keys_in(bucket: u64, bits: u32, n: usize, from: u64) -> Vec<u64> {
         .collect()
 }
 
-/// Two threads insert a key each into bucket 3 of a set of 4 buckets, which no operation
+/// Two threads insert a key each into bucket 3 of a set of 4 buckets (sized for 8 keys),
+/// which no operation
 /// used before: both initialize bucket 3 (and its parent, bucket 1) at once, and both make
 /// the table's segment 2 (buckets 2 and 3) at once. Exactly one sentinel per bucket is
 /// linked, the table records it, and both keys are present.
@@ -38,7 +39,7 @@ fn loom_racing_bucket_initializations_link_one_sentinel() {
     let keys = keys_in(3, 2, 2, 0);
     model(move || {
         let set = Arc::new(
-            MirrorSet::with_capacity(Heap::anonymous(HEAP).expect("heap"), 4).expect("set"),
+            MirrorSet::with_capacity(Heap::anonymous(HEAP).expect("heap"), 8).expect("set"),
         );
         let s2 = Arc::clone(&set);
         let k1 = keys[1];
@@ -60,9 +61,10 @@ fn loom_racing_bucket_initializations_link_one_sentinel() {
     });
 }
 
-/// From `{a}` in one bucket: one thread inserts `b`, which doubles the bucket count to 2
-/// (and may initialize bucket 1), while the other inserts `c` and looks `a` up, reading the
-/// count before or after the doubling. Every key is found by both, whichever count it read.
+/// From `{a}` in one bucket: one thread inserts `b` and looks `c` up, the other inserts `c`
+/// and looks `a` up; the second of the two inserts (3 keys: more than 2 per bucket) doubles
+/// the bucket count to 2, so each operation reads the count before or after the doubling, and
+/// the inserts of `b` and `c` (both in bucket 1) may race to initialize it. Every key is found by both, whichever count it read.
 #[test]
 fn loom_an_insert_that_doubles_the_table_loses_no_key() {
     let odd = keys_in(1, 1, 2, 0);

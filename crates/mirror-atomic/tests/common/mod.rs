@@ -16,7 +16,7 @@ pub(crate) const LAYOUT: u64 = 0x1212;
 /// Region size of the crash tests: header + 4 chunks.
 pub(crate) const SIM_SIZE: u64 = 256 + 4 * 65536;
 /// Initial buckets of the test hash set: one, so that it doubles several times within the
-/// tests' streams (16 keys: doublings at 2, 3, 5 and 9 keys), and crash points, histories and
+/// tests' streams (16 keys: doublings at 3, 5 and 9 keys), and crash points, histories and
 /// recoveries fall during and between doublings.
 pub(crate) const BUCKETS: usize = 1;
 
