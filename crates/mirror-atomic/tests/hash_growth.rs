@@ -60,8 +60,15 @@ fn a_default_set_grows_to_100k_keys_and_recovers_grown() {
     let mut want: Vec<u64> = keys.iter().copied().skip(1).step_by(2).collect();
     want.sort_unstable();
     assert_eq!(set.snapshot(), (want.clone(), true));
-    // The nodes, sentinels and root are reachable, so the rebuilt free space reuses none:
-    // new keys keep the old ones intact.
+    // Recovery traced the root, every key's node and some sentinels (at most one per bucket
+    // of the 65,536 the set had): all allocated after recovery.
+    let live = set.heap().live_blocks();
+    assert!(
+        live > 1 + want.len() && live < 1 + want.len() + 65_536,
+        "{live} blocks allocated after recovery for {} keys",
+        want.len()
+    );
+    // The rebuilt free space reuses none of them: new keys keep the old ones intact.
     for &k in keys.iter().step_by(2).take(1000) {
         assert!(set.insert(k).expect("room"));
     }
@@ -175,59 +182,47 @@ fn first_sentinel(path: &Path, root: u64) -> u64 {
     panic!("no sentinel in the list");
 }
 
+/// Makes a Mirror set at `path` sized for `capacity` keys, inserts `0..keys`, and returns
+/// the root's offset in the file (region offsets are file offsets).
+fn file_set(path: &Path, capacity: usize, keys: u64) -> u64 {
+    let heap = Heap::<Mirror, _>::create(path, LAYOUT, 1 << 20).expect("create");
+    let set = HashSet::with_capacity(heap, capacity).expect("set");
+    for k in 0..keys {
+        set.insert(k).expect("room");
+    }
+    set.heap()
+        .root::<HashRoot<Mirror>>(HASH_ROOT_SLOT)
+        .expect("root")
+        .offset()
+}
+
+/// Recovery of `path` fails with `Malformed { what }`.
+fn assert_malformed(path: &Path, what: &str) {
+    match recover(path) {
+        Err(HeapError::Malformed { what: got }) => assert_eq!(got, what),
+        other => panic!("expected Malformed({what}), got {other:?}"),
+    }
+}
+
 #[test]
 fn a_marked_sentinel_is_a_typed_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("h4.pmem");
-    let root = {
-        let heap = Heap::<Mirror, _>::create(&path, LAYOUT, 1 << 20).expect("create");
-        let set = HashSet::with_capacity(heap, 4).expect("set");
-        for k in 0..16 {
-            set.insert(k).expect("room");
-        }
-        set.heap()
-            .root::<HashRoot<Mirror>>(HASH_ROOT_SLOT)
-            .expect("root")
-            .offset()
-    };
+    let root = file_set(&path, 8, 16);
     let sentinel = first_sentinel(&path, root);
     let next = word(&path, sentinel);
     patch(&path, sentinel, &(next | 1).to_le_bytes());
-    let err = recover(&path).expect_err("a marked sentinel is refused");
-    assert!(
-        matches!(
-            err,
-            HeapError::Malformed {
-                what: "hash-set sentinel marked or naming no bucket"
-            }
-        ),
-        "{err:?}"
-    );
+    assert_malformed(&path, "hash-set sentinel marked or naming no bucket");
 }
 
 #[test]
 fn a_recorded_bucket_count_out_of_range_is_a_typed_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("h5.pmem");
-    let root = {
-        let heap = Heap::<Mirror, _>::create(&path, LAYOUT, 1 << 20).expect("create");
-        let set = HashSet::new(heap).expect("set");
-        set.heap()
-            .root::<HashRoot<Mirror>>(HASH_ROOT_SLOT)
-            .expect("root")
-            .offset()
-    };
+    let root = file_set(&path, 32, 0);
+    // log2 of the initial count: 2^64 buckets.
     patch(&path, root + 8, &64u64.to_le_bytes());
-    let err = recover(&path).expect_err("a count of 2^64 buckets is refused");
-    assert!(
-        matches!(
-            err,
-            HeapError::Malformed {
-                what: "hash-set bucket count out of range"
-            }
-        ),
-        "{err:?}"
-    );
+    assert_malformed(&path, "hash-set bucket count out of range");
 }
 
 #[test]
