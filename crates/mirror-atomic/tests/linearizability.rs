@@ -77,6 +77,8 @@ fn run<S: Set<P = NoPersist>>(name: &str) {
     const MAX_BATCHES: u64 = 5;
     const MIN_OVERLAPPING: usize = 100;
     let (mut overlapping, mut total) = (0, 0);
+    // Histories in which the structure grew (the hash set doubled its buckets mid-history).
+    let mut grew = 0usize;
     let mut rounds = 0;
     // Past MAX_BATCHES, keep going (up to 4x more) only while the floor is not reached: a
     // heavily loaded machine (load average 4 on the 2 cores) left one configuration below the
@@ -118,6 +120,7 @@ fn run<S: Set<P = NoPersist>>(name: &str) {
             }
         });
         drop(threads);
+        grew += usize::from(set.grew());
         let h = rec.into_history();
         let (o, n) = overlap_share(&h);
         overlapping += o;
@@ -128,8 +131,12 @@ fn run<S: Set<P = NoPersist>>(name: &str) {
     }
     let share = overlapping as f64 / total as f64;
     eprintln!(
-        "{name}: {rounds} histories, {total} ops, {:.0}% overlapping",
+        "{name}: {rounds} histories, {total} ops, {:.0}% overlapping, {grew} grew",
         share * 100.0
+    );
+    assert!(
+        !name.starts_with("hash") || grew > 0,
+        "{name}: the hash set never doubled during a history"
     );
     assert!(
         overlapping >= MIN_OVERLAPPING,

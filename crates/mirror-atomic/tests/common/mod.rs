@@ -64,6 +64,10 @@ pub(crate) trait Set: Sized + Send + Sync {
     fn blocks_for(keys: usize) -> usize {
         keys + 1
     }
+    /// Whether the structure grew since it was made (the hash set doubled its buckets).
+    fn grew(&self) -> bool {
+        false
+    }
 }
 
 /// The `Set` methods every structure forwards to its own inherent method of the same name,
@@ -122,7 +126,12 @@ forward_set!(
         HashError::Alloc(e) => e,
         other => panic!("test keys are in range: {other}"),
     }),
-    new | h | HashSet::with_capacity(h, BUCKETS)
+    new | h | HashSet::with_capacity(h, BUCKETS),
+    {
+        fn grew(&self) -> bool {
+            self.buckets() > BUCKETS
+        }
+    }
 );
 forward_set!(SkipList, |s, k| SkipList::insert(s, k), {
     fn exact_blocks() -> bool {
