@@ -102,6 +102,16 @@ const HASH_TAG_3: u64 = u64::from_be_bytes(*b"MIRHASH3");
 /// The root object of a [`HashSet`]: [`HASH_TAG`], log2 of the bucket count the set was made
 /// with (recovery starts from it), and the head of the split-ordered list (bucket 0 starts
 /// there). The tag and count are written once, before the root slot names the root.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Mirror, HashRoot, HashSet, HASH_ROOT_SLOT};
+/// let set = HashSet::<Mirror, _>::anonymous(1 << 20)?;
+/// let root = set.heap().root::<HashRoot<Mirror>>(HASH_ROOT_SLOT);
+/// assert!(root.is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[repr(C)]
 pub struct HashRoot<F: Flavor> {
     tag: PConst<u64>,
@@ -351,6 +361,16 @@ impl<F: Flavor, P: Persist> core::fmt::Debug for HashSet<F, P> {
 }
 
 /// Root slot a [`HashSet`] uses.
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::Volatile, HashRoot, HashSet, HASH_ROOT_SLOT, LIST_ROOT_SLOT};
+/// assert_ne!(HASH_ROOT_SLOT, LIST_ROOT_SLOT);
+/// let set = HashSet::<Volatile, _>::anonymous(1 << 20)?;
+/// assert!(set.heap().root::<HashRoot<Volatile>>(HASH_ROOT_SLOT).is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const HASH_ROOT_SLOT: usize = 1;
 
 impl<F: Flavor> HashSet<F, NoPersist> {
