@@ -54,8 +54,8 @@ struct Args {
     /// Key range of the hash set.
     #[arg(long, default_value_t = 65536)]
     hash_range: u64,
-    /// Buckets of the hash set (`HashSet::with_capacity`; 0: sized for the key range, one
-    /// bucket per key, rounded up to a power of two).
+    /// Capacity the hash set is made with (`HashSet::with_capacity`: `MAX_LOAD` keys per
+    /// bucket, rounded up to a power of two; the set grows past it); 0: the key range.
     #[arg(long, default_value_t = 0)]
     hash_buckets: usize,
     /// Key range of the skip list.
