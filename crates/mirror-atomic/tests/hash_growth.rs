@@ -242,3 +242,30 @@ fn removes_count_down_so_a_refilled_set_does_not_double_again() {
         }
     }
 }
+
+/// On a full heap a bucket's sentinel cannot be made: lookups and removes then walk from the
+/// parent's sentinel (no error, no panic), and every key is still found.
+#[test]
+fn a_full_heap_still_finds_every_key() {
+    let set = HashSet::<Mirror, _>::anonymous(256 << 10).expect("set");
+    let mut keys = Vec::new();
+    for k in 0u64.. {
+        match set.insert(k * 7) {
+            Ok(inserted) => {
+                assert!(inserted);
+                keys.push(k * 7);
+            }
+            Err(HashError::Alloc(_)) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(keys.len() > 1000, "{} keys fit", keys.len());
+    for &k in &keys {
+        assert!(set.contains(k), "{k}");
+    }
+    for &k in keys.iter().step_by(2) {
+        assert!(set.remove(k), "{k}");
+    }
+    let want: Vec<u64> = keys.iter().copied().skip(1).step_by(2).collect();
+    assert_eq!(set.snapshot(), (want, true));
+}
