@@ -388,6 +388,10 @@ mod tests {
 
     /// Records each `commit` call: its first index and its operations.
     #[derive(Default)]
+    #[allow(
+        clippy::disallowed_types,
+        reason = "a test-only recorder; this module is never built under loom"
+    )]
     struct Record(std::sync::Mutex<Vec<(u64, Vec<u64>)>>);
 
     impl CommitLog<u64> for Record {
