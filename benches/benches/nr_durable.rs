@@ -48,7 +48,7 @@ fn nr_durable(c: &mut Criterion) {
                 let at = if m.uses_region() { &pmem_dir } else { &dir };
                 crit::bench_threads(&mut g, m.name(), t, cpus, |t, ops| {
                     let path = fresh_path(at, &format!("bench-{}", m.name()));
-                    let subject = open(m, t.clamp(1, 2), KEYS, &path)?;
+                    let subject = open(m, t, KEYS, &path)?;
                     let took = run_ops(&*subject, t, writes_pct, KEYS, ops);
                     drop(subject);
                     remove_store(&path);
