@@ -524,16 +524,27 @@ pub fn run_ops(
 mod tests {
     use super::*;
 
+    /// `m`'s log stats after `threads` threads made `writes` writes each (50 keys), in a fresh
+    /// store that is removed again.
+    fn stats_after_writes(
+        m: DurableMethod,
+        threads: usize,
+        writes: u64,
+    ) -> Result<(u64, u64), BenchError> {
+        let path = fresh_path(&std::env::temp_dir(), &format!("test-stats-{}", m.name()));
+        let s = open(m, threads, 50, &path)?;
+        run_ops(&*s, threads, 100, 50, writes)?;
+        let stats = s.log_stats();
+        drop(s);
+        remove_store(&path);
+        Ok(stats)
+    }
+
     /// `run_ops` runs exactly `threads * ops_per_thread` operations: at 100% writes the
     /// baseline syncs once per write, so its sync count is the operation count.
     #[test]
     fn run_ops_runs_the_fixed_operation_count() -> Result<(), BenchError> {
-        let path = fresh_path(&std::env::temp_dir(), "test-run-ops");
-        let s = open(DurableMethod::MutexWal, 1, 50, &path)?;
-        run_ops(&*s, 2, 100, 50, 7)?;
-        let (syncs, bytes) = s.log_stats();
-        drop(s);
-        remove_store(&path);
+        let (syncs, bytes) = stats_after_writes(DurableMethod::MutexWal, 2, 7)?;
         assert_eq!(syncs, 14, "one sync per write, 2 threads x 7 writes");
         assert!(bytes > 0);
         Ok(())
@@ -543,12 +554,7 @@ mod tests {
     /// so every write is its own combining pass, with one `pfence` and one `psync`.
     #[test]
     fn pcomb_counts_its_persistence_instructions() -> Result<(), BenchError> {
-        let path = fresh_path(&std::env::temp_dir(), "test-pcomb-counts");
-        let s = open(DurableMethod::PcombPod64, 1, 50, &path)?;
-        run_ops(&*s, 1, 100, 50, 10)?;
-        let (fences, bytes) = s.log_stats();
-        drop(s);
-        remove_store(&path);
+        let (fences, bytes) = stats_after_writes(DurableMethod::PcombPod64, 1, 10)?;
         assert_eq!(fences, 20, "a pfence and a psync per write");
         assert!(
             bytes >= 10 * 64,
