@@ -1,13 +1,13 @@
 //! Criterion benches of durable NR (issue 20): one group per write share, `nr-durable-10` and
 //! `nr-durable-100` (10% and 100% writes), one benchmark per method (`mutex-wal`,
-//! `volatile-nr`, `durable-file`, `durable-pmem`; see `benches::durable_bench`) and thread
-//! count (1, 2, 4; 8 with `BENCH_FULL=1`), replicas = min(threads, 2), on a hash map of 10,000
-//! keys. Throughput is in elements of 1,000 operations per thread (`Kelem/s` reads as Mops/s;
+//! `volatile-nr`, `durable-file`, `durable-pmem`, `durable-pmem-eadr`; see
+//! `benches::durable_bench`) and thread count (1, 2, 4; 8 with `BENCH_FULL=1`), replicas =
+//! min(threads, 2), on a hash map of 10,000 keys. Throughput is in elements of 1,000 operations per thread (`Kelem/s` reads as Mops/s;
 //! see `benches::crit`), and each group's scaling chart lands in `target/scaling/<group>.svg`.
 //!
 //! Every sample opens a fresh store, outside the timing: the log directory of `mutex-wal` and
 //! `durable-file` in `$DURABLE_BENCH_DIR` (default: the temp dir; a real disk there makes
-//! every `fdatasync` cost what it costs), the region file of `durable-pmem` in `/dev/shm` when
+//! every `fdatasync` cost what it costs), the region files of `durable-pmem` and `durable-pmem-eadr` in `/dev/shm` when
 //! it exists (else the temp dir). Synced writes are slow (milliseconds each on a disk), so the
 //! 100% group takes long on `mutex-wal` and `durable-file`; filter it for a quick look.
 //!
@@ -48,7 +48,7 @@ fn nr_durable(c: &mut Criterion) {
                 let at = if m.uses_region() { &pmem_dir } else { &dir };
                 crit::bench_threads(&mut g, m.name(), t, cpus, |t, ops| {
                     let path = fresh_path(at, &format!("bench-{}", m.name()));
-                    let subject = open(m, t.clamp(1, 2), KEYS, &path)?;
+                    let subject = open(m, t, KEYS, &path)?;
                     let took = run_ops(&*subject, t, writes_pct, KEYS, ops);
                     drop(subject);
                     remove_store(&path);

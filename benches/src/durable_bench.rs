@@ -13,6 +13,17 @@
 //! - `durable-pmem`: nr-durable, region medium (a mapped file, by default in `/dev/shm`: no
 //!   persistent memory here, so its write-backs and fences are real but durable only as far as
 //!   the page cache is).
+//! - `durable-pmem-eadr`: as `durable-pmem` with `pmem::Hardware::no_flush()`, what an eADR
+//!   platform (persistent caches) runs: no write-backs, the fence only; shows what the
+//!   write-backs cost.
+//!
+//! The issue's "pcomb where the structure fits it": `pcomb`'s persistent `PBComb` copies its
+//! whole state (a `Pod`) every combining pass, so it cannot hold the `HashMap`. [`DurableMethod::POD`]
+//! runs it and nr-durable on a map that fits, [`ArrayKv`] (one array of `N` slots, key `k` in slot
+//! `k % N`), in 64 slots (512 bytes) and in 10,000 (80 KB, the issue's key count):
+//! `pcomb-pod64`, `durable-pmem-pod64`, `pcomb-pod10k`, `durable-pmem-pod10k`, their region files
+//! in the pmem directory. Their log stats are `psync`s + `pfence`s and the bytes written back
+//! (cache lines × 64) for pcomb, as for the others' log (nr-durable's `psync`s and log bytes).
 //!
 //! Every store starts from the prefilled map ([`prefilled`]) as its initial state (not logged),
 //! in a fresh path ([`fresh_path`]) removed again by [`remove_store`]. A thread's operation
@@ -40,11 +51,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nr_core::{Dispatch, NodeReplicated};
-use nr_durable::{Durable, Medium, Store, SyncPolicy};
+use nr_durable::{Durable, DurableDispatch, Medium, Store, SyncPolicy};
+use pmem::{Hardware, Region};
 use serde::{Deserialize, Serialize};
 
 use crate::sync::{scope, sleep, AtomicBool, Barrier, Mutex, Ordering, ScopedJoinHandle};
 use crate::{BenchError, Rng};
+
+mod pod;
+pub use pod::ArrayKv;
 
 /// The seed of every thread's operation stream (the thread index is the stream).
 const SEED: u64 = 0x5EED;
@@ -109,15 +124,43 @@ pub enum DurableMethod {
     DurableFile,
     /// nr-durable, region medium (a mapped file).
     DurablePmem,
+    /// nr-durable, region medium without write-backs (eADR).
+    DurablePmemEadr,
+    /// `pcomb`'s persistent `PBComb` on [`ArrayKv`] of 64 slots.
+    PcombPod64,
+    /// nr-durable, region medium, on [`ArrayKv`] of 64 slots.
+    DurablePmemPod64,
+    /// `pcomb`'s persistent `PBComb` on [`ArrayKv`] of 10,000 slots (80 KB copied per pass).
+    PcombPod10k,
+    /// nr-durable, region medium, on [`ArrayKv`] of 10,000 slots.
+    DurablePmemPod10k,
 }
 
 impl DurableMethod {
     /// Every method, the baseline first.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::MutexWal,
         Self::VolatileNr,
         Self::DurableFile,
         Self::DurablePmem,
+        Self::DurablePmemEadr,
+    ];
+
+    /// The methods on the `Pod` map that `pcomb` can hold (module docs), in the order the
+    /// binary prints them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use benches::durable_bench::DurableMethod;
+    ///
+    /// assert!(DurableMethod::POD.iter().all(|m| m.uses_region()));
+    /// ```
+    pub const POD: [Self; 4] = [
+        Self::DurablePmemPod64,
+        Self::PcombPod64,
+        Self::DurablePmemPod10k,
+        Self::PcombPod10k,
     ];
 
     /// Its name in tables and benchmark ids.
@@ -133,6 +176,11 @@ impl DurableMethod {
             Self::VolatileNr => "volatile-nr",
             Self::DurableFile => "durable-file",
             Self::DurablePmem => "durable-pmem",
+            Self::DurablePmemEadr => "durable-pmem-eadr",
+            Self::PcombPod64 => "pcomb-pod64",
+            Self::DurablePmemPod64 => "durable-pmem-pod64",
+            Self::PcombPod10k => "pcomb-pod10k",
+            Self::DurablePmemPod10k => "durable-pmem-pod10k",
         }
     }
 
@@ -145,7 +193,7 @@ impl DurableMethod {
     /// assert!(!benches::durable_bench::DurableMethod::MutexWal.uses_region());
     /// ```
     pub fn uses_region(self) -> bool {
-        self == Self::DurablePmem
+        !matches!(self, Self::MutexWal | Self::VolatileNr | Self::DurableFile)
     }
 }
 
@@ -183,9 +231,13 @@ impl Subject for Volatile {
     }
 }
 
-struct DurableNr(Durable<Kv>);
+/// nr-durable on a map of `u64` keys and values ([`Kv`] or [`ArrayKv`]).
+struct DurableNr<D: DurableDispatch>(Durable<D>);
 
-impl Subject for DurableNr {
+impl<D> Subject for DurableNr<D>
+where
+    D: DurableDispatch + for<'a> Dispatch<ReadOperation<'a> = u64, WriteOperation = (u64, u64)>,
+{
     fn worker(&self, t: usize) -> Result<Step<'_>, BenchError> {
         let thread = u32::try_from(t).map_err(|_| BenchError::Config(format!("thread {t}")))?;
         let mut h = self.0.register(thread)?;
@@ -232,8 +284,10 @@ impl Subject for MutexWal {
     }
 }
 
-/// Opens `method`'s store at `path` (a log directory, or the region file of `durable-pmem`;
-/// pass a [`fresh_path`]) with `replicas` replicas (NR methods) and the map of `keys` keys.
+/// Opens `method`'s store at `path` (a log directory, or a region file when
+/// [`DurableMethod::uses_region`]; pass a [`fresh_path`]) for `threads` threads (the NR methods
+/// get `min(threads, 2)` replicas) and the map of `keys` keys (the `Pod` methods: their own
+/// slot counts).
 ///
 /// # Errors
 ///
@@ -244,10 +298,11 @@ impl Subject for MutexWal {
 /// See the module docs.
 pub fn open(
     method: DurableMethod,
-    replicas: usize,
+    threads: usize,
     keys: u64,
     path: &Path,
 ) -> Result<Box<dyn Subject>, BenchError> {
+    let replicas = threads.clamp(1, 2);
     let path = path.to_path_buf();
     Ok(match method {
         DurableMethod::VolatileNr => Box::new(Volatile(
@@ -270,6 +325,22 @@ pub fn open(
                 })
                 .open(|| prefilled(keys))?,
         )),
+        DurableMethod::DurablePmemEadr => {
+            // A directory holding the region file and its snapshots.
+            std::fs::create_dir_all(&path).map_err(BenchError::Io)?;
+            let region = Region::create_with(
+                path.join("log.pmem"),
+                nr_durable::PMEM_LAYOUT,
+                PMEM_CAPACITY,
+                Hardware::no_flush(),
+            )?;
+            Box::new(DurableNr(
+                Durable::builder()
+                    .replicas(replicas)
+                    .region(region, &path)
+                    .open(|| prefilled(keys))?,
+            ))
+        }
         DurableMethod::MutexWal => {
             let (log, _) = Store::open::<()>(&Medium::File { dir: path }, SyncPolicy::EveryBatch)?;
             Box::new(MutexWal {
@@ -277,6 +348,10 @@ pub fn open(
                 log,
             })
         }
+        DurableMethod::PcombPod64 => pod::open_pcomb::<64>(&path, threads)?,
+        DurableMethod::DurablePmemPod64 => pod::open_durable::<64>(&path, replicas)?,
+        DurableMethod::PcombPod10k => pod::open_pcomb::<10_000>(&path, threads)?,
+        DurableMethod::DurablePmemPod10k => pod::open_durable::<10_000>(&path, replicas)?,
     })
 }
 
@@ -449,18 +524,42 @@ pub fn run_ops(
 mod tests {
     use super::*;
 
+    /// `m`'s log stats after `threads` threads made `writes` writes each (50 keys), in a fresh
+    /// store that is removed again.
+    fn stats_after_writes(
+        m: DurableMethod,
+        threads: usize,
+        writes: u64,
+    ) -> Result<(u64, u64), BenchError> {
+        let path = fresh_path(&std::env::temp_dir(), &format!("test-stats-{}", m.name()));
+        let s = open(m, threads, 50, &path)?;
+        run_ops(&*s, threads, 100, 50, writes)?;
+        let stats = s.log_stats();
+        drop(s);
+        remove_store(&path);
+        Ok(stats)
+    }
+
     /// `run_ops` runs exactly `threads * ops_per_thread` operations: at 100% writes the
     /// baseline syncs once per write, so its sync count is the operation count.
     #[test]
     fn run_ops_runs_the_fixed_operation_count() -> Result<(), BenchError> {
-        let path = fresh_path(&std::env::temp_dir(), "test-run-ops");
-        let s = open(DurableMethod::MutexWal, 1, 50, &path)?;
-        run_ops(&*s, 2, 100, 50, 7)?;
-        let (syncs, bytes) = s.log_stats();
-        drop(s);
-        remove_store(&path);
+        let (syncs, bytes) = stats_after_writes(DurableMethod::MutexWal, 2, 7)?;
         assert_eq!(syncs, 14, "one sync per write, 2 threads x 7 writes");
         assert!(bytes > 0);
+        Ok(())
+    }
+
+    /// The pcomb subject adds each worker's persistence instructions when it ends: one thread,
+    /// so every write is its own combining pass, with one `pfence` and one `psync`.
+    #[test]
+    fn pcomb_counts_its_persistence_instructions() -> Result<(), BenchError> {
+        let (fences, bytes) = stats_after_writes(DurableMethod::PcombPod64, 1, 10)?;
+        assert_eq!(fences, 20, "a pfence and a psync per write");
+        assert!(
+            bytes >= 10 * 64,
+            "at least a line written back per write: {bytes}"
+        );
         Ok(())
     }
 
@@ -468,7 +567,20 @@ mod tests {
     /// `remove_store` leaves nothing behind.
     #[test]
     fn every_method_runs_and_is_removed() -> Result<(), BenchError> {
-        for m in DurableMethod::ALL {
+        // Not the 10,000-slot `Pod` map: 80 KB, copied several times on the stack by an
+        // unoptimized `open`, more than a test thread's 2 MB (the binary's `--smoke`, in CI,
+        // opens them on the main thread).
+        let small = |m: &DurableMethod| {
+            !matches!(
+                m,
+                DurableMethod::PcombPod10k | DurableMethod::DurablePmemPod10k
+            )
+        };
+        for m in DurableMethod::ALL
+            .into_iter()
+            .chain(DurableMethod::POD)
+            .filter(small)
+        {
             let path = fresh_path(&std::env::temp_dir(), &format!("test-{}", m.name()));
             let s = open(m, 2, 50, &path)?;
             run_ops(&*s, 2, 50, 50, 20)?;

@@ -147,7 +147,8 @@ impl Backoff {
     }
 }
 
-/// Wraps `std`'s atomic (as [`AtomicBool`]); for the partitioned map of the CNR peers.
+/// Wraps `std`'s atomic (as [`AtomicBool`]); for the partitioned map of the CNR peers and the
+/// persistence counts of the durable benchmarks' `pcomb` subjects.
 #[derive(Debug, Default)]
 #[repr(transparent)]
 pub(crate) struct AtomicU64(std::sync::atomic::AtomicU64);
@@ -168,6 +169,10 @@ impl AtomicU64 {
     #[inline(always)]
     pub(crate) fn swap(&self, v: u64, o: Ordering) -> u64 {
         self.0.swap(v, o)
+    }
+    #[inline(always)]
+    pub(crate) fn fetch_add(&self, v: u64, o: Ordering) -> u64 {
+        self.0.fetch_add(v, o)
     }
 }
 

@@ -110,6 +110,10 @@ pub trait CommitLog<Op>: Send + Sync {
     fn commit(&self, first: u64, ops: &[&Op]) -> Result<(), CommitError>;
 }
 
+/// The longest batch `commit_turn` hands to `CommitLog::commit` from an array on its stack
+/// (longer ones are collected into a `Vec`).
+const INLINE_OPS: usize = 32;
+
 /// The commit state of an object built with a commit log (module docs).
 pub(super) struct Commit<W> {
     log: Arc<dyn CommitLog<W>>,
@@ -216,19 +220,30 @@ where
         while upto < tail && self.log.is_filled(upto) {
             upto += 1;
         }
-        let ops: Vec<&D::WriteOperation> = (from..upto)
-            // SAFETY: each index was seen filled above; we hold our replica's combiner lock
-            // (the caller's contract), and its local tail is at most `committed` = `from`
-            // (no replica applies an index at or above `committed`, and it cannot move while we
-            // hold that lock), so `head <= from` and no entry in `from..upto` is reused until
-            // we drop `ops`, below, before giving the lock back.
-            .map(|idx| unsafe { self.log.get(idx) })
-            .collect();
-        if commit.log.commit(from as u64, &ops).is_err() {
+        // SAFETY: each index in `from..upto` was seen filled above; we hold our replica's
+        // combiner lock (the caller's contract), and its local tail is at most `committed` =
+        // `from` (no replica applies an index at or above `committed`, and it cannot move while
+        // we hold that lock), so `head <= from` and no entry in `from..upto` is reused until
+        // the references, which live only in this function, are dropped before we return and
+        // give the lock back.
+        let op = |idx: usize| unsafe { self.log.get(idx) };
+        let n = upto - from;
+        // A batch of up to `INLINE_OPS` entries (the common case) is handed over from the
+        // stack, a longer one from a `Vec`: no allocation per commit.
+        let result = if n <= INLINE_OPS {
+            let mut ops = [op(from); INLINE_OPS];
+            for (slot, idx) in ops.iter_mut().zip(from..upto).skip(1) {
+                *slot = op(idx);
+            }
+            commit.log.commit(from as u64, &ops[..n])
+        } else {
+            let ops: Vec<&D::WriteOperation> = (from..upto).map(op).collect();
+            commit.log.commit(from as u64, &ops)
+        };
+        if result.is_err() {
             self.poison();
             return Err(Poisoned);
         }
-        drop(ops);
         // Release: pairs with the Acquire in `Commit::committed` (the combiners that find their
         // batch committed, and the replay gate).
         commit.committed.store(upto, Ordering::Release);
@@ -368,6 +383,66 @@ mod tests {
     impl CommitLog<u64> for Accept {
         fn commit(&self, _first: u64, _ops: &[&u64]) -> Result<(), CommitError> {
             Ok(())
+        }
+    }
+
+    /// Records each `commit` call: its first index and its operations.
+    #[derive(Default)]
+    #[allow(
+        clippy::disallowed_types,
+        reason = "a test-only recorder; this module is never built under loom"
+    )]
+    struct Record(std::sync::Mutex<Vec<(u64, Vec<u64>)>>);
+
+    impl CommitLog<u64> for Record {
+        fn commit(&self, first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+            let ops = ops.iter().map(|&&op| op).collect();
+            self.0.lock().expect("not poisoned").push((first, ops));
+            Ok(())
+        }
+    }
+
+    /// `n` entries (values `100..100 + n`) written to the log as one combiner would, then
+    /// committed by replica 0's combiner: one `commit` call with every entry, in order.
+    fn commit_written(n: usize) -> Vec<(u64, Vec<u64>)> {
+        let record = Arc::new(Record::default());
+        let nr = NodeReplicated::<Seen>::builder()
+            .replicas(2)
+            .commit_log(Arc::clone(&record) as Arc<dyn CommitLog<u64>>)
+            .build(|_| Seen::default())
+            .expect("build");
+        let start = nr.log.try_reserve(n).expect("room");
+        for k in 0..n {
+            // SAFETY: reserved just above by this thread, each index written once.
+            let previous = unsafe { nr.log.write(start + k, 100 + k as u64) };
+            assert!(previous.is_none());
+        }
+        let replica = &nr.replicas[0];
+        assert!(replica.try_lock_combiner(false));
+        let commit = nr.commit.as_ref().expect("a commit log");
+        nr.commit_through(commit, start + n).expect("not poisoned");
+        assert_eq!(commit.committed(), start + n);
+        // SAFETY: taken just above.
+        unsafe { replica.unlock_combiner() };
+        let calls = record.0.lock().expect("not poisoned").clone();
+        calls
+    }
+
+    /// The batch handed to `commit` from the stack (up to `INLINE_OPS` entries) and from a
+    /// `Vec` (longer): each entry once, in log order, in one call. Fails if the stack path
+    /// hands over a wrong length or repeats its first entry, or if the boundary is off.
+    #[test]
+    fn commit_gets_the_whole_batch_in_one_call() {
+        for n in [
+            1,
+            2,
+            INLINE_OPS - 1,
+            INLINE_OPS,
+            INLINE_OPS + 1,
+            3 * INLINE_OPS,
+        ] {
+            let expected: Vec<u64> = (0..n as u64).map(|k| 100 + k).collect();
+            assert_eq!(commit_written(n), vec![(0, expected)], "a batch of {n}");
         }
     }
 
