@@ -85,8 +85,9 @@ impl LocalWork {
 fn spin(n: u64) -> u64 {
     let mut j = 0u64;
     let j: *mut u64 = &mut j;
-    // SAFETY (all three blocks): `j` points to the live, aligned local above and nothing else
-    // refers to it; volatile keeps every access, as C's `volatile long j` does.
+    // SAFETY: `j` points to the live, aligned local above and nothing else refers to it
+    // (the same for the blocks below); volatile keeps every access, as C's `volatile long j`
+    // does.
     unsafe { std::ptr::write_volatile(j, 0) };
     // SAFETY: as above.
     while unsafe { std::ptr::read_volatile(j) } < n {
