@@ -33,7 +33,7 @@ use nr_core::{pin_current_thread, Topology};
 use pcomb::pmem::{self, Hardware, PersistStats, Region};
 
 use crate::sync::{scope, AtomicBool, Barrier, Ordering};
-use crate::BenchError;
+use crate::{thread_cpu_ns, BenchError};
 
 mod adapters;
 mod baselines;
@@ -210,20 +210,6 @@ fn drive<'o>(
         psyncs: per(total.psyncs),
         cpu_ns: per(cpu),
     })
-}
-
-/// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`; 0 if unavailable).
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live, writable `timespec`; the call writes only it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A region file in the temp dir, removed on drop.

@@ -540,14 +540,11 @@ mod tests {
         fn installed(&self, _me: usize, _st: &u64) {}
     }
 
-    /// Thread 1 announces and stalls; thread 0's operation serves both and persists its install.
-    /// Thread 1's `perform` then finds its request applied in the record `S` names: it returns
-    /// the response written there and persists nothing (the install was persisted, `Flush[0]`
-    /// is even). Without the early return it copied, installed and wrote back a record of its
-    /// own: 2 pwbs, a pfence and a psync for a pass that serves nothing.
-    #[test]
-    fn a_request_served_by_another_install_installs_nothing() {
-        type Inst = WfInstance<u64, u64, u64>;
+    type Inst = WfInstance<u64, u64, u64>;
+
+    /// Thread 1 announces (operand 5, its operation 1) and stalls; thread 0's operation
+    /// (operand 10) serves both, its install persisted. State 100 before, 115 after.
+    fn thread_1_served_by_thread_0() -> (Inst, Box<[AtomicU64]>, Hardware) {
         let inst = Inst::new(0, 2);
         let words = words::zeroed(Inst::words(2));
         inst.init(&words, &100);
@@ -555,6 +552,16 @@ mod tests {
         assert_eq!((inst.seed(&words, 0), inst.seed(&words, 1)), (0, 0));
         inst.announce(1, &5, 1);
         assert_eq!(inst.execute(&words, &hw, &Add, 0, 10, 1), 100);
+        (inst, words, hw)
+    }
+
+    /// Thread 1's `perform` finds its request applied in the record `S` names: it returns the
+    /// response written there and persists nothing (the install was persisted, `Flush[0]` is
+    /// even). Without the early return it copied, installed and wrote back a record of its
+    /// own: 2 pwbs, a pfence and a psync for a pass that serves nothing.
+    #[test]
+    fn a_request_served_by_another_install_installs_nothing() {
+        let (inst, words, hw) = thread_1_served_by_thread_0();
         pmem::reset_stats();
         assert_eq!(inst.perform(&words, &hw, &Add, 1, 1), 110);
         let s = pmem::stats();
@@ -568,15 +575,7 @@ mod tests {
     /// itself before it returns (lines 40-48): 1 pwb and 1 psync, then `Flush[0]` even.
     #[test]
     fn a_request_served_by_an_unpersisted_install_persists_it() {
-        type Inst = WfInstance<u64, u64, u64>;
-        let inst = Inst::new(0, 2);
-        let words = words::zeroed(Inst::words(2));
-        inst.init(&words, &100);
-        let hw = Hardware::new();
-        inst.seed(&words, 0);
-        inst.seed(&words, 1);
-        inst.announce(1, &5, 1);
-        assert_eq!(inst.execute(&words, &hw, &Add, 0, 10, 1), 100);
+        let (inst, words, hw) = thread_1_served_by_thread_0();
         // Relaxed: one thread. Back to the odd value thread 0 held before its line 34.
         let even = inst.flush[0].load(Ordering::Relaxed);
         inst.flush[0].store(even - 1, Ordering::Relaxed);
