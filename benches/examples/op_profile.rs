@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use benches::kv::ycsb::{load, spread, KeyDist, Mix, Rng};
 use benches::kv::{DashMapKv, KvBase, KvSession, KvStore};
-use benches::BenchError;
+use benches::{thread_cpu_ns, BenchError};
 use ladapa::{MetadataMode, ReplicationScope, Store, ValueReplication};
 use nr_core::Topology;
 
@@ -123,21 +123,6 @@ fn measured<S: KvSession>(
         }
     }
     Ok((reads, writes, misses))
-}
-
-/// This thread's CPU time in nanoseconds (0 where the clock is missing).
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY:
-    // - `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn drive<S: KvStore>(store: &S, args: &Args, settle: &dyn Fn()) -> Result<(), BenchError> {

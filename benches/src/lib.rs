@@ -17,7 +17,7 @@ pub mod sweep;
 mod sync;
 pub mod workload;
 
-pub use driver::{run_bare, run_for, run_ops, Bench, Contender, Prepared, Sample};
+pub use driver::{run_bare, run_for, run_ops, thread_cpu_ns, Bench, Contender, Prepared, Sample};
 pub use error::{error_chain, exit_with, BenchError};
 pub use method::{
     FcHandle, FlatCombining, FlatCombiningRw, Handle, Method, Nr, NrWritesAsReads, Replicas,

@@ -1,12 +1,14 @@
 //! The paper's AtomicFloat benchmark (PPoPP'22 §6, Figures 1-3), side by side and repeated.
 //!
 //! Every thread repeatedly applies `v := v * k` (returning the old value), with a local-work loop
-//! of a random 1..=512 volatile increments between operations (seeded per thread). Methods:
+//! of a random 1..=512 iterations between operations: the authors' generator and volatile loop
+//! (`benches::pcomb_bench::LocalWork`; `--seed 0` draws the C benchmark's counts). Methods:
 //! PBcomb, PBcomb1 (the self-naming record) and PWFcomb persistent (a mapped file, `Hardware`
 //! flushes), PBcomb and PWFcomb volatile, a `Mutex`, and
 //! `Mutex+persist` (pwb + psync after each update: durable, not detectable). Every run builds a
 //! fresh object; at each thread count every method runs once unmeasured, then `--reps` rounds
-//! with the methods interleaved and their order rotated. Thread `t` is pinned to the topology's
+//! with the methods interleaved and their order rotated. `--work-only` times the local work
+//! loop alone (nanoseconds per call). Thread `t` is pinned to the topology's
 //! `cpu_for_thread(t)`, as in the runner. Reports the median Mops/s (min-max, every repetition)
 //! and pwbs/pfences/psyncs per operation, writes `pcomb-atomicfloat.csv` (the runner's columns,
 //! every setting and the git hash on each row, then the flushes per operation) and
@@ -20,10 +22,14 @@
 use std::path::PathBuf;
 
 use benches::pcomb_bench::record::Record;
-use benches::pcomb_bench::{atomic_float, float_panel, interleaved, line, topology, FloatMethod};
+use benches::pcomb_bench::{
+    atomic_float, float_panel, interleaved, line, local_work_ns, median, topology, FloatMethod,
+    MAX_WORK,
+};
 use benches::report::Machine;
 use benches::BenchError;
 use clap::Parser;
+use nr_core::pin_current_thread;
 use pcomb::pmem::Hardware;
 
 /// PBcomb/PWFcomb AtomicFloat benchmark (PPoPP'22 Figures 1-3): methods side by side,
@@ -50,6 +56,10 @@ struct Args {
     /// Tiny runs (5000 operations per thread, threads 1,2, one repetition): the CI smoke run.
     #[arg(long)]
     quick: bool,
+    /// Time the local work alone (no operation): `--ops` calls of the work loop per
+    /// repetition on one thread; prints nanoseconds per call and exits.
+    #[arg(long)]
+    work_only: bool,
     /// Output directory for the CSV file and the chart.
     #[arg(long, default_value = "target/bench-results")]
     out: PathBuf,
@@ -76,6 +86,19 @@ fn run(args: &Args) -> Result<(), BenchError> {
         return Err(BenchError::Config(
             "need thread counts (none zero), at least one repetition and one operation".into(),
         ));
+    }
+    if args.work_only {
+        pin_current_thread(&[topology()?.cpu_for_thread(0)])?;
+        let ns: Vec<f64> = (0..reps).map(|_| local_work_ns(args.seed, ops)).collect();
+        let (m, lo, hi) = median(&ns);
+        let all: Vec<String> = ns.iter().map(|x| format!("{x:.1}")).collect();
+        println!(
+            "local work alone (Rust): {ops} calls, 1..={MAX_WORK} iterations, seed {}: \
+             {m:.1} ns per call ({lo:.1}-{hi:.1}) [{}]",
+            args.seed,
+            all.join(" ")
+        );
+        return Ok(());
     }
     let methods: Vec<FloatMethod> = FloatMethod::ALL
         .into_iter()
@@ -104,7 +127,7 @@ fn run(args: &Args) -> Result<(), BenchError> {
         topology.num_cpus()
     );
     println!(
-        "AtomicFloat: {ops} ops per thread per run, local work 1..=512, seed {}; threads {:?} \
+        "AtomicFloat: {ops} ops per thread per run, local work 1..=512 (the authors' loop), seed {}; threads {:?} \
          (above {} oversubscribed); median of {reps} (min-max) [every repetition], one warm-up \
          run per method discarded, methods interleaved, order rotated per repetition",
         args.seed, threads, machine.cores

@@ -4,8 +4,8 @@
 //! - stack: push/pop pairs from an empty stack; queue: enqueue/dequeue pairs from an empty
 //!   queue; heap: insert/delete-min pairs on heaps of 64, 256 and 1024 keys, half full at the
 //!   start (the same keys for every method).
-//! - The AtomicFloat benchmark's local work (a random 1..=512 volatile increments, seeded per
-//!   thread) follows every operation; a run is timed from the earliest worker's start to the
+//! - The AtomicFloat benchmark's local work (a random 1..=512 iterations of the authors'
+//!   generator and volatile loop, `benches::pcomb_bench::LocalWork`) follows every operation; a run is timed from the earliest worker's start to the
 //!   latest worker's end.
 //! - Methods: the PB structures, PWFStack and PWFQueue persistent (a mapped file in the temp
 //!   dir, `Hardware` flushes), with and without elimination / recycling, and volatile;

@@ -3,7 +3,8 @@
 //! and the binaries `pcomb_atomic_float` and `pcomb_structures`.
 //!
 //! - **AtomicFloat**: every thread applies `v := v * k` (returning the old value), then a local
-//!   work loop of a random 1..=512 volatile increments (seeded per thread).
+//!   work loop of a random 1..=512 iterations: the authors' generator and volatile loop,
+//!   operation for operation ([`LocalWork`]).
 //! - **Structures**: stack push/pop pairs and queue enqueue/dequeue pairs from an empty
 //!   structure; heap insert/delete-min pairs on a heap of 64, 256 or 1024 keys, half full at the
 //!   start (the same keys for every method). The local work follows every operation.
@@ -32,16 +33,18 @@ use nr_core::{pin_current_thread, Topology};
 use pcomb::pmem::{self, Hardware, PersistStats, Region};
 
 use crate::sync::{scope, AtomicBool, Barrier, Ordering};
-use crate::BenchError;
+use crate::{thread_cpu_ns, BenchError};
 
 mod adapters;
 mod baselines;
 mod float;
 pub mod record;
 mod structures;
+mod work;
 
 pub use float::{atomic_float, float_panel, FloatMethod};
 pub use structures::{structure, Structure};
+pub use work::{local_work_ns, LocalWork, MAX_WORK};
 
 /// The label every table prints beside `Mutex+persist`.
 pub const MUTEX_PERSIST_NOTE: &str = "durable, not detectable";
@@ -51,7 +54,7 @@ pub const MUTEX_PERSIST_NOTE: &str = "durable, not detectable";
 /// # Examples
 ///
 /// ```
-/// let o = benches::pcomb_bench::Outcome { ops: 10, elapsed: std::time::Duration::from_secs(1), pwbs: 2.0, pfences: 1.0, psyncs: 1.0 };
+/// let o = benches::pcomb_bench::Outcome { ops: 10, elapsed: std::time::Duration::from_secs(1), pwbs: 2.0, pfences: 1.0, psyncs: 1.0, cpu_ns: 900.0 };
 /// assert_eq!(o.mops(), 1e-5);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -66,6 +69,10 @@ pub struct Outcome {
     pub pfences: f64,
     /// Drains (psync) per operation (pair).
     pub psyncs: f64,
+    /// CPU time of the worker threads per operation (pair), in nanoseconds, local work
+    /// included: on a loaded machine a steadier figure than throughput, which also counts
+    /// the time the threads were not running.
+    pub cpu_ns: f64,
 }
 
 impl Outcome {
@@ -79,16 +86,7 @@ impl Outcome {
     }
 }
 
-/// Local work: `n` volatile increments of a local counter.
-fn local_work(n: u64) {
-    let mut counter = 0u64;
-    for _ in 0..n {
-        // SAFETY: `counter` is a live, aligned local; volatile keeps the loop from being folded.
-        unsafe { std::ptr::write_volatile(&mut counter, std::ptr::read_volatile(&counter) + 1) };
-    }
-}
-
-/// Per-thread xorshift64.
+/// Per-thread xorshift64 (the heap benchmark's keys).
 struct Xorshift(u64);
 
 impl Xorshift {
@@ -106,9 +104,6 @@ impl Xorshift {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
-    }
-    fn work(&mut self) -> u64 {
-        1 + self.next() % 512
     }
 }
 
@@ -154,7 +149,7 @@ fn drive<'o>(
     let topology = topology()?;
     let barrier = Barrier::new(threads);
     let failed = AtomicBool::new(false);
-    let results: Vec<Result<(Instant, Instant, PersistStats), BenchError>> = scope(|s| {
+    let results: Vec<Result<(Instant, Instant, PersistStats, u64), BenchError>> = scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 let (barrier, make, failed) = (&barrier, &make, &failed);
@@ -174,13 +169,17 @@ fn drive<'o>(
                     if failed.load(Ordering::Relaxed) {
                         return Err(BenchError::Config("another thread failed to start".into()));
                     }
-                    let mut rng = Xorshift::new(seed, t as u64);
+                    let mut work = LocalWork::new(seed, t as u64);
+                    let cpu = thread_cpu_ns();
                     let began = Instant::now();
                     for _ in 0..per_thread {
-                        step(&mut || local_work(rng.work()))?;
-                        local_work(rng.work());
+                        step(&mut || {
+                            work.run();
+                        })?;
+                        work.run();
                     }
-                    Ok((began, Instant::now(), pmem::stats()))
+                    let ended = Instant::now();
+                    Ok((began, ended, pmem::stats(), thread_cpu_ns() - cpu))
                 })
             })
             .collect();
@@ -191,8 +190,10 @@ fn drive<'o>(
     });
     let mut span: Option<(Instant, Instant)> = None;
     let mut total = PersistStats::default();
+    let mut cpu = 0u64;
     for r in results {
-        let (b, e, st) = r?;
+        let (b, e, st, c) = r?;
+        cpu += c;
         span = Some(span.map_or((b, e), |(b0, e0)| (b0.min(b), e0.max(e))));
         total.pwbs += st.pwbs;
         total.pfences += st.pfences;
@@ -207,6 +208,7 @@ fn drive<'o>(
         pwbs: per(total.pwbs),
         pfences: per(total.pfences),
         psyncs: per(total.psyncs),
+        cpu_ns: per(cpu),
     })
 }
 
@@ -298,7 +300,8 @@ pub fn median(v: &[f64]) -> (f64, f64, f64) {
 
 /// One table line: method, threads (`4 (oversubscribed)` above `cpus`), median Mops/s with the
 /// min-max spread and every repetition, flushes per operation (of the median run's
-/// repetition 0: they do not depend on timing), and the `Mutex+persist` label.
+/// repetition 0: they do not depend on timing), the median CPU time per operation of the
+/// worker threads, and the `Mutex+persist` label.
 ///
 /// # Examples
 ///
@@ -315,7 +318,7 @@ pub fn line(method: &str, threads: usize, cpus: usize, reps: &[Outcome]) -> Stri
     let first = reps.first().copied().unwrap_or_default();
     let all: Vec<String> = mops.iter().map(|x| format!("{x:.3}")).collect();
     format!(
-        "{:<20} {:>3}{:<17} {:>8.3} ({:.3}-{:.3}) [{}]  pwb {:.2} pfence {:.2} psync {:.2}{}",
+        "{:<20} {:>3}{:<17} {:>8.3} ({:.3}-{:.3}) [{}]  pwb {:.2} pfence {:.2} psync {:.2}  cpu {:.0} ns{}",
         method,
         threads,
         if threads > cpus {
@@ -330,6 +333,7 @@ pub fn line(method: &str, threads: usize, cpus: usize, reps: &[Outcome]) -> Stri
         first.pwbs,
         first.pfences,
         first.psyncs,
+        median(&reps.iter().map(|o| o.cpu_ns).collect::<Vec<_>>()).0,
         if method.starts_with("Mutex+persist") {
             format!("  ({MUTEX_PERSIST_NOTE})")
         } else {

@@ -33,6 +33,12 @@
 //!   `Request[q]` while `q` overwrites it with its next request (the paper's C code reads it
 //!   racily and relies on the failing SC); a torn read is skipped, which is safe because it
 //!   implies `q`'s previous request is already installed, so the stale combiner's SC fails.
+//! - **Served early** (from the authors' C code, `PWFCombApplyOp`, not in the pseudocode): an
+//!   attempt whose LL finds its own request already applied in the record `S` names (`Seq[p]`
+//!   there is the request's number) returns that record's response after a VL and lines 40-48,
+//!   instead of copying and installing a record that serves nothing new for it. The
+//!   pseudocode's attempt installs anyway: on 2 cores about one install (2 pwbs, a pfence, a
+//!   psync) per operation however many requests an install served.
 //! - `Backoff` (lines 2, 36) is empty.
 //!
 //! # Hooks
@@ -339,7 +345,7 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         seq: u64,
     ) -> R {
         self.announce(p, &op, seq);
-        self.perform(words, persist, batch, p)
+        self.perform(words, persist, batch, p, seq)
     }
 
     /// Algorithm 3 `Recover` (lines 4-7) for thread `p`'s operation `op` with sequence number
@@ -364,16 +370,17 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             return Recovered::Applied(rec.ret(p)); // line 7
         }
         self.announce(p, &op, seq); // line 4
-        Recovered::Reexecuted(self.perform(words, persist, batch, p)) // lines 5-6
+        Recovered::Reexecuted(self.perform(words, persist, batch, p, seq)) // lines 5-6
     }
 
-    /// Algorithm 4 `PerformRequest` for thread `p`.
+    /// Algorithm 4 `PerformRequest` for thread `p`, whose announced request has number `seq`.
     fn perform<P: Persist, B: WfBatch<State = S, Op = O, Ret = R>>(
         &self,
         words: &[AtomicU64],
         persist: &P,
         batch: &B,
         p: usize,
+        seq: u64,
     ) -> R {
         let s = &self.mine(words)[INDEX_WORD];
         // SAFETY:
@@ -385,6 +392,20 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             let (ll, src) = self.current(words); // line 9: LL(S)
                                                  // SeqCst fence: pairs with the fence in `announce`.
             fence(Ordering::SeqCst);
+            // Served already: the record `S` names applied our request (another thread's
+            // install picked it up). As the authors' C code does (and unlike the published
+            // pseudocode, which installs a record anyway), take lines 38-50 now: no copy, no
+            // install, no write-back of a record that would change nothing for us.
+            if src.seq(p) == seq as u32 {
+                let ret = src.ret(p);
+                // Acquire: VL(S) after the Acquire loads of the record: it was not recycled
+                // while we read it (its owner writes only its other record while S names it).
+                if s.load(Ordering::Acquire) == ll {
+                    self.ensure_persisted(words, persist, ll);
+                    return ret;
+                }
+                continue;
+            }
             let ind = usize::from(src.index(p)); // line 11
             let dst = self.record(words, (2 * p + ind) as u64);
             dst.copy_from(&src); // line 13
@@ -493,5 +514,75 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             }
             crate::sync::yield_now();
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use pmem::Hardware;
+
+    /// A counter: each request adds its operand and gets the value before.
+    struct Add;
+
+    impl WfBatch for Add {
+        type State = u64;
+        type Op = u64;
+        type Ret = u64;
+
+        fn apply(&self, _me: usize, st: &mut u64, reqs: &[(usize, u64)], rets: &mut [u64]) {
+            for (&(_, op), ret) in reqs.iter().zip(rets) {
+                *ret = *st;
+                *st += op;
+            }
+        }
+
+        fn installed(&self, _me: usize, _st: &u64) {}
+    }
+
+    type Inst = WfInstance<u64, u64, u64>;
+
+    /// Thread 1 announces (operand 5, its operation 1) and stalls; thread 0's operation
+    /// (operand 10) serves both, its install persisted. State 100 before, 115 after.
+    fn thread_1_served_by_thread_0() -> (Inst, Box<[AtomicU64]>, Hardware) {
+        let inst = Inst::new(0, 2);
+        let words = words::zeroed(Inst::words(2));
+        inst.init(&words, &100);
+        let hw = Hardware::new();
+        assert_eq!((inst.seed(&words, 0), inst.seed(&words, 1)), (0, 0));
+        inst.announce(1, &5, 1);
+        assert_eq!(inst.execute(&words, &hw, &Add, 0, 10, 1), 100);
+        (inst, words, hw)
+    }
+
+    /// Thread 1's `perform` finds its request applied in the record `S` names: it returns the
+    /// response written there and persists nothing (the install was persisted, `Flush[0]` is
+    /// even). Without the early return it copied, installed and wrote back a record of its
+    /// own: 2 pwbs, a pfence and a psync for a pass that serves nothing.
+    #[test]
+    fn a_request_served_by_another_install_installs_nothing() {
+        let (inst, words, hw) = thread_1_served_by_thread_0();
+        pmem::reset_stats();
+        assert_eq!(inst.perform(&words, &hw, &Add, 1, 1), 110);
+        let s = pmem::stats();
+        assert_eq!((s.pwbs, s.pfences, s.psyncs), (0, 0, 0), "{s:?}");
+        assert_eq!(inst.state_now(&words), 115);
+        assert_eq!(inst.last_applied(&words, 1), (1, 110));
+    }
+
+    /// As above, but thread 0 stalls between its install (line 31) and its write-back of `S`
+    /// (lines 32-33): `Flush[0]` is odd. Thread 1, served by that install, must persist `S`
+    /// itself before it returns (lines 40-48): 1 pwb and 1 psync, then `Flush[0]` even.
+    #[test]
+    fn a_request_served_by_an_unpersisted_install_persists_it() {
+        let (inst, words, hw) = thread_1_served_by_thread_0();
+        // Relaxed: one thread. Back to the odd value thread 0 held before its line 34.
+        let even = inst.flush[0].load(Ordering::Relaxed);
+        inst.flush[0].store(even - 1, Ordering::Relaxed);
+        pmem::reset_stats();
+        assert_eq!(inst.perform(&words, &hw, &Add, 1, 1), 110);
+        let s = pmem::stats();
+        assert_eq!((s.pwbs, s.pfences, s.psyncs), (1, 0, 1), "{s:?}");
+        assert_eq!(inst.flush[0].load(Ordering::Relaxed), even);
     }
 }
