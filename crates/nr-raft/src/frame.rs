@@ -119,7 +119,7 @@ pub fn read_frame<T: DeserializeOwned, R: Read>(r: &mut R) -> Result<T, FrameErr
         return Err(FrameError::BadMagic { found: magic });
     }
     let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-    if len == 0 || len > MAX_FRAME {
+    if !(1..=MAX_FRAME).contains(&len) {
         return Err(FrameError::BadLength { len: len as u64 });
     }
     let crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
@@ -193,6 +193,17 @@ mod tests {
                 "byte {i}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn a_stream_of_another_protocol_is_refused_by_its_magic() {
+        let mut f = frame(&(1, "GET / HTTP/1.1".into()));
+        f[0..4].copy_from_slice(b"GET ");
+        let err = read_frame::<(u64, String), _>(&mut f.as_slice()).unwrap_err();
+        assert!(
+            matches!(err, FrameError::BadMagic { found } if &found == b"GET "),
+            "{err}"
+        );
     }
 
     #[test]

@@ -2,35 +2,15 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
-use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use nr_raft::{Host, HostConfig, RaftDispatch};
+use nr_raft::{Host, HostConfig};
 
-/// The replicated map: `Put(k, v)` returns the old value, reads return the value.
-#[derive(Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Kv(pub(crate) HashMap<u64, u64>);
+pub(crate) use nr_raft::Kv;
 
-impl nr_core::Dispatch for Kv {
-    type ReadOperation<'a> = u64;
-    type WriteOperation = (u64, u64);
-    type Response = Option<u64>;
-    fn dispatch(&self, k: u64) -> Option<u64> {
-        self.0.get(&k).copied()
-    }
-    fn dispatch_mut(&mut self, (k, v): (u64, u64)) -> Option<u64> {
-        self.0.insert(k, v)
-    }
-}
-
-impl RaftDispatch for Kv {
-    type Query = u64;
-    fn query(k: &u64) -> u64 {
-        *k
-    }
-}
+pub(crate) mod workload;
 
 /// Three loopback addresses with free ports (held by nothing once returned).
 pub(crate) fn addresses(n: usize) -> Vec<(u64, SocketAddr)> {
