@@ -209,6 +209,9 @@ impl<D: RaftDispatch> Driver<D> {
         self.apply(ready.take_committed_entries())?;
         // Durable before the messages that acknowledge it: one append, one sync.
         self.raw.mut_store().persist(ready.entries(), ready.hs())?;
+        // Relaxed: a statistic.
+        let syncs = self.raw.store().syncs();
+        self.shared.log_syncs.store(syncs, Ordering::Relaxed);
         self.send(ready.take_persisted_messages());
         let mut light = self.raw.advance(ready);
         if let Some(commit) = light.commit_index() {

@@ -87,6 +87,7 @@ pub(crate) struct Shared<D: RaftDispatch> {
     pub(crate) applied: AtomicU64,
     pub(crate) leader: AtomicU64,
     pub(crate) frame_errors: AtomicU64,
+    pub(crate) log_syncs: AtomicU64,
     pub(crate) faults: NetFaults,
     pub(crate) request_timeout: Duration,
     events: Sender<Event<D>>,
@@ -152,6 +153,9 @@ pub struct HostStats {
     pub leader: u64,
     /// Connections closed because a frame failed its checks.
     pub frame_errors: u64,
+    /// `fdatasync`s of the host's log since it started (one per Raft ready batch that had
+    /// entries or a hard state to persist).
+    pub log_syncs: u64,
 }
 
 /// One host of the group: a local [`NodeReplicated`] whose writes are ordered by Raft.
@@ -257,6 +261,7 @@ impl<D: RaftDispatch> Host<D> {
             applied: AtomicU64::new(snapshot_index),
             leader: AtomicU64::new(0),
             frame_errors: AtomicU64::new(0),
+            log_syncs: AtomicU64::new(0),
             faults: NetFaults::default(),
             request_timeout: cfg.request_timeout,
             events: tx,
@@ -337,6 +342,7 @@ impl<D: RaftDispatch> Host<D> {
             applied: self.shared.applied.load(Ordering::Relaxed),
             leader: self.shared.leader.load(Ordering::Relaxed),
             frame_errors: self.shared.frame_errors.load(Ordering::Relaxed),
+            log_syncs: self.shared.log_syncs.load(Ordering::Relaxed),
         }
     }
 

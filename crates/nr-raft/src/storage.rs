@@ -166,6 +166,11 @@ impl DiskLog {
         Ok((log, cp.state))
     }
 
+    /// Durability actions (`fdatasync`s) of the store since it was opened.
+    pub(crate) fn syncs(&self) -> u64 {
+        self.store.stats().syncs
+    }
+
     pub(crate) fn snapshot_index(&self) -> u64 {
         self.snapshot.get_metadata().index
     }
