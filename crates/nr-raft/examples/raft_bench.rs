@@ -32,6 +32,9 @@ const MIXES: [u32; 3] = [0, 10, 100];
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// Each repetition's (ops/s, p50 µs, p99 µs, failed) of one subject and mix.
+type Runs = Vec<(f64, f64, f64, u64)>;
+
 /// One client's next operation: `true` when it succeeded.
 type Op<'a> = Box<dyn FnMut(&mut Xorshift) -> bool + 'a>;
 
@@ -114,7 +117,7 @@ fn net_op<'a>(addr: SocketAddr, writes: u32, c: Consistency) -> Res<Op<'a>> {
 }
 
 enum Subject {
-    Local(NodeReplicated<Kv>),
+    Local(Box<NodeReplicated<Kv>>),
     Group(Vec<Host<Kv>>, Consistency),
 }
 
@@ -206,19 +209,19 @@ fn main() -> Res<()> {
         .prefix("nr-raft-bench")
         .tempdir_in(&base)?;
     let subjects = [
-        Subject::Local(
+        Subject::Local(Box::new(
             NodeReplicated::builder()
                 .replicas(1)
                 .build(|_| prefilled())?,
-        ),
+        )),
         Subject::Group(group(1, dir.path(), "one")?, Consistency::Linearizable),
         Subject::Group(group(3, dir.path(), "three")?, Consistency::Linearizable),
     ];
     // The stale subject reads the same 3-host group: measured through its own clients.
     let names = ["local-nr", "1-host", "3-hosts-lin", "3-hosts-stale"];
     // results[subject][mix] = runs
-    let mut results: Vec<Vec<Vec<(f64, f64, f64, u64)>>> = vec![vec![Vec::new(); 3]; 4];
-    let mut syncs = vec![(0u64, 0u64); 4]; // (log syncs, successful writes) per subject
+    let mut results: Vec<Vec<Runs>> = vec![vec![Vec::new(); 3]; 4];
+    let mut syncs = [(0u64, 0u64); 4]; // (log syncs, successful writes) per subject
     for _ in 0..reps {
         for si in 0..names.len() {
             let (subject, c) = match si {

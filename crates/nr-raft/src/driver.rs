@@ -40,6 +40,9 @@ struct Proposal<W> {
     op: W,
 }
 
+/// A request waiting since an instant for its answer.
+type Waiting<T> = (Instant, Sender<Reply<T>>);
+
 /// The Raft loop's state.
 pub(crate) struct Driver<D: RaftDispatch> {
     pub(crate) raw: RawNode<DiskLog>,
@@ -50,9 +53,9 @@ pub(crate) struct Driver<D: RaftDispatch> {
     pub(crate) tick: Duration,
     pub(crate) snapshot_every: u64,
     next_id: u64,
-    writes: HashMap<u64, (Instant, Sender<Reply<D::Response>>)>,
+    writes: HashMap<u64, Waiting<D::Response>>,
     /// Read-index requests waiting for raft-rs's answer, by id.
-    reads: HashMap<u64, (Instant, Sender<Reply<u64>>)>,
+    reads: HashMap<u64, Waiting<u64>>,
     /// Read indexes known, waiting until this host has applied that far.
     read_waits: Vec<(u64, Sender<Reply<u64>>)>,
     applied: u64,

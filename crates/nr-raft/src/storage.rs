@@ -41,16 +41,18 @@ impl StoredEntry {
     }
 
     fn to_entry(&self) -> Entry {
-        let mut e = Entry::default();
-        e.index = self.index;
-        e.term = self.term;
+        let mut e = Entry {
+            index: self.index,
+            term: self.term,
+            data: self.data.clone().into(),
+            context: self.context.clone().into(),
+            ..Default::default()
+        };
         e.set_entry_type(match self.kind {
             1 => EntryType::EntryConfChange,
             2 => EntryType::EntryConfChangeV2,
             _ => EntryType::EntryNormal,
         });
-        e.data = self.data.clone().into();
-        e.context = self.context.clone().into();
         e
     }
 }
@@ -106,11 +108,12 @@ fn hard_tuple(h: &HardState) -> (u64, u64, u64) {
 }
 
 fn hard_of((term, vote, commit): (u64, u64, u64)) -> HardState {
-    let mut h = HardState::default();
-    h.term = term;
-    h.vote = vote;
-    h.commit = commit;
-    h
+    HardState {
+        term,
+        vote,
+        commit,
+        ..Default::default()
+    }
 }
 
 impl DiskLog {
@@ -329,11 +332,12 @@ mod tests {
     use super::*;
 
     fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
-        let mut e = Entry::default();
-        e.index = index;
-        e.term = term;
-        e.data = data.to_vec().into();
-        e
+        Entry {
+            index,
+            term,
+            data: data.to_vec().into(),
+            ..Default::default()
+        }
     }
 
     #[test]

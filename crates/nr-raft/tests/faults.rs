@@ -6,8 +6,9 @@
 //! than one before it (time going back), is a linearizability violation.
 //!
 //! Rounds: `NR_RAFT_FAULT_ROUNDS` (default 20 in `cargo test`; CI's `raft_faults` step runs
-//! 100 under a timeout). Bounded by the rounds, not by time: each round waits for a leader
-//! (at most 20 s) and sleeps two short phases.
+//! 100 under a timeout). Bounded by the rounds, not by time: each round waits until the
+//! clients completed 20 more operations (at most 30 s: a group that stops serving fails the
+//! test) and for a leader (at most 20 s), then holds its fault for a short phase.
 
 mod common;
 
@@ -49,6 +50,8 @@ fn histories_under_leader_kills_partitions_and_restarts_are_linearizable() {
     let mut rng = Rng(42);
     let mut kinds = [0usize; 4];
     for round in 0..rounds() {
+        // Every round starts from a group that serves.
+        workload.wait_progress(20, &format!("round {round}"));
         let l = wait_leader(&hosts);
         let f = (l + 1 + (rng.next() % 2) as usize) % 3;
         let kind = round % 4;
@@ -78,7 +81,6 @@ fn histories_under_leader_kills_partitions_and_restarts_are_linearizable() {
                 h.faults().set_delay(Duration::ZERO);
             }
         }
-        std::thread::sleep(PHASE);
     }
     wait_leader(&hosts);
     println!(

@@ -2,8 +2,9 @@
 //! process killed with SIGKILL (`Child::kill`) and restarted from its directory, round after
 //! round; the per-key histories are checked for linearizability at the end.
 //!
-//! Rounds: `NR_RAFT_KILL_ROUNDS` (default 5 in `cargo test`; CI's `raft_faults` step runs 30). Bounded by the rounds: each waits for a
-//! leader (at most 20 s) and sleeps two short phases.
+//! Rounds: `NR_RAFT_KILL_ROUNDS` (default 5 in `cargo test`; CI's `raft_faults` step runs 30).
+//! Bounded by the rounds: each waits until the clients completed 20 more operations (at most
+//! 30 s) and for a leader (at most 20 s), kills it, and restarts it after a short phase.
 
 mod common;
 
@@ -91,8 +92,9 @@ fn killing_the_leader_process_loses_no_acknowledged_write() {
         .collect();
     leader(&procs);
     let workload = Workload::start(&addrs);
-    for _ in 0..rounds {
-        std::thread::sleep(PHASE);
+    for round in 0..rounds {
+        // Every round starts from a group that serves.
+        workload.wait_progress(20, &format!("round {round}"));
         let l = leader(&procs);
         procs[l].child.kill().expect("SIGKILL");
         procs[l].child.wait().expect("reaped");

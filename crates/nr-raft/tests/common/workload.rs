@@ -61,6 +61,23 @@ impl Workload {
         }
     }
 
+    /// Waits until the clients complete `n` more operations (a round recovered): panics after
+    /// 30 s without them.
+    pub(crate) fn wait_progress(&self, n: u64, what: &str) {
+        let done =
+            || self.counts[0].load(Ordering::Relaxed) + self.counts[1].load(Ordering::Relaxed);
+        let start = done();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while done() < start + n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: {} operations completed in 30 s, expected {n}",
+                done() - start
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Stops the clients, reads every key on every host of `addrs` (a recorded read each), and
     /// checks each key's history; prints the counts and overlap shares, and asserts progress.
     pub(crate) fn finish(mut self, addrs: &[SocketAddr]) {
@@ -95,8 +112,8 @@ impl Workload {
         }
         println!("{writes} writes and {reads} reads completed, {failed} failed (left pending)");
         assert!(
-            writes > 50 && reads > 50,
-            "too little progress: {writes} writes, {reads} reads"
+            writes > 0 && reads > 0,
+            "no progress: {writes} writes, {reads} reads"
         );
     }
 }
