@@ -4,8 +4,8 @@
 //!
 //! - `local-nr`: the same map in this process's `NodeReplicated`, called directly (no
 //!   network, no Raft, no log);
-//! - `1-host`: a group of one nr-raft host: a write is appended to its log, synced, then
-//!   applied; clients over TCP;
+//! - `1-host-lin`, `1-host-stale`: a group of one nr-raft host (a write is appended to its
+//!   log, synced, then applied), clients over TCP, linearizable or stale reads;
 //! - `3-hosts-lin`: three hosts, clients spread over them, linearizable reads (read index
 //!   from the leader, then a local NR read);
 //! - `3-hosts-stale`: the same group, stale reads (a local NR read at once).
@@ -116,12 +116,13 @@ fn net_op<'a>(addr: SocketAddr, writes: u32, c: Consistency) -> Res<Op<'a>> {
     }))
 }
 
-enum Subject {
+/// What is measured: the local object, or a group read with a consistency.
+enum Subject<'g> {
     Local(Box<NodeReplicated<Kv>>),
-    Group(Vec<Host<Kv>>, Consistency),
+    Group(&'g [Host<Kv>], Consistency),
 }
 
-impl Subject {
+impl Subject<'_> {
     fn run(&self, clients: usize, writes: u32, d: Duration) -> Res<(Vec<f64>, u64)> {
         match self {
             Self::Local(nr) => closed_loop(clients, d, &|_| {
@@ -139,6 +140,13 @@ impl Subject {
                 let addrs: Vec<SocketAddr> = hosts.iter().map(Host::addr).collect();
                 closed_loop(clients, d, &|t| net_op(addrs[t % addrs.len()], writes, *c))
             }
+        }
+    }
+
+    fn log_syncs(&self) -> u64 {
+        match self {
+            Self::Local(_) => 0,
+            Self::Group(hosts, _) => hosts.iter().map(|h| h.stats().log_syncs).sum(),
         }
     }
 }
@@ -208,43 +216,38 @@ fn main() -> Res<()> {
     let dir = tempfile::Builder::new()
         .prefix("nr-raft-bench")
         .tempdir_in(&base)?;
+    let one = group(1, dir.path(), "one")?;
+    let three = group(3, dir.path(), "three")?;
     let subjects = [
-        Subject::Local(Box::new(
-            NodeReplicated::builder()
-                .replicas(1)
-                .build(|_| prefilled())?,
-        )),
-        Subject::Group(group(1, dir.path(), "one")?, Consistency::Linearizable),
-        Subject::Group(group(3, dir.path(), "three")?, Consistency::Linearizable),
+        (
+            "local-nr",
+            Subject::Local(Box::new(
+                NodeReplicated::builder()
+                    .replicas(1)
+                    .build(|_| prefilled())?,
+            )),
+        ),
+        (
+            "1-host-lin",
+            Subject::Group(&one, Consistency::Linearizable),
+        ),
+        ("1-host-stale", Subject::Group(&one, Consistency::Stale)),
+        (
+            "3-hosts-lin",
+            Subject::Group(&three, Consistency::Linearizable),
+        ),
+        ("3-hosts-stale", Subject::Group(&three, Consistency::Stale)),
     ];
-    // The stale subject reads the same 3-host group: measured through its own clients.
-    let names = ["local-nr", "1-host", "3-hosts-lin", "3-hosts-stale"];
-    // results[subject][mix] = runs
-    let mut results: Vec<Vec<Runs>> = vec![vec![Vec::new(); 3]; 4];
-    let mut syncs = [(0u64, 0u64); 4]; // (log syncs, successful writes) per subject
+    // results[subject][mix] = runs; syncs[subject] = (log syncs, successful writes)
+    let mut results: Vec<Vec<Runs>> = vec![vec![Vec::new(); MIXES.len()]; subjects.len()];
+    let mut syncs = vec![(0u64, 0u64); subjects.len()];
     for _ in 0..reps {
-        for si in 0..names.len() {
-            let (subject, c) = match si {
-                3 => (&subjects[2], Some(Consistency::Stale)),
-                _ => (&subjects[si], None),
-            };
+        for (si, (_, subject)) in subjects.iter().enumerate() {
             for (mi, &w) in MIXES.iter().enumerate() {
-                let before: u64 = match subject {
-                    Subject::Group(h, _) => h.iter().map(|h| h.stats().log_syncs).sum(),
-                    Subject::Local(_) => 0,
-                };
-                let (mut lat, failed) = match (subject, c) {
-                    (Subject::Group(h, _), Some(c)) => {
-                        let addrs: Vec<SocketAddr> = h.iter().map(Host::addr).collect();
-                        closed_loop(clients, d, &|t| net_op(addrs[t % addrs.len()], w, c))?
-                    }
-                    _ => subject.run(clients, w, d)?,
-                };
-                if let Subject::Group(h, _) = subject {
-                    let after: u64 = h.iter().map(|h| h.stats().log_syncs).sum();
-                    syncs[si].0 += after - before;
-                    syncs[si].1 += (lat.len() as u64 * u64::from(w)) / 100;
-                }
+                let before = subject.log_syncs();
+                let (mut lat, failed) = subject.run(clients, w, d)?;
+                syncs[si].0 += subject.log_syncs() - before;
+                syncs[si].1 += (lat.len() as u64 * u64::from(w)) / 100;
                 lat.sort_by(f64::total_cmp);
                 let ops = lat.len() as f64 / secs;
                 results[si][mi].push((ops, percentile(&lat, 0.5), percentile(&lat, 0.99), failed));
@@ -257,26 +260,24 @@ fn main() -> Res<()> {
     );
     println!("| subject | writes | ops/s | p50 µs | p99 µs | failed |");
     println!("|---|---|---|---|---|---|");
-    for (si, name) in names.iter().enumerate() {
+    for (si, (name, _)) in subjects.iter().enumerate() {
         for (mi, w) in MIXES.iter().enumerate() {
             let runs = &results[si][mi];
             let ops = median(runs.iter().map(|r| r.0).collect());
             let p50 = median(runs.iter().map(|r| r.1).collect());
             let p99 = median(runs.iter().map(|r| r.2).collect());
             let failed: u64 = runs.iter().map(|r| r.3).sum();
-            println!("| {name} | {w}% | {ops:.0} | {p50:.0} | {p99:.0} | {failed} |");
+            println!("| {name} | {w}% | {ops:.0} | {p50:.1} | {p99:.1} | {failed} |");
             if smoke && ops == 0.0 && *w < 100 {
                 return Err(format!("{name} at {w}% writes made no progress").into());
             }
         }
-        if syncs[si].1 > 0 {
+        if syncs[si].0 > 0 && syncs[si].1 > 0 {
             println!(
                 "  {name}: {:.2} log fdatasyncs per write, summed over the hosts",
                 syncs[si].0 as f64 / syncs[si].1 as f64
             );
         }
     }
-    // The groups live to here.
-    drop(subjects);
     Ok(())
 }

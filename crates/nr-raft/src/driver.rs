@@ -43,6 +43,9 @@ struct Proposal<W> {
 /// A request waiting since an instant for its answer.
 type Waiting<T> = (Instant, Sender<Reply<T>>);
 
+/// Reads sharing one read-index request, waiting since an instant.
+type WaitingReads = (Instant, Vec<Sender<Reply<u64>>>);
+
 /// The Raft loop's state.
 pub(crate) struct Driver<D: RaftDispatch> {
     pub(crate) raw: RawNode<DiskLog>,
@@ -54,8 +57,10 @@ pub(crate) struct Driver<D: RaftDispatch> {
     pub(crate) snapshot_every: u64,
     next_id: u64,
     writes: HashMap<u64, Waiting<D::Response>>,
-    /// Read-index requests waiting for raft-rs's answer, by id.
-    reads: HashMap<u64, Waiting<u64>>,
+    /// Reads received since the last read-index request: they share the next one.
+    unsent_reads: Vec<Sender<Reply<u64>>>,
+    /// Read-index requests waiting for raft-rs's answer, by id, with the reads they serve.
+    reads: HashMap<u64, WaitingReads>,
     /// Read indexes known, waiting until this host has applied that far.
     read_waits: Vec<(u64, Sender<Reply<u64>>)>,
     applied: u64,
@@ -82,6 +87,7 @@ impl<D: RaftDispatch> Driver<D> {
             snapshot_every,
             next_id: 0,
             writes: HashMap::new(),
+            unsent_reads: Vec::new(),
             reads: HashMap::new(),
             read_waits: Vec::new(),
             applied,
@@ -120,6 +126,7 @@ impl<D: RaftDispatch> Driver<D> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return Ok(()),
             }
+            self.request_read_index();
             if last_tick.elapsed() >= self.tick {
                 self.raw.tick();
                 last_tick = Instant::now();
@@ -166,10 +173,7 @@ impl<D: RaftDispatch> Driver<D> {
                     let _ = reply.send(Err(Failure::NoLeader));
                     return;
                 }
-                self.next_id += 1;
-                let id = self.next_id;
-                self.reads.insert(id, (Instant::now(), reply));
-                self.raw.read_index(read_ctx(self.boot, id));
+                self.unsent_reads.push(reply);
             }
             Event::Raft(m) => {
                 // A message raft-rs rejects (from an unknown peer, say) is dropped: the sender
@@ -177,6 +181,20 @@ impl<D: RaftDispatch> Driver<D> {
                 let _ = self.raw.step(m);
             }
         }
+    }
+
+    /// Asks raft-rs for one read index for every read received since the last request. It is
+    /// valid for all of them: each arrived before the request, so the leader's commit index
+    /// when it answers covers every write acknowledged before any of them was sent.
+    fn request_read_index(&mut self) {
+        if self.unsent_reads.is_empty() {
+            return;
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        let batch = std::mem::take(&mut self.unsent_reads);
+        self.reads.insert(id, (Instant::now(), batch));
+        self.raw.read_index(read_ctx(self.boot, id));
     }
 
     /// Forgets requests whose callers gave up (they answered their clients `Timeout`).
@@ -231,8 +249,9 @@ impl<D: RaftDispatch> Driver<D> {
             let Some(id) = parse_read_ctx(self.boot, &rs.request_ctx) else {
                 continue;
             };
-            if let Some((_, reply)) = self.reads.remove(&id) {
-                self.read_waits.push((rs.index, reply));
+            if let Some((_, batch)) = self.reads.remove(&id) {
+                self.read_waits
+                    .extend(batch.into_iter().map(|reply| (rs.index, reply)));
             }
         }
         self.release_reads();
