@@ -166,6 +166,21 @@ impl DiskLog {
             // The initial snapshot is durable before the host says anything.
             log.checkpoint()?;
         }
+        // raft-rs panics on a commit index outside the log: refuse it here, typed.
+        if log.hard.commit < log.snapshot_index() || log.hard.commit > log.last() {
+            return Err(RaftError::Durable {
+                source: nr_durable::DurableError::Corrupt {
+                    path: dir.to_owned(),
+                    offset: 0,
+                    what: format!(
+                        "the commit index {} is outside the log {}..={}",
+                        log.hard.commit,
+                        log.snapshot_index(),
+                        log.last()
+                    ),
+                },
+            });
+        }
         Ok((log, cp.state))
     }
 
@@ -256,7 +271,13 @@ impl DiskLog {
 
     /// Writes the current snapshot and everything after it as an nr-durable checkpoint at the
     /// store's end, which drops every record before it.
+    ///
+    /// nr-durable ignores a checkpoint at or before its newest one's position, and two
+    /// checkpoints may follow each other with no record between them (a compaction, then the
+    /// leader's snapshot): the hard state is appended first, so that each checkpoint's position
+    /// is past the previous one's.
     fn checkpoint(&mut self) -> Result<(), RaftError> {
+        self.persist(&[], Some(&self.hard.clone()))?;
         let meta = self.snapshot.get_metadata();
         let cp = Checkpoint {
             hard: hard_tuple(&self.hard),
@@ -266,7 +287,11 @@ impl DiskLog {
             state: self.snapshot.data.to_vec(),
             entries: self.entries.iter().map(StoredEntry::of).collect(),
         };
-        self.store.checkpoint(self.next, &cp)?;
+        let written = self.store.checkpoint(self.next, &cp)?;
+        debug_assert!(
+            written,
+            "invariant: the hard state appended above moved the position"
+        );
         Ok(())
     }
 }
@@ -366,6 +391,53 @@ mod tests {
         assert_eq!(
             hard_tuple(&log.initial_state().expect("state").hard_state),
             (2, 1, 2)
+        );
+    }
+
+    #[test]
+    fn a_snapshot_installed_right_after_a_compaction_is_the_one_recovered() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let (mut log, _) = DiskLog::open(dir.path(), &[1, 2], || Ok(vec![0])).expect("opens");
+            log.persist(
+                &[entry(2, 1, b"a"), entry(3, 1, b"b")],
+                Some(&hard_of((1, 1, 3))),
+            )
+            .expect("persists");
+            log.compact(3, vec![3]).expect("compacts");
+            // The leader's snapshot at 10, with no record appended since the compaction.
+            let mut snap = Snapshot::default();
+            snap.mut_metadata().index = 10;
+            snap.mut_metadata().term = 2;
+            snap.mut_metadata().mut_conf_state().voters = vec![1, 2];
+            snap.data = vec![10].into();
+            log.install(&snap).expect("installs");
+            log.persist(&[entry(11, 2, b"c")], Some(&hard_of((2, 0, 11))))
+                .expect("persists");
+        }
+        let (log, state) = DiskLog::open(dir.path(), &[1, 2], || Ok(vec![0])).expect("reopens");
+        assert_eq!(state, vec![10], "the installed snapshot's state");
+        assert_eq!(log.first_index().expect("first"), 11);
+        assert_eq!(log.last_index().expect("last"), 11);
+        assert_eq!(log.term(11).expect("term"), 2);
+    }
+
+    #[test]
+    fn a_commit_index_beyond_the_log_is_a_typed_error_not_a_panic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let (mut log, _) = DiskLog::open(dir.path(), &[1], || Ok(vec![0])).expect("opens");
+            log.persist(&[], Some(&hard_of((1, 1, 50))))
+                .expect("persists");
+        }
+        let err = DiskLog::open(dir.path(), &[1], || Ok(vec![0])).unwrap_err();
+        assert!(err.to_string().contains("durable log"), "{err}");
+        let source = std::error::Error::source(&err)
+            .expect("a cause")
+            .to_string();
+        assert!(
+            source.contains("commit index 50 is outside the log 1..=1"),
+            "{source}"
         );
     }
 

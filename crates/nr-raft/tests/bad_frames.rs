@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{addresses, start_all, wait_leader, Kv};
+use common::{Group, Kv};
 use nr_raft::{Client, Consistency};
 
 /// Sends `bytes` on a new connection, half-closes it, and returns what the host did: whether
@@ -47,11 +47,8 @@ fn wait_errors(host: &nr_raft::Host<Kv>, n: u64) {
 
 #[test]
 fn garbage_and_truncated_frames_close_the_connection_and_count_an_error() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let peers = addresses(3);
-    let hosts = start_all(&peers, dir.path(), 0);
-    let l = wait_leader(&hosts);
-    let host = hosts[l].as_ref().expect("up");
+    let g = Group::start(3, 0);
+    let host = g.host(g.leader());
     let mut errors = 0;
     // Garbage: bad magic, then valid magic with a huge length, then a bad checksum.
     let mut bad_crc = frame(&0u32); // the greeting `Hello::Peer { from: 0 }`... any payload
@@ -99,10 +96,8 @@ fn garbage_and_truncated_frames_close_the_connection_and_count_an_error() {
 
 #[test]
 fn a_peer_frame_that_is_no_raft_message_closes_the_link() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let peers = addresses(1);
-    let hosts = start_all(&peers, dir.path(), 0);
-    let host = hosts[0].as_ref().expect("up");
+    let g = Group::start(1, 0);
+    let host = g.host(0);
     let mut bytes = frame(&(0u32, 2u64)); // Hello::Peer { from: 2 }
                                           // A peer frame (a byte vector) whose bytes are not a protobuf message.
     bytes.extend_from_slice(&frame(&vec![0xffu8; 7]));

@@ -2,19 +2,17 @@
 
 mod common;
 
-use common::{addresses, start_all, wait_leader, Kv};
-use nr_raft::{Client, Consistency, Host};
+use common::{Group, Kv};
+use nr_raft::{Client, Consistency};
 
 #[test]
 fn writes_from_every_host_are_read_on_every_host() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let peers = addresses(3);
-    let hosts = start_all(&peers, dir.path(), 0);
-    wait_leader(&hosts);
-    let mut clients: Vec<Client<Kv>> = hosts
-        .iter()
-        .flatten()
-        .map(|h| Client::connect(h.addr()).expect("connects"))
+    let g = Group::start(3, 0);
+    g.leader();
+    let mut clients: Vec<Client<Kv>> = g
+        .addrs()
+        .into_iter()
+        .map(|a| Client::connect(a).expect("connects"))
         .collect();
     for k in 0..30u64 {
         let c = &mut clients[(k % 3) as usize];
@@ -37,24 +35,24 @@ fn writes_from_every_host_are_read_on_every_host() {
 
 #[test]
 fn a_stopped_group_restarts_from_disk_with_every_acknowledged_write() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let peers = addresses(3);
     // A snapshot every 16 entries: recovery reads a checkpoint and the log after it.
-    let mut hosts = start_all(&peers, dir.path(), 16);
-    let l = wait_leader(&hosts);
-    let mut c = Client::<Kv>::connect(hosts[l].as_ref().expect("up").addr()).expect("connects");
+    let mut g = Group::start(3, 16);
+    let l = g.leader();
+    let mut c = Client::<Kv>::connect(g.host(l).addr()).expect("connects");
     for k in 0..50u64 {
         c.write_retrying((k, k + 1), 100).expect("write");
         // One key written again and again: replayed out of order, it would end elsewhere.
         c.write_retrying((1000, k), 100).expect("write");
     }
     drop(c);
-    for h in &mut hosts {
-        h.take().expect("up").stop();
+    for i in 0..3 {
+        g.stop(i);
     }
-    let hosts = start_all(&peers, dir.path(), 16);
-    wait_leader(&hosts);
-    for h in hosts.iter().flatten() {
+    for i in 0..3 {
+        g.restart(i);
+    }
+    g.leader();
+    for h in g.hosts.iter().flatten() {
         let mut c = Client::<Kv>::connect(h.addr()).expect("connects");
         for k in 0..50u64 {
             assert_eq!(
@@ -70,12 +68,10 @@ fn a_stopped_group_restarts_from_disk_with_every_acknowledged_write() {
 
 #[test]
 fn a_healed_follower_reads_the_writes_it_missed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let peers = addresses(3);
-    let hosts = start_all(&peers, dir.path(), 0);
-    let l = wait_leader(&hosts);
-    let follower = hosts[(l + 1) % 3].as_ref().expect("up");
-    let mut lc = Client::<Kv>::connect(hosts[l].as_ref().expect("up").addr()).expect("connects");
+    let g = Group::start(3, 0);
+    let l = g.leader();
+    let follower = g.host((l + 1) % 3);
+    let mut lc = Client::<Kv>::connect(g.host(l).addr()).expect("connects");
     let mut fc = Client::<Kv>::connect(follower.addr()).expect("connects");
     for round in 1..=10u64 {
         follower.faults().set_isolated(true);
@@ -96,24 +92,16 @@ fn a_healed_follower_reads_the_writes_it_missed() {
 
 #[test]
 fn a_follower_that_missed_compacted_entries_catches_up_by_snapshot() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let peers = addresses(3);
-    let mut hosts = start_all(&peers, dir.path(), 8);
-    let l = wait_leader(&hosts);
+    let mut g = Group::start(3, 8);
+    let l = g.leader();
     let f = (l + 1) % 3;
-    hosts[f].take().expect("up").stop();
-    let mut c = Client::<Kv>::connect(hosts[l].as_ref().expect("up").addr()).expect("connects");
+    g.stop(f);
+    let mut c = Client::<Kv>::connect(g.host(l).addr()).expect("connects");
     for k in 0..40u64 {
         c.write_retrying((k, 7), 100).expect("write");
     }
-    hosts[f] = Some(
-        Host::start(
-            common::config(peers[f].0, &peers, dir.path(), 8),
-            Kv::default,
-        )
-        .expect("restarts"),
-    );
-    let mut fc = Client::<Kv>::connect(hosts[f].as_ref().expect("up").addr()).expect("connects");
+    g.restart(f);
+    let mut fc = Client::<Kv>::connect(g.host(f).addr()).expect("connects");
     for k in 0..40u64 {
         assert_eq!(
             fc.read_retrying(k, Consistency::Linearizable, 100)

@@ -15,81 +15,57 @@ mod common;
 use std::time::Duration;
 
 use common::workload::{Rng, Workload};
-use common::{addresses, config, start_all, wait_leader, Kv};
-use nr_raft::Host;
+use common::{env_or, Group};
 const PHASE: Duration = Duration::from_millis(120);
-
-fn rounds() -> usize {
-    std::env::var("NR_RAFT_FAULT_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
-}
-
-fn restart(
-    hosts: &mut [Option<Host<Kv>>],
-    i: usize,
-    peers: &[(u64, std::net::SocketAddr)],
-    root: &std::path::Path,
-) {
-    hosts[i] =
-        Some(Host::start(config(peers[i].0, peers, root, 64), Kv::default).expect("restarts"));
-}
 
 #[test]
 fn histories_under_leader_kills_partitions_and_restarts_are_linearizable() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    let peers = addresses(3);
-    let addrs: Vec<_> = peers.iter().map(|p| p.1).collect();
+    let rounds = env_or("NR_RAFT_FAULT_ROUNDS", 20);
     // A snapshot every 64 entries: restarts recover from a checkpoint and the log after it,
     // and a host that missed compacted entries gets a snapshot.
-    let mut hosts = start_all(&peers, root, 64);
-    wait_leader(&hosts);
+    let mut g = Group::start(3, 64);
+    g.leader();
+    let addrs = g.addrs();
     let workload = Workload::start(&addrs);
     let mut rng = Rng(42);
     let mut kinds = [0usize; 4];
-    for round in 0..rounds() {
+    for round in 0..rounds {
         // Every round starts from a group that serves.
         workload.wait_progress(20, &format!("round {round}"));
-        let l = wait_leader(&hosts);
+        let l = g.leader();
         let f = (l + 1 + (rng.next() % 2) as usize) % 3;
         let kind = round % 4;
         kinds[kind] += 1;
         match kind {
             0 => {
                 // The leader is killed (stopped between two synced batches) and restarted.
-                hosts[l].take().expect("up").stop();
+                g.stop(l);
                 std::thread::sleep(PHASE);
-                restart(&mut hosts, l, &peers, root);
+                g.restart(l);
             }
             1 => {
-                let h = hosts[f].as_ref().expect("up");
+                let h = g.host(f);
                 h.faults().set_isolated(true);
                 std::thread::sleep(PHASE);
                 h.faults().set_isolated(false);
             }
             2 => {
-                hosts[f].take().expect("up").stop();
+                g.stop(f);
                 std::thread::sleep(PHASE);
-                restart(&mut hosts, f, &peers, root);
+                g.restart(f);
             }
             _ => {
-                let h = hosts[f].as_ref().expect("up");
+                let h = g.host(f);
                 h.faults().set_delay(Duration::from_millis(15));
                 std::thread::sleep(PHASE);
                 h.faults().set_delay(Duration::ZERO);
             }
         }
     }
-    wait_leader(&hosts);
+    g.leader();
     println!(
         "rounds {} (leader kill {}, partition {}, follower restart {}, delay {})",
-        rounds(),
-        kinds[0],
-        kinds[1],
-        kinds[2],
-        kinds[3]
+        rounds, kinds[0], kinds[1], kinds[2], kinds[3]
     );
     workload.finish(&addrs);
 }

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::addresses;
 use common::workload::Workload;
+use common::{addresses, env_or};
 
 const PHASE: Duration = Duration::from_millis(200);
 
@@ -74,10 +74,7 @@ fn leader(procs: &[Proc]) -> usize {
 
 #[test]
 fn killing_the_leader_process_loses_no_acknowledged_write() {
-    let rounds: usize = std::env::var("NR_RAFT_KILL_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+    let rounds = env_or("NR_RAFT_KILL_ROUNDS", 5);
     let dir = tempfile::tempdir().expect("tempdir");
     let peers = addresses(3);
     let spec = peers

@@ -3,7 +3,6 @@
 #![allow(dead_code)] // each test file uses part of it
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nr_raft::{Host, HostConfig};
@@ -23,33 +22,69 @@ pub(crate) fn addresses(n: usize) -> Vec<(u64, SocketAddr)> {
         .collect()
 }
 
-/// The configuration of host `id` of `peers`, its log in `root/h<id>`.
-pub(crate) fn config(
-    id: u64,
-    peers: &[(u64, SocketAddr)],
-    root: &Path,
+/// A group of hosts on loopback, their logs in a temporary directory.
+pub(crate) struct Group {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) peers: Vec<(u64, SocketAddr)>,
+    /// `None` while a host is stopped.
+    pub(crate) hosts: Vec<Option<Host<Kv>>>,
     snapshot_every: u64,
-) -> HostConfig {
-    let mut c = HostConfig::new(id, peers.to_vec(), root.join(format!("h{id}")));
-    c.snapshot_every = snapshot_every;
-    c
 }
 
-/// Starts every host of `peers`.
-pub(crate) fn start_all(
-    peers: &[(u64, SocketAddr)],
-    root: &Path,
-    snapshot_every: u64,
-) -> Vec<Option<Host<Kv>>> {
-    peers
-        .iter()
-        .map(|&(id, _)| {
-            Some(
-                Host::start(config(id, peers, root, snapshot_every), Kv::default)
-                    .expect("host starts"),
-            )
-        })
-        .collect()
+impl Group {
+    /// Starts `n` hosts, each taking a snapshot every `snapshot_every` entries (0: never).
+    pub(crate) fn start(n: usize, snapshot_every: u64) -> Self {
+        let mut g = Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+            peers: addresses(n),
+            hosts: (0..n).map(|_| None).collect(),
+            snapshot_every,
+        };
+        for i in 0..n {
+            g.restart(i);
+        }
+        g
+    }
+
+    /// Host `i`, which must be running.
+    pub(crate) fn host(&self, i: usize) -> &Host<Kv> {
+        self.hosts[i].as_ref().expect("host is running")
+    }
+
+    /// Stops host `i` (its threads end between two synced Raft batches).
+    pub(crate) fn stop(&mut self, i: usize) {
+        self.hosts[i].take().expect("host is running").stop();
+    }
+
+    /// Starts host `i` from its directory (recovering what it logged).
+    pub(crate) fn restart(&mut self, i: usize) {
+        let (id, _) = self.peers[i];
+        let mut c = HostConfig::new(
+            id,
+            self.peers.clone(),
+            self.dir.path().join(format!("h{id}")),
+        );
+        c.snapshot_every = self.snapshot_every;
+        self.hosts[i] = Some(Host::start(c, Kv::default).expect("host starts"));
+    }
+
+    /// The hosts' addresses.
+    pub(crate) fn addrs(&self) -> Vec<SocketAddr> {
+        self.peers.iter().map(|p| p.1).collect()
+    }
+
+    /// [`wait_leader`] of this group.
+    pub(crate) fn leader(&self) -> usize {
+        wait_leader(&self.hosts)
+    }
+}
+
+/// The value of environment variable `var`, or `default`.
+pub(crate) fn env_or(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Waits (up to 20 s) until one running host is the leader that a majority knows; returns
