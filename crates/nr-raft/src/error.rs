@@ -60,6 +60,13 @@ pub enum FrameError {
         /// postcard's error.
         source: postcard::Error,
     },
+    /// A peer frame passed its checks but its bytes are not a raft-rs message (protobuf).
+    /// Cause: a peer of another version, or garbage from a process that spoke the greeting.
+    /// Remedy: run the same build on every host.
+    NotRaft {
+        /// The payload's length.
+        len: u64,
+    },
     /// A message could not be encoded. Cause: a serde implementation that fails. Remedy: fix
     /// the operation's `Serialize`.
     Encode {
@@ -89,6 +96,7 @@ impl fmt::Display for FrameError {
                 "frame checksum mismatch: header {expected:#010x}, payload {actual:#010x}"
             ),
             Self::Decode { .. } => write!(f, "frame payload does not decode"),
+            Self::NotRaft { len } => write!(f, "peer frame of {len} bytes is no raft message"),
             Self::Encode { .. } => write!(f, "message does not encode"),
             Self::TooLarge { len } => write!(f, "message of {len} bytes does not fit a frame"),
         }

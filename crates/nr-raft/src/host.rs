@@ -443,7 +443,7 @@ fn serve_peer<D: RaftDispatch>(
     loop {
         let PeerFrame(bytes) = read_frame(stream)?;
         let Some(m) = decode_message(&bytes) else {
-            return Err(FrameError::BadLength {
+            return Err(FrameError::NotRaft {
                 len: bytes.len() as u64,
             });
         };
