@@ -167,7 +167,8 @@ impl DiskLog {
             log.checkpoint()?;
         }
         // raft-rs panics on a commit index outside the log: refuse it here, typed.
-        if log.hard.commit < log.snapshot_index() || log.hard.commit > log.last() {
+        let in_log = (log.snapshot_index()..=log.last()).contains(&log.hard.commit);
+        if !in_log {
             return Err(RaftError::Durable {
                 source: nr_durable::DurableError::Corrupt {
                     path: dir.to_owned(),
