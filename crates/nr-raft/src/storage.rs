@@ -211,6 +211,10 @@ impl DiskLog {
 
     /// Persists `entries` and the hard state `hs` (either may be empty) with one append: one
     /// `fdatasync`. Returns when they are durable.
+    ///
+    /// A hard state whose term and vote did not change is kept in memory unless entries are
+    /// written anyway: Raft needs the term and the vote durable, while the commit index may
+    /// be recovered lower (the leader tells it again), so a commit alone costs no sync.
     pub(crate) fn persist(
         &mut self,
         entries: &[Entry],
@@ -222,10 +226,25 @@ impl DiskLog {
             self.put(e.clone());
         }
         if let Some(hs) = hs {
+            let voted = (hs.term, hs.vote) != (self.hard.term, self.hard.vote);
             self.hard = hs.clone();
-            let (t, v, c) = hard_tuple(hs);
-            self.batch.push(Record::Hard(t, v, c));
+            if voted || !entries.is_empty() {
+                let (t, v, c) = hard_tuple(hs);
+                self.batch.push(Record::Hard(t, v, c));
+            }
         }
+        self.append_batch()
+    }
+
+    /// Appends the current hard state alone.
+    fn append_hard(&mut self) -> Result<(), RaftError> {
+        self.batch.clear();
+        let (t, v, c) = hard_tuple(&self.hard);
+        self.batch.push(Record::Hard(t, v, c));
+        self.append_batch()
+    }
+
+    fn append_batch(&mut self) -> Result<(), RaftError> {
         if self.batch.is_empty() {
             return Ok(());
         }
@@ -278,7 +297,7 @@ impl DiskLog {
     /// leader's snapshot): the hard state is appended first, so that each checkpoint's position
     /// is past the previous one's.
     fn checkpoint(&mut self) -> Result<(), RaftError> {
-        self.persist(&[], Some(&self.hard.clone()))?;
+        self.append_hard()?;
         let meta = self.snapshot.get_metadata();
         let cp = Checkpoint {
             hard: hard_tuple(&self.hard),
@@ -440,6 +459,25 @@ mod tests {
             source.contains("commit index 50 is outside the log 1..=1"),
             "{source}"
         );
+    }
+
+    #[test]
+    fn a_vote_is_durable_and_a_commit_alone_costs_no_sync() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let (mut log, _) =
+                DiskLog::open(dir.path(), &[1, 2, 3], || Ok(vec![0])).expect("opens");
+            log.persist(&[entry(2, 1, b"a")], None).expect("persists");
+            let syncs = log.syncs();
+            log.persist(&[], Some(&hard_of((1, 0, 2))))
+                .expect("commit only");
+            assert_eq!(log.syncs(), syncs, "a commit alone is not synced");
+            log.persist(&[], Some(&hard_of((2, 3, 2)))).expect("a vote");
+            assert_eq!(log.syncs(), syncs + 1, "a vote is synced");
+        }
+        let (log, _) = DiskLog::open(dir.path(), &[1, 2, 3], || Ok(vec![0])).expect("reopens");
+        let hard = log.initial_state().expect("state").hard_state;
+        assert_eq!(hard_tuple(&hard), (2, 3, 2));
     }
 
     #[test]
