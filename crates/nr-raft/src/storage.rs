@@ -226,9 +226,9 @@ impl DiskLog {
             self.put(e.clone());
         }
         if let Some(hs) = hs {
-            let voted = (hs.term, hs.vote) != (self.hard.term, self.hard.vote);
+            let unchanged = (hs.term, hs.vote) == (self.hard.term, self.hard.vote);
             self.hard = hs.clone();
-            if voted || !entries.is_empty() {
+            if !(unchanged && entries.is_empty()) {
                 let (t, v, c) = hard_tuple(hs);
                 self.batch.push(Record::Hard(t, v, c));
             }
