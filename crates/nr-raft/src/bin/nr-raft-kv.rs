@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use nr_raft::{Client, Consistency, Host, HostConfig, Kv};
+use nr_raft::{Client, Consistency, Host, HostConfig, Kv, RaftError};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -75,7 +75,19 @@ fn run(args: &[String]) -> Res<()> {
 }
 
 fn serve(id: u64, peers: Vec<(u64, SocketAddr)>, dir: &str) -> Res<()> {
-    let host = Host::<Kv>::start(HostConfig::new(id, peers, dir.into()), Kv::default)?;
+    let cfg = HostConfig::new(id, peers, dir.into());
+    // A restarted host's port may still be held for a moment (by a connection that got it as
+    // its local port): retry the bind for up to 5 s.
+    let mut attempt = 0;
+    let host = loop {
+        match Host::<Kv>::start(cfg.clone(), Kv::default) {
+            Err(RaftError::Io { op: "listen", .. }) if attempt < 250 => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => break r?,
+        }
+    };
     println!("serving {} on {}", host.id(), host.addr());
     let mut known = 0;
     loop {

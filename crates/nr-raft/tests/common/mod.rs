@@ -65,7 +65,20 @@ impl Group {
             self.dir.path().join(format!("h{id}")),
         );
         c.snapshot_every = self.snapshot_every;
-        self.hosts[i] = Some(Host::start(c, Kv::default).expect("host starts"));
+        // The port was free when the group started; a connection of another test may hold it
+        // for a moment as its local port: retry the bind a little.
+        for attempt in 0.. {
+            match Host::start(c.clone(), Kv::default) {
+                Ok(h) => {
+                    self.hosts[i] = Some(h);
+                    return;
+                }
+                Err(nr_raft::RaftError::Io { op: "listen", .. }) if attempt < 100 => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("host {id} does not start: {e}"),
+            }
+        }
     }
 
     /// The hosts' addresses.
