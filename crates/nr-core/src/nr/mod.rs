@@ -18,7 +18,7 @@ use crate::lock::ReplicaLock;
 use crate::log::{Grow, Log};
 use crate::replica::Replica;
 use crate::sync::{panicking, AtomicU8, Entered, Ordering};
-use crate::wait::Waiter;
+use crate::wait::{retry_lock, Waiter};
 use crate::{Dispatch, Poisoned, Topology};
 use commit::Commit;
 
@@ -129,14 +129,6 @@ const NO_WRITE_OPTIONS: u8 = 4;
 /// not poisoned.
 const INLINED_WRITE: u8 = SINGLE | NO_WRITE_OPTIONS;
 
-/// How many times a writer on a single-replica object retries the combiner lock before it posts
-/// its operation for the current combiner (`execute_mut_combining`): the first
-/// `LOCK_SPIN_ROUNDS` tries after `2 << round` spin hints, the others after a `yield_now`, as
-/// `parking_lot`'s lock spins. One under loom, so the models still cover the retry without
-/// multiplying their schedules.
-const LOCK_RETRIES: u32 = if cfg!(loom) { 1 } else { 10 };
-/// The retries of `LOCK_RETRIES` that spin; the rest yield.
-const LOCK_SPIN_ROUNDS: u32 = 3;
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -457,26 +449,20 @@ where
         // operations, instead of pulling the line back after every one (crate README, "Two
         // writers on one replica"). Bounded, so a preempted holder costs at most
         // `LOCK_RETRIES` tries before the posting path (which parks). Correctness is that of
-        // the fast path above: the same acquisition, the same combine.
-        if self.single() && self.min_batch <= 1 && !self.dedicated {
-            for round in 0..LOCK_RETRIES {
-                if round < LOCK_SPIN_ROUNDS {
-                    for _ in 0..2u32 << round {
-                        crate::sync::spin_loop();
-                    }
-                } else {
-                    crate::sync::yield_now();
-                }
-                if replica.try_lock_combiner(true) {
-                    if self.poisoned_under_lock() {
-                        return Err(self.unlock_poisoned(replica));
-                    }
-                    let combiner = CombinerGuard::new_released_on_success(self, replica);
-                    let response = self.combine_single(replica, op);
-                    combiner.release();
-                    return Ok(response);
-                }
+        // the fast path above: the same acquisition, the same combine. (`wait::retry_lock`,
+        // shared with CNR's single-replica write.)
+        if self.single()
+            && self.min_batch <= 1
+            && !self.dedicated
+            && retry_lock(|| replica.try_lock_combiner(true))
+        {
+            if self.poisoned_under_lock() {
+                return Err(self.unlock_poisoned(replica));
             }
+            let combiner = CombinerGuard::new_released_on_success(self, replica);
+            let response = self.combine_single(replica, op);
+            combiner.release();
+            return Ok(response);
         }
         self.execute_mut_posted(r, slot, op)
     }
