@@ -129,7 +129,6 @@ const NO_WRITE_OPTIONS: u8 = 4;
 /// not poisoned.
 const INLINED_WRITE: u8 = SINGLE | NO_WRITE_OPTIONS;
 
-
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeReplicated")
