@@ -49,7 +49,9 @@ pub enum Figure {
     /// (both log). The crate runs `min(replicas, threads)` replicas (rows record what ran).
     NrPeer,
     /// CNR (several logs, `nr_core::cnr`) against the `cnr` crate (0.1.0) and single-log NR on
-    /// a hash map partitioned by key, 1/2/4 logs, 1 and 2 replicas, 10% and 100% writes.
+    /// a hash map partitioned by key, 1/2/4 logs, 1 and 2 replicas, 10% and 100% writes. CNR
+    /// and the crate both run `min(replicas, threads)` replicas (the same work at every point;
+    /// rows record what ran), NR exactly the panel's.
     CnrPeer,
 }
 
@@ -111,9 +113,10 @@ impl Figure {
             }
             Figure::CnrPeer => {
                 "CNR-Nlog and cnr-crate-Nlog run N logs over a map of N partitions (key k in log \
-                 and partition k % N), each partition behind its own RwLock; NR runs the \
-                 sequential map with one log; the cnr crate runs min(replicas, threads) \
-                 replicas and its waiters only spin"
+                 and partition k % N; lock-free reads, one writer per partition); NR runs the \
+                 sequential map with one log; CNR and the cnr crate both run min(replicas, \
+                 threads) replicas (the crate's idle replica would stop its logs), NR exactly \
+                 the panel's; the cnr crate's waiters only spin"
             }
             _ => {
                 "throughput vs threads; on a 1-node machine, replicas come from virtual nodes: \

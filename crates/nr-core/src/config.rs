@@ -39,3 +39,16 @@ pub(crate) const DEFAULT_THREADS_PER_REPLICA: usize = 3;
 /// A power of two, so that `Log::try_reserve` finds the refresh points with a shift.
 pub(crate) const HEAD_REFRESHES_PER_LAP: usize = 4;
 const _: () = assert!(HEAD_REFRESHES_PER_LAP.is_power_of_two());
+
+/// How many times a writer on a single-replica object (NR, or one log of CNR) retries the
+/// combiner lock before it posts its operation for the current combiner (`wait::retry_lock`):
+/// the first `LOCK_SPIN_ROUNDS` tries after `2 << round` spin hints, the others after a
+/// `yield_now`, as `parking_lot`'s lock spins.
+#[cfg(not(loom))]
+pub(crate) const LOCK_RETRIES: u32 = 10;
+/// Under loom one retry, so the models still cover the retry without multiplying their
+/// schedules.
+#[cfg(loom)]
+pub(crate) const LOCK_RETRIES: u32 = 1;
+/// The retries of `LOCK_RETRIES` that spin; the rest yield.
+pub(crate) const LOCK_SPIN_ROUNDS: u32 = 3;

@@ -367,6 +367,7 @@ impl<T> Log<T> {
     ///
     /// Breaking either lets two threads write the slot at once, or overwrites an entry that
     /// replicas are reading.
+    #[inline]
     pub(crate) unsafe fn write(&self, idx: usize, op: T) -> Option<T> {
         let seg = self.segment(idx);
         let entry = seg.entry(idx);
@@ -392,7 +393,8 @@ impl<T> Log<T> {
         seg.entry(idx).alive.load(Ordering::Acquire) == seg.filled_parity(idx)
     }
 
-    /// Runs `f` on the operation at index `idx`.
+    /// Runs `f` on the operation at index `idx` (the tests' single-entry read; replays use
+    /// [`read_filled`](Self::read_filled)).
     ///
     /// # Safety
     ///
@@ -400,19 +402,67 @@ impl<T> Log<T> {
     /// - the caller holds the combiner lock of a replica whose local tail is at most `idx`
     ///   until `f` returns (which keeps `head <= idx`, so the slot cannot be overwritten for the
     ///   next lap while `f` runs).
-    #[inline]
+    #[cfg(test)]
     pub(crate) unsafe fn read<R>(&self, idx: usize, f: impl FnOnce(&T) -> R) -> R {
         let entry = self.segment(idx).entry(idx);
-        // SAFETY: from the caller's contract,
-        // - the value is initialized and visible: the caller observed `is_filled(idx)` (Acquire,
-        //   pairing with the Release in `write`);
-        // - no writer mutates it meanwhile: the next write to this slot is for `idx + size` (in
-        //   the same segment; an older segment is never written again), which needs
-        //   `head > idx`, but `head <= local_tail <= idx` for the caller's replica
-        //   until the caller moves that local tail, after this read;
-        // - other readers only take shared references (`T: Sync`).
+        // SAFETY: as in `read_filled`, from the caller's contract.
         let op = entry.op.with(|cell| unsafe { (*cell).as_ref() });
         f(op.expect("invariant: a filled log entry holds an operation"))
+    }
+
+    /// Runs `f` on the operations at indices `from..to` in order, stopping at the first one not
+    /// written yet; returns the index it stopped at (`to` if it ran them all). A replay's loop:
+    /// it looks up a segment once per segment it crosses, where [`is_filled`](Self::is_filled)
+    /// looks it up for every entry (a replay that catches an idle
+    /// replica up runs a whole lap of entries).
+    ///
+    /// # Safety
+    ///
+    /// - The caller holds, until this returns, the combiner lock of a replica whose local tail
+    ///   is at most `from` (which keeps `head <= from`, so no entry of the run is overwritten
+    ///   for the next lap while `f` runs);
+    /// - the caller learned `to` from the tail, `completed_tail` or a local tail (Acquire), so
+    ///   every segment holding an index below `to` is seen (module docs, "Finding an index's
+    ///   segment").
+    #[inline]
+    pub(crate) unsafe fn read_filled(
+        &self,
+        from: usize,
+        to: usize,
+        mut f: impl FnMut(&T),
+    ) -> usize {
+        let mut idx = from;
+        while idx < to {
+            // The segment of `idx`, and where the next one (if any) starts: the walk back from
+            // the newest passes it. Every segment holding an index below `to` is seen (the
+            // caller's contract), so the run below stays inside `seg`.
+            let mut seg = self.newest();
+            let mut end = to;
+            while idx < seg.start {
+                end = end.min(seg.start);
+                // SAFETY: as in `segment`: a segment with `start > 0` has a live predecessor.
+                seg = unsafe { &*seg.prev };
+            }
+            while idx < end {
+                let entry = seg.entry(idx);
+                // Acquire: pairs with the Release in `write`, as in `is_filled`.
+                if entry.alive.load(Ordering::Acquire) != seg.filled_parity(idx) {
+                    return idx;
+                }
+                // SAFETY: from the caller's contract,
+                // - the value is initialized and visible: the Acquire load above saw the entry
+                //   filled (pairing with the Release in `write`);
+                // - no writer mutates it meanwhile: the next write to this slot is for
+                //   `idx + size` (in the same segment; an older segment is never written again),
+                //   which needs `head > idx`, but `head <= local_tail <= from <= idx` for the
+                //   caller's replica until the caller moves that local tail, after this returns;
+                // - other readers only take shared references (`T: Sync`).
+                let op = entry.op.with(|cell| unsafe { (*cell).as_ref() });
+                f(op.expect("invariant: a filled log entry holds an operation"));
+                idx += 1;
+            }
+        }
+        idx
     }
 
     /// The operation at index `idx`, borrowed for as long as the caller keeps the conditions
@@ -420,13 +470,14 @@ impl<T> Log<T> {
     ///
     /// # Safety
     ///
-    /// As for [`read`](Self::read), for as long as the returned reference is used: the caller saw
+    /// As for [`read_filled`](Self::read_filled), for as long as the returned reference is used: the caller saw
     /// `is_filled(idx)` return true, and holds the combiner lock of a replica whose local tail
     /// is at most `idx` until it drops the reference.
     #[inline]
     pub(crate) unsafe fn get(&self, idx: usize) -> &T {
         let entry = self.segment(idx).entry(idx);
-        // SAFETY: as in `read`, from the caller's contract, which lasts as long as the reference.
+        // SAFETY: as in `read_filled`, from the caller's contract, which lasts as long as the
+        // reference.
         let op = entry.op.with(|cell| unsafe { (*cell).as_ref() });
         op.expect("invariant: a filled log entry holds an operation")
     }
@@ -655,6 +706,53 @@ mod tests {
         // SAFETY: `is_filled(i)` was seen just above; no other thread uses the log, so nothing
         // overwrites the slot meanwhile.
         unsafe { log.read(i, |v| *v) }
+    }
+
+    /// What `read_filled` hands to its closure from `from` towards `to`, and where it stopped.
+    fn run(log: &Log<u32>, from: usize, to: usize) -> (Vec<u32>, usize) {
+        let mut seen = Vec::new();
+        // SAFETY: no other thread uses the log, so nothing overwrites an entry meanwhile, and
+        // every segment below the tail was published on this thread.
+        let end = unsafe { log.read_filled(from, to, |v| seen.push(*v)) };
+        (seen, end)
+    }
+
+    /// The replay loop (`read_filled`) looks a segment up once per run: it must still read
+    /// every index from the segment that holds it, stop at the first entry not written yet
+    /// (an earlier lap's leftover included), and stop at `to`.
+    #[test]
+    fn read_filled_reads_each_index_from_its_segment_and_stops_at_a_gap() {
+        let log: Log<u32> = Log::with_growth(4, 16, 2, 2);
+        assert_eq!(log.try_reserve(4), Ok(0));
+        for i in 0..4 {
+            put(&log, i);
+        }
+        assert_eq!(log.try_reserve(1), Err(LogFull));
+        assert_eq!(log.try_grow(3), Grow::Reserved(4));
+        for i in 4..7 {
+            put(&log, i);
+        }
+        // Across the boundary at 4: indices 4.. are in the new segment, whose slot 0 (index 4)
+        // shares nothing with the old segment's slot 0 (index 0).
+        assert_eq!(run(&log, 0, 7), ((0..7).collect(), 7));
+        assert_eq!(run(&log, 2, 5), (vec![2, 3, 4], 5));
+        // A reserved entry not written yet stops the run, whatever follows.
+        assert_eq!(log.try_reserve(2), Ok(7));
+        put(&log, 8);
+        assert_eq!(run(&log, 5, 9), (vec![5, 6], 7));
+        put(&log, 7);
+        assert_eq!(run(&log, 5, 9), (vec![5, 6, 7, 8], 9));
+        // Without growth: the next lap's entry reads as empty until written.
+        let log: Log<u32> = Log::new(2, 1);
+        assert_eq!(log.try_reserve(2), Ok(0));
+        put(&log, 0);
+        put(&log, 1);
+        log.set_local_tail(0, 2);
+        log.advance_head();
+        assert_eq!(log.try_reserve(1), Ok(2));
+        assert_eq!(run(&log, 2, 3), (vec![], 2));
+        put(&log, 2);
+        assert_eq!(run(&log, 1, 3), (vec![1, 2], 3));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! Parks are bounded so that a missed wake-up costs latency, never progress; the combining slots
 //! additionally get exact wake-ups (see `replica.rs`).
 
-use crate::config::{PARK_MAX_MICROS, PARK_MIN_MICROS, SPIN_ROUNDS, YIELD_ROUNDS};
+use crate::config::{
+    LOCK_RETRIES, LOCK_SPIN_ROUNDS, PARK_MAX_MICROS, PARK_MIN_MICROS, SPIN_ROUNDS, YIELD_ROUNDS,
+};
 use crate::sync::{park_timeout, spin_loop, yield_now};
 
 /// Backoff state of one wait loop.
@@ -87,6 +89,31 @@ impl Waiter {
             .min(16);
         (PARK_MIN_MICROS << parks).min(PARK_MAX_MICROS)
     }
+}
+
+/// A writer that found a combiner lock taken, on a replica where it would otherwise post its
+/// operation across cores: retries `try_lock` up to `LOCK_RETRIES` times, waiting as
+/// `parking_lot`'s lock does (spins doubling from 2 hints, then yields), and returns whether a
+/// try succeeded. The holder's critical section is one operation or one short batch, and the
+/// thread that takes the lock keeps the structure's lines in its own cache; a waiter that yields
+/// leaves the holder alone with the lock line for whole runs of operations (crate README, "Two
+/// writers on one replica"). Bounded, so a preempted holder costs at most `LOCK_RETRIES` tries
+/// before the caller posts (and parks).
+#[inline]
+pub(crate) fn retry_lock(mut try_lock: impl FnMut() -> bool) -> bool {
+    for round in 0..LOCK_RETRIES {
+        if round < LOCK_SPIN_ROUNDS {
+            for _ in 0..2u32 << round {
+                spin_loop();
+            }
+        } else {
+            yield_now();
+        }
+        if try_lock() {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(all(test, not(loom)))]

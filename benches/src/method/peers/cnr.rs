@@ -117,10 +117,6 @@ impl Partition {
 }
 
 impl PartitionedMap {
-    fn new(setup: &Setup<'_, HashMapKv>, parts: usize) -> Self {
-        Self::with_prefill(setup.prefill, parts)
-    }
-
     fn with_prefill(prefill: &[MapWrite], parts: usize) -> Self {
         let map = Self {
             parts: (0..parts)
@@ -254,6 +250,12 @@ fn asked_replicas(setup: &Setup<'_, HashMapKv>) -> usize {
 /// `nr-core`'s CNR with `LOGS` logs on a [`PartitionedMap`] of `LOGS` partitions; thread `t`
 /// registers with replica `t % replicas`.
 ///
+/// A run of `n` threads uses an object with `min(replicas, n)` replicas (built on first use,
+/// one per count), as the `cnr` crate peer must ([`CnrCratePeer`]): so at every point both do
+/// the same work, the same number of replicas and of threads per replica. (Before, CNR ran
+/// every replica asked for, so at 1 thread with "2 replicas" it applied each write twice while
+/// the crate applied it once.)
+///
 /// # Examples
 ///
 /// ```
@@ -264,6 +266,7 @@ fn asked_replicas(setup: &Setup<'_, HashMapKv>) -> usize {
 /// let make = || HashMapKv::new();
 /// let setup = Setup { make: &make, prefill: &[MapWrite::Put(1, 2)], threads: 2, topology: &topology, replicas: Replicas::Exactly(2) };
 /// let cnr = Cnr::<2>::build(&setup)?;
+/// assert_eq!((cnr.replicas(1), cnr.replicas(2)), (1, 2));
 /// cnr.handle(1, 2)?.write(MapWrite::Put(3, 4))?;
 /// assert_eq!(cnr.handle(0, 2)?.read(MapRead::Get(3))?, MapResponse::Get(Some(4)));
 /// assert_eq!(cnr.handle(0, 2)?.read(MapRead::Len)?, MapResponse::Len(2));
@@ -271,7 +274,8 @@ fn asked_replicas(setup: &Setup<'_, HashMapKv>) -> usize {
 /// ```
 #[derive(Debug)]
 pub struct Cnr<const LOGS: usize> {
-    cnr: ConcurrentReplicated<PartitionedMap>,
+    instances: Instances<ConcurrentReplicated<PartitionedMap>>,
+    prefill: Vec<MapWrite>,
 }
 
 impl<const LOGS: usize> Method<HashMapKv> for Cnr<LOGS> {
@@ -284,38 +288,50 @@ impl<const LOGS: usize> Method<HashMapKv> for Cnr<LOGS> {
     type Handle<'a> = CnrMapHandle<'a>;
 
     fn build(setup: &Setup<'_, HashMapKv>) -> Result<Self, BenchError> {
-        let cnr = ConcurrentReplicated::builder()
-            .logs(LOGS)
-            .replicas(asked_replicas(setup))
-            .threads_per_replica(setup.threads.max(1))
-            .build(|_| PartitionedMap::new(setup, LOGS))?;
-        Ok(Self { cnr })
+        Ok(Self {
+            instances: Instances::new(asked_replicas(setup), setup.threads, usize::MAX, "CNR")?,
+            prefill: setup.prefill.to_vec(),
+        })
     }
 
-    fn handle(&self, thread: usize, _threads: usize) -> Result<CnrMapHandle<'_>, BenchError> {
-        Ok(CnrMapHandle(
-            self.cnr.register(thread % self.cnr.replicas())?,
-        ))
+    fn handle(&self, thread: usize, threads: usize) -> Result<CnrMapHandle<'_>, BenchError> {
+        let (cnr, r, claim) = self
+            .instances
+            .handle(thread, threads, |replicas, threads| {
+                ConcurrentReplicated::builder()
+                    .logs(LOGS)
+                    .replicas(replicas)
+                    .threads_per_replica(threads)
+                    .build(|_| PartitionedMap::with_prefill(&self.prefill, LOGS))
+                    .map_err(|e| e.to_string())
+            })?;
+        Ok(CnrMapHandle {
+            handle: cnr.register(r)?,
+            _claim: claim,
+        })
     }
 
-    fn replicas(&self, _threads: usize) -> usize {
-        self.cnr.replicas()
+    fn replicas(&self, threads: usize) -> usize {
+        self.instances.replicas(threads)
     }
 }
 
 /// A thread's registration with a [`Cnr`] replica.
 #[derive(Debug)]
-pub struct CnrMapHandle<'a>(CnrHandle<'a, PartitionedMap>);
+pub struct CnrMapHandle<'a> {
+    handle: CnrHandle<'a, PartitionedMap>,
+    _claim: Claim<'a>,
+}
 
 impl Handle<HashMapKv> for CnrMapHandle<'_> {
     #[inline]
     fn read(&mut self, op: MapRead) -> Result<MapResponse, Poisoned> {
-        self.0.execute(PartRead(op))
+        self.handle.execute(PartRead(op))
     }
 
     #[inline]
     fn write(&mut self, op: MapWrite) -> Result<MapResponse, Poisoned> {
-        self.0.execute_mut(PartWrite(op))
+        self.handle.execute_mut(PartWrite(op))
     }
 }
 

@@ -2,6 +2,9 @@
 //! thread's registration (so every thread index's token is registered once, when an instance is
 //! built), and a replica no thread uses stops their logs' garbage collection (so a run of `n`
 //! threads uses an instance with `min(replicas, n)` replicas, built lazily, one per count).
+//! `nr-core`'s CNR peer uses the same instances, so that it runs exactly as many replicas as
+//! the `cnr` crate at every point (its registrations are returned, so for it the claims only
+//! keep one handle per thread index).
 
 use std::sync::OnceLock;
 

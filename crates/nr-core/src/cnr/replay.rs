@@ -78,7 +78,7 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
             Some(guard) => {
                 // Acquire (in `is_poisoned`): a poisoner released this lock after its store.
                 self.check()?;
-                match self.combine(r, l, Some(op))? {
+                match self.combine_own(r, l, op)? {
                     Combined::Done(response) => {
                         return Ok(response.expect("invariant: our own write was applied"))
                     }
@@ -190,6 +190,46 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
         });
         area.respond(&batch.slots);
         Ok(Combined::Done(response))
+    }
+
+    /// `combine` for the caller's own write `op` when nothing else is posted to `l`'s area on
+    /// `r` (one thread per replica, or an uncontended moment): the same steps for a batch of
+    /// one, without the batch scratch (no slot scan, vectors or responses). With posted writes
+    /// it is `combine`. The posted count is a snapshot, as in `combine`'s `collect`: a write
+    /// posted after it is served by the next combiner, which its owner becomes itself once we
+    /// unlock if nobody else does. The caller holds `l`'s combiner lock on `r`.
+    #[inline]
+    fn combine_own(
+        &self,
+        r: usize,
+        l: usize,
+        op: D::WriteOperation,
+    ) -> Result<Combined<D::WriteOperation, D::Response>, Poisoned> {
+        let rep = &self.replicas[r];
+        if rep.combining[l].has_pending() {
+            return self.combine(r, l, Some(op));
+        }
+        let log = &self.logs[l];
+        // User `Clone`, before anything is reserved.
+        let entry = Entry::Op(op.clone());
+        let Ok(start) = log.try_reserve(1) else {
+            return Ok(Combined::Full(Some(op)));
+        };
+        // SAFETY: `start` was reserved above by this thread, and is written once.
+        let previous = unsafe { log.write(start, entry) };
+        // Before any replay: nothing applies an entry at or past `completed_tail` (module docs).
+        log.advance_completed_tail(start + 1);
+        // User `Drop`, after our only reserved entry is written.
+        drop(previous);
+        // Alone on the log, the replica is already there (and `replay` would store its local
+        // tail again for nothing).
+        if log.local_tail(r) < start {
+            self.replay(r, l, start, None)?;
+        }
+        let response = rep.data.dispatch_mut(op);
+        // Release (inside): as in `combine`.
+        log.set_local_tail(r, start + 1);
+        Ok(Combined::Done(Some(response)))
     }
 
     /// Applies entries `local_tail(r)..to` of log `l` to replica `r`, then, with `own`, the

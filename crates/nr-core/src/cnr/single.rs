@@ -2,7 +2,8 @@
 //!
 //! Each log's combiner lock still orders the writes of that log, and flat combining still
 //! serves the threads that found it busy; but the combiner applies operations directly from the
-//! slots, and a thread that finds the lock free applies its own operation without posting it.
+//! slots, and a thread that finds the lock free (at once, or within NR's bounded lock retry)
+//! applies its own operation without posting it.
 //! A scan takes every log's combiner lock, in log order, and runs with all of them held: no other
 //! thread ever waits while holding one, so this cannot deadlock. Reads need no wait (no log: the
 //! logs' tails stay 0), and see each write once its combiner applied it, which is before the
@@ -11,7 +12,7 @@
 use super::replay::LogGuard;
 use super::{Combining, ConcurrentDispatch, ConcurrentReplicated};
 use crate::error::Poisoned;
-use crate::wait::Waiter;
+use crate::wait::{retry_lock, Waiter};
 
 impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
     /// A write to log `l` of the only replica, from the owner of slot `slot` of its area.
@@ -23,7 +24,18 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
     ) -> Result<D::Response, Poisoned> {
         let rep = &self.replicas[0];
         let area = &rep.combining[l];
-        if let Some(guard) = LogGuard::try_new(self, area) {
+        // A busy lock is retried before posting, as NR's single-replica write does
+        // (`wait::retry_lock`): the holder applies one write or a short batch, and a waiter that
+        // spins, then yields, takes the lock itself rather than handing its write across cores.
+        let guard = LogGuard::try_new(self, area).or_else(|| {
+            let mut taken = None;
+            retry_lock(|| {
+                taken = LogGuard::try_new(self, area);
+                taken.is_some()
+            });
+            taken
+        });
+        if let Some(guard) = guard {
             // Acquire (in `is_poisoned`): a poisoner released this lock after its store.
             self.check()?;
             let response = rep.data.dispatch_mut(op);

@@ -18,7 +18,7 @@ use crate::lock::ReplicaLock;
 use crate::log::{Grow, Log};
 use crate::replica::Replica;
 use crate::sync::{panicking, AtomicU8, Entered, Ordering};
-use crate::wait::Waiter;
+use crate::wait::{retry_lock, Waiter};
 use crate::{Dispatch, Poisoned, Topology};
 use commit::Commit;
 
@@ -128,15 +128,6 @@ const NO_WRITE_OPTIONS: u8 = 4;
 /// `NodeReplicated::state` when a write may take the inlined path: one replica, no write option,
 /// not poisoned.
 const INLINED_WRITE: u8 = SINGLE | NO_WRITE_OPTIONS;
-
-/// How many times a writer on a single-replica object retries the combiner lock before it posts
-/// its operation for the current combiner (`execute_mut_combining`): the first
-/// `LOCK_SPIN_ROUNDS` tries after `2 << round` spin hints, the others after a `yield_now`, as
-/// `parking_lot`'s lock spins. One under loom, so the models still cover the retry without
-/// multiplying their schedules.
-const LOCK_RETRIES: u32 = if cfg!(loom) { 1 } else { 10 };
-/// The retries of `LOCK_RETRIES` that spin; the rest yield.
-const LOCK_SPIN_ROUNDS: u32 = 3;
 
 impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -421,8 +412,14 @@ where
         // Fast path: nobody is combining, so become the combiner with the operation in hand
         // (it never visits the slot, and its response needs no hand-off). Not while a dedicated
         // combiner serves the replica: it does all the combining.
+        // The writer side is taken in the same CAS with one replica (`combine_single` applies at
+        // once), and with several when this is the replica's only registered thread: then no
+        // other reader on it is kept waiting while the combiner appends, and `combine_own`'s
+        // `lock_writer` finds the side held (one read-modify-write fewer per write). A thread
+        // that registers meanwhile waits one write at most; `help_laggards` gives the side back
+        // while it waits for log space, as always.
         if !(self.dedicated && replica.dedicated_attached())
-            && replica.try_lock_combiner(self.single())
+            && replica.try_lock_combiner(self.single() || replica.registered() == 1)
         {
             if self.poisoned_under_lock() {
                 return Err(self.unlock_poisoned(replica));
@@ -434,8 +431,7 @@ where
             let response = if self.single() {
                 self.combine_single(replica, op)
             } else {
-                self.combine(r, Some(op))?
-                    .expect("invariant: the combiner's own operation is answered")
+                self.combine_own(r, replica, op)?
             };
             combiner.release();
             return Ok(response);
@@ -452,26 +448,20 @@ where
         // operations, instead of pulling the line back after every one (crate README, "Two
         // writers on one replica"). Bounded, so a preempted holder costs at most
         // `LOCK_RETRIES` tries before the posting path (which parks). Correctness is that of
-        // the fast path above: the same acquisition, the same combine.
-        if self.single() && self.min_batch <= 1 && !self.dedicated {
-            for round in 0..LOCK_RETRIES {
-                if round < LOCK_SPIN_ROUNDS {
-                    for _ in 0..2u32 << round {
-                        crate::sync::spin_loop();
-                    }
-                } else {
-                    crate::sync::yield_now();
-                }
-                if replica.try_lock_combiner(true) {
-                    if self.poisoned_under_lock() {
-                        return Err(self.unlock_poisoned(replica));
-                    }
-                    let combiner = CombinerGuard::new_released_on_success(self, replica);
-                    let response = self.combine_single(replica, op);
-                    combiner.release();
-                    return Ok(response);
-                }
+        // the fast path above: the same acquisition, the same combine. (`wait::retry_lock`,
+        // shared with CNR's single-replica write.)
+        if self.single()
+            && self.min_batch <= 1
+            && !self.dedicated
+            && retry_lock(|| replica.try_lock_combiner(true))
+        {
+            if self.poisoned_under_lock() {
+                return Err(self.unlock_poisoned(replica));
             }
+            let combiner = CombinerGuard::new_released_on_success(self, replica);
+            let response = self.combine_single(replica, op);
+            combiner.release();
+            return Ok(response);
         }
         self.execute_mut_posted(r, slot, op)
     }
@@ -771,13 +761,66 @@ where
         Ok(response)
     }
 
+    /// `combine` for the combiner's own operation `op` when nothing else is posted (a replica
+    /// with one thread, or an uncontended moment): the same steps for a batch of one, without
+    /// the batch scratch (no slot scan, no vectors or iterators, no responses to hand out).
+    /// Anything else (posted operations, a commit log) goes to `combine`. The caller holds
+    /// replica `r`'s combiner lock (`replica` is `self.replicas[r]`).
+    ///
+    /// The posted count is a snapshot, as in `combine` (whose `collect` checks it first): an
+    /// operation posted after it is served by the next combiner, which its owner becomes
+    /// itself once we unlock if nobody else does.
+    #[inline]
+    fn combine_own(
+        &self,
+        r: usize,
+        replica: &Replica<D>,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
+        if self.commit.is_some() || replica.has_pending() {
+            return Ok(self
+                .combine(r, Some(op))?
+                .expect("invariant: the combiner's own operation is answered"));
+        }
+        // User code (`Clone`) runs before anything is reserved, as in `combine`.
+        let entry = op.clone();
+        let start = self.reserve(r, 1)?;
+        // SAFETY: `start` was reserved by this thread in `reserve`, and is written once.
+        let previous = unsafe { self.log.write(start, entry) };
+        // Our only reserved entry is published: the previous lap's `Drop` (user code) may run.
+        drop(previous);
+        replica.lock.lock_writer();
+        // Line 27, as in `combine`.
+        if self.log.local_tail(r) < start {
+            self.replay(r, start, true)?;
+        }
+        // SAFETY: we hold the combiner lock and the writer side of replica `r`.
+        let data = replica.data.with_mut(|p| unsafe { &mut *p });
+        let response = data.dispatch_mut(op);
+        // Lines 29-31, as in `combine`.
+        self.log.set_local_tail(r, start + 1);
+        self.log.advance_completed_tail(start + 1);
+        Ok(response)
+    }
+
     /// Reserves `n` log entries for replica `r`'s combiner. When the log is full, brings the
     /// replicas that hold it back up to date itself, so that no configuration deadlocks (e.g. a
     /// replica whose threads are all idle, §6 "Inactive replica").
     ///
     /// With `Builder::log_growth`, a full log grows first (§6 "Log length"), and laggards are
     /// helped only once it is at its largest size.
+    #[inline]
     fn reserve(&self, r: usize, n: usize) -> Result<usize, Poisoned> {
+        match self.log.try_reserve(n) {
+            Ok(start) => Ok(start),
+            Err(_) => self.reserve_full(r, n),
+        }
+    }
+
+    /// The rest of `reserve` once the log looked full: out of line, so that a reservation that
+    /// finds room builds no backoff state.
+    #[cold]
+    fn reserve_full(&self, r: usize, n: usize) -> Result<usize, Poisoned> {
         let mut waiter = Waiter::new();
         loop {
             if let Ok(start) = self.log.try_reserve(n) {
@@ -860,18 +903,18 @@ where
         // SAFETY: the caller holds replica `r`'s combiner lock and writer side.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
         let mut idx = from;
-        while idx < to {
-            if !self.log.is_filled(idx) {
-                if !wait {
-                    break;
-                }
-                self.wait_filled(idx)?;
-            }
+        loop {
             // A replayed operation's response is dropped: it belongs to another node's thread.
-            // SAFETY: `is_filled(idx)` was seen above (or in `wait_filled`), and we hold `r`'s
-            // combiner lock with `local_tail(r) <= idx` until the loop ends.
-            unsafe { self.log.read(idx, |op| drop(data.dispatch_mut(op.clone()))) };
-            idx += 1;
+            // SAFETY: we hold `r`'s combiner lock with `local_tail(r) == from <= idx` until the
+            // loop ends, and `to` is at most a tail or `completed_tail` our caller read.
+            idx = unsafe {
+                self.log
+                    .read_filled(idx, to, |op| drop(data.dispatch_mut(op.clone())))
+            };
+            if idx >= to || !wait {
+                break;
+            }
+            self.wait_filled(idx)?;
         }
         self.log.set_local_tail(r, idx);
         Ok(())
