@@ -480,10 +480,14 @@ impl<F: Flavor, P: Persist> Bst<F, P> {
             core::mem::swap(&mut sibling, &mut cut);
         }
         // Freeze the sibling edge: no insert or flag CAS succeeds on it afterwards (they expect
-        // a clean edge), so the value we copy up is final.
+        // a clean edge), so the value we copy up is final. Recovery does not need the tag
+        // (issue 23, L4): without it a durable state still has the flagged leaf, whose remove
+        // recovery finishes (tagging again), and once the swing is durable the tagged parent
+        // is unreachable. So it is not written back (one write-back and one fence less per
+        // remove).
         let mut s = F::load(sibling, space);
         while !s.is_tagged() {
-            match F::compare_exchange(sibling, s, s.with_tag(), space) {
+            match F::compare_exchange_unpersisted(sibling, s, s.with_tag(), space) {
                 Ok(_) => s = s.with_tag(),
                 Err(seen) => s = seen,
             }

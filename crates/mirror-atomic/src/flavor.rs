@@ -213,6 +213,23 @@ pub unsafe trait Flavor: Sized + Send + Sync + 'static {
     ) -> Result<T, T> {
         Self::compare_exchange(a, current, new, space)
     }
+    /// A compare-and-swap whose new value recovery does not need: a crash may lose it even
+    /// after other threads acted on it, so every durable state, with or without it, must
+    /// recover to the same structure. The BST's tag is one (issue 23, lever L4): it freezes
+    /// the sibling edge of a flagged leaf for the swing that follows, and recovery finishes
+    /// every flagged leaf's remove itself, tagging again where the tag was lost; once the
+    /// swing is durable the tagged node is unreachable. A flavor may skip a successful CAS's
+    /// write-back and fence (Mirror skips Figure 4's lines 41 and 42; a failed CAS still
+    /// persists what it helps). The default is [`compare_exchange`](Self::compare_exchange).
+    #[inline(always)]
+    fn compare_exchange_unpersisted<T: Pod, P: Persist>(
+        a: &Self::Atomic<T>,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        Self::compare_exchange(a, current, new, space)
+    }
     /// The value of this replica, with no persistence action (recovery tracing reads the
     /// persistent replica with it).
     fn peek<T: Pod>(a: &Self::Atomic<T>) -> T;
@@ -486,6 +503,15 @@ unsafe impl Flavor for Mirror {
         space: &Space<P>,
     ) -> Result<T, T> {
         a.compare_exchange_unfenced(current, new, space) // mirror-unlink-unfenced
+    }
+    #[inline(always)]
+    fn compare_exchange_unpersisted<T: Pod, P: Persist>(
+        a: &PAtomic<T>,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        a.compare_exchange_unpersisted(current, new, space) // mirror-unpersisted
     }
     fn peek<T: Pod>(a: &PAtomic<T>) -> T {
         a.load()

@@ -79,7 +79,7 @@ impl Cell {
     }
 
     fn cas(&self, current: u64, new: u64) -> Result<u64, u64> {
-        let r = cas_pair_fenced::<_, true>(&self.vol, &self.per, &self.media, current, new);
+        let r = cas_pair_fenced::<_, true, true>(&self.vol, &self.per, &self.media, current, new);
         self.check_durable();
         r
     }

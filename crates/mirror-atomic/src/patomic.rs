@@ -36,10 +36,19 @@ fn split(pair: u128) -> (u64, u64) {
 /// durable, so only a CAS whose value needs no durability of its own may skip it (an unlinking
 /// CAS whose caller then retires the node: [`Heap::retire`](crate::Heap::retire)'s `psync`
 /// makes it durable before the block can be reused, and until then a durable state without it
-/// still holds the node, marked, which recovery treats as removed). A failed update still
-/// fences: the value it helps into the volatile pair (line 47) must be durable first.
+/// still holds the node, marked, which recovery treats as removed). Likewise the write-back of
+/// line 41 follows a successful update only when `FLUSH_ON_SUCCESS`: without it (and without
+/// the fence) the new value reaches the media whenever its line is evicted, or never before a
+/// crash, so only a CAS whose value recovery does not need may skip both (the BST's tag, see
+/// [`Flavor::compare_exchange_unpersisted`](crate::flavor::Flavor::compare_exchange_unpersisted)).
+/// A failed update still writes back and fences: the value it helps into the volatile pair
+/// (line 47) must be durable first.
 #[inline(always)]
-pub(crate) fn cas_pair_fenced<D: Durability + ?Sized, const FENCE_ON_SUCCESS: bool>(
+pub(crate) fn cas_pair_fenced<
+    D: Durability + ?Sized,
+    const FLUSH_ON_SUCCESS: bool,
+    const FENCE_ON_SUCCESS: bool,
+>(
     vol: &AtomicPair,
     per: &AtomicPair,
     d: &D,
@@ -71,8 +80,12 @@ pub(crate) fn cas_pair_fenced<D: Durability + ?Sized, const FENCE_ON_SUCCESS: bo
         // Lines 38-42: update rep_p, write it back, fence.
         let after = join(new, p_seq.wrapping_add(1));
         let res = per.compare_exchange(p, after);
-        d.flush_pair(per); // line 41
-                           // Skipped only after a successful update of an unfenced CAS (see above).
+        // Skipped only after a successful update of an unpersisted CAS (see above).
+        let skip_flush = !FLUSH_ON_SUCCESS && res.is_ok(); // fig4-l41-skip
+        if !skip_flush {
+            d.flush_pair(per); // line 41
+        }
+        // Skipped only after a successful update of an unfenced CAS (see above).
         let skip_fence = !FENCE_ON_SUCCESS && res.is_ok(); // fig4-l42-skip
         if !skip_fence {
             d.fence(); // line 42
@@ -180,7 +193,7 @@ impl<T: Pod> PAtomic<T> {
         new: T,
         space: &Space<P>,
     ) -> Result<T, T> {
-        self.cas_in::<P, true>(current, new, space)
+        self.cas_in::<P, true, true>(current, new, space)
     }
 
     /// [`compare_exchange`](Self::compare_exchange) without the fence after a successful
@@ -194,19 +207,34 @@ impl<T: Pod> PAtomic<T> {
         new: T,
         space: &Space<P>,
     ) -> Result<T, T> {
-        self.cas_in::<P, false>(current, new, space)
+        self.cas_in::<P, true, false>(current, new, space)
+    }
+
+    /// [`compare_exchange`](Self::compare_exchange) without the write-back and the fence after
+    /// a successful update (see `cas_pair_fenced`): the new value may be visible before it is
+    /// durable and may never become durable before a crash. For a CAS whose value recovery
+    /// does not need
+    /// ([`Flavor::compare_exchange_unpersisted`](crate::flavor::Flavor::compare_exchange_unpersisted)).
+    #[inline]
+    pub(crate) fn compare_exchange_unpersisted<P: Persist>(
+        &self,
+        current: T,
+        new: T,
+        space: &Space<P>,
+    ) -> Result<T, T> {
+        self.cas_in::<P, false, false>(current, new, space)
     }
 
     /// Figure 4 on this pair and its twin in `space` (`cas_pair_fenced`).
     #[inline(always)]
-    fn cas_in<P: Persist, const FENCE_ON_SUCCESS: bool>(
+    fn cas_in<P: Persist, const FLUSH_ON_SUCCESS: bool, const FENCE_ON_SUCCESS: bool>(
         &self,
         current: T,
         new: T,
         space: &Space<P>,
     ) -> Result<T, T> {
         let twin = space.twin_pair(&self.pair);
-        cas_pair_fenced::<_, FENCE_ON_SUCCESS>(
+        cas_pair_fenced::<_, FLUSH_ON_SUCCESS, FENCE_ON_SUCCESS>(
             &self.pair,
             twin,
             space.persist(),

@@ -16,14 +16,15 @@
 //! both are done nobody links the node again, and `unlink_all` leaves it on no level (see its
 //! comment), so no new reader can reach it when it is retired.
 //!
-//! **Persistence** comes from the flavor, as for the list: with Mirror every CAS is durable
-//! before it is visible, and a new node (the bytes of its used levels) is durable before the
-//! CAS that links it. A crash can leave a tower half built (levels above some point unlinked,
-//! their pointers stale) or half marked (a remove that marked upper levels but not level 0: the
-//! key is present). Recovery ([`SkipList::recover`]) therefore repairs: it unlinks every node
-//! whose pointer at that level is marked, clears the tower entries of levels where a node is not
-//! linked, resets the handshake, and rebuilds the free space from what is linked after that, so
-//! nothing a crash left behind stays allocated.
+//! **Persistence** comes from the flavor, as for the list, at level 0: with Mirror every
+//! level-0 CAS is durable before it is visible, and a new node (the bytes of its used levels)
+//! is durable before the CAS that links it. The upper levels are shortcuts, and their CASes
+//! (tower links, upper marks, upper unlinks) are neither written back nor fenced
+//! ([`Flavor::compare_exchange_unpersisted`]; issue 23, lever L4), so after a crash they hold
+//! whatever those writes reached the media. Recovery ([`SkipList::recover`]) therefore unlinks
+//! the nodes marked at level 0, rebuilds every upper level from level 0 and the heights, resets
+//! the handshake, and rebuilds the free space from what is linked after that, so nothing a
+//! crash left behind stays allocated.
 //!
 //! Towers are fixed arrays of `MAX_LEVEL` entries (one node type, so recovery can trace any
 //! node without knowing its height first); only the used levels are published and written back.
@@ -207,14 +208,16 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     }
 
     /// Recovers a skip list from a region (see [`Heap::recover`]) and repairs what a crash left
-    /// half done (a tower half built or half marked): afterwards no marked node is linked, every tower
-    /// entry is either linked or null, and every block not in the list is free.
+    /// half done: it unlinks the nodes marked removed at level 0 and rebuilds every upper level
+    /// from level 0 and the nodes' heights (the upper levels are not durable). Afterwards no
+    /// marked node is linked, every tower entry below a node's height is linked or null, and
+    /// every block not in the list is free.
     ///
     /// # Errors
     ///
     /// Every [`HeapError`] of [`Heap::recover`]; [`HeapError::MissingRoot`] without a skip-list
-    /// root; [`HeapError::Malformed`] if a level's keys are not strictly increasing (a cycle
-    /// included) or a node is linked at a level above its height.
+    /// root; [`HeapError::Malformed`] if level 0's keys are not strictly increasing (a cycle
+    /// included) or its head holds a marked pointer.
     pub fn recover(region: Region<P>) -> Result<Self, HeapError> {
         let mut root = PPtr::null();
         crate::heap::check_kind(&region, "mirror-atomic SkipList", Some(SKIP_ROOT_SLOT))?;
@@ -243,89 +246,83 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         Ok(list)
     }
 
-    /// Recovery's repair (single-threaded: `&mut self`). Every write is a flavor CAS, so a
-    /// crash during the repair leaves a state the next recovery repairs again.
+    /// Recovery's repair (single-threaded: `&mut self`). Level 0 decides membership and is
+    /// the only durable level: its nodes marked removed are unlinked (a durable CAS each, so a
+    /// crash during the repair leaves a state the next recovery repairs again). The upper
+    /// levels are shortcuts whose CASes are not made durable (issue 23, lever L4: a crash
+    /// leaves them in any state their unpersisted writes reached), so they are rebuilt from
+    /// level 0 and the nodes' heights, whatever the file holds there.
     fn repair(&mut self) -> Result<(), HeapError> {
         let space = self.heap.space();
         let head = self.head();
         let malformed = |what| Err(HeapError::Malformed { what });
-        // Level by level from the top: unlink nodes marked at that level; record who is linked.
+        // A head never holds a marked pointer; with one, every CAS on it would fail and
+        // searches would retry forever.
+        if F::load(&head[0], space).is_marked() {
+            return malformed("skip-list head holds a marked pointer");
+        }
         // A crash can leave a marked node right after an unmarked one with the same key (an
-        // insert linked an upper level in front of a node being removed), so keys must only be
+        // insert linked in front of a node being removed), so keys must only be
         // non-decreasing overall and strictly increasing among the nodes kept; the step bound
         // stops a cycle of equal keys in a corrupt file.
         let max_steps = space.len() / 16;
-        let mut linked: Vec<std::collections::HashSet<u64>> = vec![Default::default(); MAX_LEVEL];
-        for level in (0..MAX_LEVEL).rev() {
-            let mut pred: &Tower<F> = head;
-            // A head never holds a marked pointer; with one, every CAS on it would fail and
-            // searches would retry forever.
-            if F::load(&pred[level], space).is_marked() {
-                return malformed("skip-list head holds a marked pointer");
+        let mut kept: Vec<PPtr<SkipNode<F>>> = Vec::new();
+        let mut pred: &Tower<F> = head;
+        let mut curr = F::load(&head[0], space).unmarked();
+        let (mut last_any, mut last_kept): (Option<u64>, Option<u64>) = (None, None);
+        let mut steps = 0;
+        while !curr.is_null() {
+            steps += 1;
+            if steps > max_steps {
+                return malformed("skip-list level does not end");
             }
-            let mut curr = F::load(&pred[level], space).unmarked();
-            let (mut last_any, mut last_kept): (Option<u64>, Option<u64>) = (None, None);
-            let mut steps = 0;
-            while !curr.is_null() {
-                steps += 1;
-                if steps > max_steps {
-                    return malformed("skip-list level does not end");
-                }
-                // SAFETY: traced by recovery (a block of this heap holding a node); nothing is
-                // freed during the repair.
-                let node = unsafe { self.heap.get(curr) };
-                if level >= node.levels() {
-                    return malformed("skip-list node linked above its height");
-                }
-                let k = node.key.get();
-                let succ = F::load(&node.next[level], space);
-                let removed = succ.is_marked() || F::load(&node.next[0], space).is_marked();
-                if last_any.is_some_and(|l| l > k)
-                    || (!removed && last_kept.is_some_and(|l| l >= k))
-                {
-                    return malformed("skip-list keys not increasing");
-                }
-                last_any = Some(k);
-                if removed {
-                    if F::compare_exchange(&pred[level], curr, succ.unmarked(), space).is_err() {
-                        return malformed("skip-list link changed during recovery");
-                    }
-                } else {
-                    last_kept = Some(k);
-                    linked[level].insert(curr.offset());
-                    pred = &node.next;
-                }
-                curr = succ.unmarked();
+            // SAFETY: traced by recovery (a block of this heap holding a node); nothing is
+            // freed during the repair.
+            let node = unsafe { self.heap.get(curr) };
+            let k = node.key.get();
+            let succ = F::load(&node.next[0], space);
+            let removed = succ.is_marked();
+            if last_any.is_some_and(|l| l > k) || (!removed && last_kept.is_some_and(|l| l >= k)) {
+                return malformed("skip-list keys not increasing");
             }
-        }
-        for level in 1..MAX_LEVEL {
-            if !linked[level].is_subset(&linked[0]) {
-                return malformed("skip-list node linked at an upper level only");
-            }
-        }
-        // Every node left at level 0: clear the tower entries of levels it is not linked at (a
-        // tower a crash interrupted; the mark, if any, is kept), so they keep nothing alive,
-        // and mark its tower complete.
-        for &off in &linked[0] {
-            // SAFETY: as above.
-            let node = unsafe { self.heap.get(PPtr::<SkipNode<F>>::from_offset(off)) };
-            for (level, on_level) in linked.iter().enumerate().take(node.levels()).skip(1) {
-                if on_level.contains(&off) {
-                    continue;
-                }
-                let cur = F::load(&node.next[level], space);
-                let clear = if cur.is_marked() {
-                    PPtr::null().with_mark()
-                } else {
-                    PPtr::null()
-                };
-                if cur != clear
-                    && F::compare_exchange(&node.next[level], cur, clear, space).is_err()
-                {
+            last_any = Some(k);
+            if removed {
+                if F::compare_exchange(&pred[0], curr, succ.unmarked(), space).is_err() {
                     return malformed("skip-list link changed during recovery");
                 }
+            } else {
+                last_kept = Some(k);
+                kept.push(curr);
+                pred = &node.next;
             }
-            node.state.reset(TOWER_DONE);
+            curr = succ.unmarked();
+        }
+        // Every upper level: the kept nodes tall enough, in level-0 order. Each such node's
+        // entry at the level is set (to the next one, or null after the last), so no stale
+        // entry below a node's height survives to keep a freed block alive; entries at or
+        // above its height are never read.
+        let set = |link: &Link<F>, to: PPtr<SkipNode<F>>| {
+            let cur = F::load(link, space);
+            if cur != to && F::compare_exchange_unpersisted(link, cur, to, space).is_err() {
+                return malformed("skip-list link changed during recovery");
+            }
+            Ok(())
+        };
+        for level in 1..MAX_LEVEL {
+            let mut pred: &Tower<F> = head;
+            for &p in &kept {
+                // SAFETY: as above.
+                let node = unsafe { self.heap.get(p) };
+                if node.levels() > level {
+                    set(&pred[level], p)?;
+                    pred = &node.next;
+                }
+            }
+            set(&pred[level], PPtr::null())?;
+        }
+        for &p in &kept {
+            // SAFETY: as above.
+            unsafe { self.heap.get(p) }.state.reset(TOWER_DONE);
         }
         Ok(())
     }
@@ -378,7 +375,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                     let node = unsafe { self.heap.get(curr) };
                     let succ = F::load(&node.next[level], space);
                     if succ.is_marked() {
-                        if !unlink_at::<F, P>(space, &pred[level], curr, succ) {
+                        if !unlink_at::<F, P>(space, &pred[level], level, curr, succ) {
                             continue 'retry;
                         }
                         curr = succ.unmarked();
@@ -432,7 +429,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                     let node = unsafe { self.heap.get(curr) };
                     let succ = F::load(&node.next[level], space);
                     if succ.is_marked() {
-                        if !unlink_at::<F, P>(space, &pred[level], curr, succ) {
+                        if !unlink_at::<F, P>(space, &pred[level], level, curr, succ) {
                             continue 'retry;
                         }
                         curr = succ.unmarked();
@@ -546,10 +543,14 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                 if cur.is_marked() {
                     break 'tower; // being removed: stop building
                 }
-                if cur != succ && F::compare_exchange(&n.next[level], cur, succ, space).is_err() {
+                if cur != succ
+                    && F::compare_exchange_unpersisted(&n.next[level], cur, succ, space).is_err()
+                {
                     break 'tower; // only the remover's mark changes it meanwhile
                 }
-                if F::compare_exchange(&pos.preds[level][level], succ, node, space).is_ok() {
+                if F::compare_exchange_unpersisted(&pos.preds[level][level], succ, node, space)
+                    .is_ok()
+                {
                     break;
                 }
                 pos = self.find(key, guard);
@@ -587,7 +588,8 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         for level in (1..n.levels()).rev() {
             let mut succ = F::load(&n.next[level], space);
             while !succ.is_marked() {
-                match F::compare_exchange(&n.next[level], succ, succ.with_mark(), space) {
+                match F::compare_exchange_unpersisted(&n.next[level], succ, succ.with_mark(), space)
+                {
                     Ok(_) => break,
                     Err(seen) => succ = seen,
                 }
@@ -707,18 +709,24 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
 /// the concurrent tests do not reach (they need both threads between two of their steps). Each
 /// runs the real steps of both operations in the order of the interleaving, in one thread, and
 /// checks that the removed node is on no level when it is retired.
-/// Unlinks the marked node `curr` (whose next pointer at this level is `succ`) from `pred`,
-/// one level's link: whether the CAS succeeded. Out of line and cold, so the search loops carry
-/// none of the CAS's address computations (a marked node is met rarely).
+/// Unlinks the marked node `curr` (whose next pointer at `level` is `succ`) from `pred`, that
+/// level's link: whether the CAS succeeded. Level 0 is durable, the upper levels are not
+/// (recovery rebuilds them). Out of line and cold, so the search loops carry none of the CAS's
+/// address computations (a marked node is met rarely).
 #[cold]
 #[inline(never)]
 fn unlink_at<F: Flavor, P: Persist>(
     space: &Space<P>,
     pred: &Link<F>,
+    level: usize,
     curr: PPtr<SkipNode<F>>,
     succ: PPtr<SkipNode<F>>,
 ) -> bool {
-    F::compare_exchange(pred, curr, succ.unmarked(), space).is_ok()
+    if level == 0 {
+        F::compare_exchange(pred, curr, succ.unmarked(), space).is_ok()
+    } else {
+        F::compare_exchange_unpersisted(pred, curr, succ.unmarked(), space).is_ok()
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ mod common;
 
 use common::patch;
 use mirror_atomic::flavor::{Izraelevitz, Mirror};
-use mirror_atomic::{HashSet, Heap, HeapError, List, Region};
+use mirror_atomic::{HashSet, Heap, HeapError, List, Region, SkipList};
 use pmem::RegionError;
 use std::path::Path;
 
@@ -198,7 +198,6 @@ fn random_corruption_never_panics() {
 
 #[test]
 fn a_recovered_skip_list_reclaims_what_it_removes() {
-    use mirror_atomic::SkipList;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("s.pmem");
     let size = 256 + 64 * 65536;
@@ -249,6 +248,130 @@ fn a_marked_head_pointer_is_a_typed_error_not_a_livelock() {
     patch(&path, USER + 64, &(head | 1).to_le_bytes());
     let e = recover(&path).expect_err("marked head");
     assert!(matches!(e, HeapError::Malformed { .. }), "{e}");
+}
+
+/// The nonzero words of the recovery fuzz test's case 278 (tree of commit 062799b): a mutated
+/// `SkipList<Izraelevitz>` image of 262,400 bytes. The skip list's root (offset 320) links the
+/// node at 576 (key 0, height 3) at levels 0, 1 and 2; that node's level-1 entry (608) holds
+/// a marked null while its level-2 entry (616) is an unmarked null.
+const FUZZ_CASE_278: &[(usize, u64)] = &[
+    (0, 0x314e47524d454d50),
+    (8, 0x1),
+    (16, 0x1212),
+    (24, 0x40100),
+    (32, 0x100),
+    (56, 0x70a8be398f6a0ec3),
+    (80, 0x140),
+    (128, 0x10100),
+    (256, 0x4d4952524f523032),
+    (264, 0x80),
+    (320, 0x240),
+    (328, 0x240),
+    (336, 0x240),
+    (448, 0x5),
+    (456, 0x1),
+    (464, 0x2),
+    (472, 0x4c1),
+    (584, 0x3),
+    (592, 0x1),
+    (600, 0x840),
+    (608, 0x1),
+    (664, 0x995593d5de592ba3),
+    (704, 0x11),
+    (712, 0x1),
+    (720, 0x1),
+    (728, 0x8c0),
+    (832, 0x18),
+    (840, 0x1),
+    (848, 0x1),
+    (856, 0x540),
+    (960, 0x23),
+    (968, 0x1),
+    (976, 0x2),
+    (984, 0x641),
+    (1088, 0xe),
+    (1096, 0x1),
+    (1104, 0x1),
+    (1112, 0x6c0),
+    (1216, 0x6),
+    (1224, 0x1),
+    (1232, 0x1),
+    (1240, 0x740),
+    (1344, 0x1d),
+    (1352, 0x1),
+    (1360, 0x1),
+    (1368, 0x5c0),
+    (1472, 0x1f),
+    (1480, 0x1),
+    (1488, 0x1),
+    (1496, 0x640),
+    (1600, 0x24),
+    (1608, 0x2),
+    (1616, 0x1),
+    (1728, 0xf),
+    (1736, 0x2),
+    (1744, 0x1),
+    (1752, 0x2c0),
+    (1760, 0x640),
+    (1856, 0xd),
+    (1864, 0x2),
+    (1872, 0x1),
+    (1880, 0x440),
+    (1888, 0x6c0),
+    (1984, 0x8),
+    (1992, 0x2),
+    (2000, 0x2),
+    (2008, 0x741),
+    (2016, 0x741),
+    (2112, 0x1),
+    (2120, 0x2),
+    (2128, 0x1),
+    (2136, 0x4c0),
+    (2144, 0x740),
+    (2240, 0x17),
+    (2248, 0x1),
+    (2256, 0x1),
+    (2264, 0x340),
+    (68136, 0x1000000000000000),
+    (69824, 0x3b),
+    (131336, 0x2),
+];
+
+#[test]
+fn a_skip_list_node_linked_above_a_level_it_left_recovers_without_a_livelock() {
+    // Found by the recovery fuzz test (issue 23): the repair of the time unlinked node 576 at
+    // level 1 (its level-1 entry is marked) and kept it at level 2 (unmarked). Every check
+    // passed (each level sorted, every node of level 2 at level 0), but an insert of a
+    // two-level node after key 0 then found node 576 as its level-1 predecessor (searches
+    // enter level 1 from the level-2 node) with a marked null there, and its level-1 CAS
+    // failed forever. Recovery now rebuilds the upper levels from level 0 (they are not
+    // durable since lever L4), so whatever they held, each level is a sub-list of the one
+    // below, and the operations run.
+    let mut bytes = vec![0u8; 262_400];
+    for &(at, w) in FUZZ_CASE_278 {
+        bytes[at..at + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    let image = pmem::sim::Image::from_bytes(bytes);
+    let region = common::single_thread_recovery(&image, pmem::sim::SimConfig::new(1))
+        .expect("a valid region");
+    let list = SkipList::<Izraelevitz, _>::recover(region).expect("level 0 is intact");
+    let keys = vec![0, 1, 6, 13, 14, 15, 17, 23, 24, 29, 31, 36];
+    assert_eq!(list.snapshot(), (keys.clone(), true));
+    // Before: [12, 0, 1, 0, ...] (the key-0 node on level 2 but not on level 1).
+    let sizes = list.level_sizes();
+    assert!(
+        sizes.windows(2).all(|w| w[0] >= w[1]),
+        "a level larger than the one below: {sizes:?}"
+    );
+    // Before the fix `insert(3)` (a two-level node after key 0) never returned.
+    let mut model: std::collections::BTreeSet<u64> = keys.into_iter().collect();
+    for k in 0..64 {
+        assert_eq!(list.insert(k).expect("room"), model.insert(k), "insert {k}");
+    }
+    for k in (0..64).step_by(3) {
+        assert_eq!(list.remove(k), model.remove(&k), "remove {k}");
+    }
+    assert_eq!(list.snapshot(), (model.into_iter().collect(), true));
 }
 
 /// 224 bytes, 16-aligned: one block of the 224-byte class (issue 23's tower class).
