@@ -110,6 +110,16 @@ impl Counters {
         c.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// [`Counters::add`] for a counter whose writers all hold one lock (the memory medium's
+    /// state lock): a load and a store, so the commit path runs no locked read-modify-write
+    /// instruction for its statistics.
+    pub(crate) fn add_serialized(&self, c: &AtomicU64, n: u64) {
+        let _ = self;
+        // Relaxed: statistics only; the writers' common lock orders them (no update is lost),
+        // and readers only need some recent value.
+        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
     /// Records whether the live log, now `len` bytes, has outgrown `threshold`.
     pub(crate) fn set_due(&self, len: u64, threshold: u64) {
         // Relaxed: a hint (see `LogMedium::needs_checkpoint`).
