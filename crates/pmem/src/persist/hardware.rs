@@ -298,9 +298,16 @@ unsafe fn copy_streaming(kind: FlushKind, dst: *mut u8, src: &[u8]) {
     let head = dst.align_offset(8).min(len);
     let words = (len - head) / 8;
     let tail = len - head - words * 8;
-    // SAFETY: `[dst, dst + head)` is the start of the destination, `src[..head]` of the
-    // source; valid, non-overlapping and not accessed by others (the caller's contract).
-    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, head) };
+    // The head and the tail are empty for an 8-byte-aligned append of whole words (nr-durable's
+    // frames): no copy call for them then.
+    if head > 0 {
+        // SAFETY: `[dst, dst + head)` is the start of the destination, `src[..head]` of the
+        // source; valid, non-overlapping and not accessed by others (the caller's contract).
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, head) };
+        // SAFETY: the head's bytes lie in one aligned 8-byte word, so in one line, mapped
+        // (the caller's contract).
+        unsafe { write_back(kind, dst) };
+    }
     for w in 0..words {
         let at = head + w * 8;
         // SAFETY: `at + 8 <= len`, so the 8 bytes are inside `src`; read unaligned.
@@ -310,15 +317,10 @@ unsafe fn copy_streaming(kind: FlushKind, dst: *mut u8, src: &[u8]) {
         // needs, is part of every x86-64 CPU.
         unsafe { core::arch::x86_64::_mm_stream_si64(dst.add(at).cast::<i64>(), value as i64) };
     }
-    let rest = head + words * 8;
-    // SAFETY: the last `tail` bytes of the destination and of the source, as for the head.
-    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr().add(rest), dst.add(rest), tail) };
-    if head > 0 {
-        // SAFETY: the head's bytes lie in one aligned 8-byte word, so in one line, mapped
-        // (the caller's contract).
-        unsafe { write_back(kind, dst) };
-    }
     if tail > 0 {
+        let rest = head + words * 8;
+        // SAFETY: the last `tail` bytes of the destination and of the source, as for the head.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr().add(rest), dst.add(rest), tail) };
         // SAFETY: as for the head: the tail lies in the 8-byte word at `dst + rest`.
         unsafe { write_back(kind, dst.add(rest)) };
     }
