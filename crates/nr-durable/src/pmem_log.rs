@@ -13,6 +13,7 @@
 //! other half (salted with `pos`), writes them back and fences, then stores, writes back and
 //! syncs the state word naming that half.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use pmem::{Offset, Persist, Region};
@@ -40,6 +41,11 @@ fn parse_state(word: u64) -> Option<(u64, u64)> {
     let low = word & ((1 << 48) - 1);
     (state_word(low & (MAX_BASE - 1), low >> 47) == word)
         .then_some((low & (MAX_BASE - 1), low >> 47))
+}
+
+thread_local! {
+    /// A commit's framed entries, one buffer per thread (reused: no allocation per commit).
+    static FRAMES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 #[derive(Debug)]
@@ -175,8 +181,8 @@ impl<P: Persist> PmemLog<P> {
         debug_assert!(off + bytes.len() as u64 <= self.region.len());
         // SAFETY:
         // - `[off, off + len)` lies inside a half of the region's mapping, mapped writable while
-        //   `self.region` lives (callers check it against `half_len`), and `bytes` is the
-        //   state's scratch buffer, not region memory;
+        //   `self.region` lives (callers check it against `half_len`), and `bytes` is a heap
+        //   buffer (the thread's frames or the state's scratch), not region memory;
         // - only the holder of `state`'s lock writes the region and no slice of it is live.
         unsafe { self.region.persist().pcopy(self.at(off), bytes) }
     }
@@ -281,19 +287,25 @@ impl<P: Persist> LogMedium for PmemLog<P> {
                 format!("entry {first} appended where entry {} belongs", st.end),
             ));
         }
-        st.scratch.clear();
-        for p in batch.payloads() {
-            entry::frame_into(&mut st.scratch, st.base, first, p);
-        }
-        let len = st.scratch.len() as u64;
-        if st.tail + len > self.half_len {
-            return Err(DurableError::LogFull {
-                path: self.path.clone(),
-                capacity: self.half_len,
-            });
-        }
-        let off = self.area + st.half * self.half_len + st.tail;
-        self.copy_back(off, &st.scratch);
+        // The frames are built in the calling thread's buffer (as `Store::append` encodes):
+        // the committing thread changes from commit to commit.
+        let len = FRAMES.with(|cell| {
+            let mut frames = cell.borrow_mut();
+            frames.clear();
+            for p in batch.payloads() {
+                entry::frame_into(&mut frames, st.base, first, p);
+            }
+            let len = frames.len() as u64;
+            if st.tail + len > self.half_len {
+                return Err(DurableError::LogFull {
+                    path: self.path.clone(),
+                    capacity: self.half_len,
+                });
+            }
+            let off = self.area + st.half * self.half_len + st.tail;
+            self.copy_back(off, &frames);
+            Ok(len)
+        })?;
         self.region.persist().psync(); // the commit's one durability action
         st.tail += len;
         self.counters.set_due(st.tail, self.half_len / 2);
