@@ -67,7 +67,9 @@ pub(crate) struct RecoveredLog {
     pub(crate) end: u64,
 }
 
-/// A durable log medium. The store calls `append` from one thread at a time, in log order.
+/// A durable log medium. Appends come in log order (nr-core's commit turn makes them one at a
+/// time); a medium serializes concurrent calls under its own lock and rejects a position out of
+/// order.
 pub(crate) trait LogMedium: Send + Sync + std::fmt::Debug {
     /// Appends the entries `first .. first + batch.len()`; with `SyncPolicy::EveryBatch` they
     /// are durable when it returns.
