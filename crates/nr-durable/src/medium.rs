@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crossbeam_utils::CachePadded;
+
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::DurableError;
 
@@ -65,7 +67,9 @@ pub(crate) struct RecoveredLog {
     pub(crate) end: u64,
 }
 
-/// A durable log medium. The store calls `append` from one thread at a time, in log order.
+/// A durable log medium. Appends come in log order (nr-core's commit turn makes them one at a
+/// time); a medium serializes concurrent calls under its own lock and rejects a position out of
+/// order.
 pub(crate) trait LogMedium: Send + Sync + std::fmt::Debug {
     /// Appends the entries `first .. first + batch.len()`; with `SyncPolicy::EveryBatch` they
     /// are durable when it returns.
@@ -99,20 +103,40 @@ pub(crate) struct Counters {
     pub(crate) ops: AtomicU64,
     /// `append` calls.
     pub(crate) commits: AtomicU64,
-    /// The live log has outgrown its checkpoint threshold.
-    pub(crate) due: AtomicBool,
+    /// The live log has outgrown its checkpoint threshold. Read after every write by every
+    /// writer, so on its own cache line, stored only when it changes: the commits' counter
+    /// updates do not take it from the other cores' caches.
+    pub(crate) due: CachePadded<AtomicBool>,
 }
 
 impl Counters {
+    #[inline]
     pub(crate) fn add(&self, c: &AtomicU64, n: u64) {
         let _ = self;
         // Relaxed: statistics only; nothing is ordered by them.
         c.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// [`Counters::add`] for a counter whose writers all hold one lock (the memory medium's
+    /// state lock): a load and a store, so the commit path runs no locked read-modify-write
+    /// instruction for its statistics.
+    #[inline]
+    pub(crate) fn add_serialized(&self, c: &AtomicU64, n: u64) {
+        let _ = self;
+        // Relaxed: statistics only; the writers' common lock orders them (no update is lost),
+        // and readers only need some recent value.
+        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
     /// Records whether the live log, now `len` bytes, has outgrown `threshold`.
+    #[inline]
     pub(crate) fn set_due(&self, len: u64, threshold: u64) {
-        // Relaxed: a hint (see `LogMedium::needs_checkpoint`).
-        self.due.store(len > threshold, Ordering::Relaxed);
+        let due = len > threshold;
+        // Relaxed (both): a hint (see `LogMedium::needs_checkpoint`). Its writers hold the
+        // medium's lock (the region's state, the file log's I/O state), so the value read is
+        // the current one.
+        if self.due.load(Ordering::Relaxed) != due {
+            self.due.store(due, Ordering::Relaxed);
+        }
     }
 }

@@ -8,11 +8,12 @@
 //! from the start of half `half`, salted with `base` (so entries of older generations fail
 //! their checksums). The state is one 8-byte word, so a crash leaves the old or the new one.
 //!
-//! A commit copies its framed entries after the last one, writes back their lines and issues
-//! one `psync`. A checkpoint at `pos` copies the entries from `pos` on to the start of the
+//! A commit copies its framed entries after the last one and writes them back in one
+//! `Persist::pcopy` (non-temporal stores on hardware), then issues one `psync`. A checkpoint at `pos` copies the entries from `pos` on to the start of the
 //! other half (salted with `pos`), writes them back and fences, then stores, writes back and
 //! syncs the state word naming that half.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use pmem::{Offset, Persist, Region};
@@ -40,6 +41,11 @@ fn parse_state(word: u64) -> Option<(u64, u64)> {
     let low = word & ((1 << 48) - 1);
     (state_word(low & (MAX_BASE - 1), low >> 47) == word)
         .then_some((low & (MAX_BASE - 1), low >> 47))
+}
+
+thread_local! {
+    /// A commit's framed entries, one buffer per thread (reused: no allocation per commit).
+    static FRAMES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 #[derive(Debug)]
@@ -169,6 +175,28 @@ impl<P: Persist> PmemLog<P> {
         unsafe { self.region.persist().pwb(self.at(off), len as usize) }
     }
 
+    /// Copies `bytes` to `[off, off + bytes.len())` and writes them back (`Persist::pcopy`:
+    /// non-temporal stores on hardware). Called under `state`'s lock, for a range inside a half.
+    fn copy_back(&self, off: u64, bytes: &[u8]) {
+        debug_assert!(off + bytes.len() as u64 <= self.region.len());
+        // SAFETY:
+        // - `[off, off + len)` lies inside a half of the region's mapping, mapped writable while
+        //   `self.region` lives (callers check it against `half_len`), and `bytes` is a heap
+        //   buffer (the thread's frames or the state's scratch), not region memory;
+        // - only the holder of `state`'s lock writes the region and no slice of it is live.
+        unsafe { self.region.persist().pcopy(self.at(off), bytes) }
+    }
+
+    /// Counts a commit of `ops` entries, `len` bytes (under `state`'s lock, like every writer
+    /// of these counters).
+    fn count_commit(&self, ops: u64, len: u64) {
+        let c = &self.counters;
+        c.add_serialized(&c.commits, 1);
+        c.add_serialized(&c.ops, ops);
+        c.add_serialized(&c.syncs, 1);
+        c.add_serialized(&c.bytes, len);
+    }
+
     /// The bytes of half `half`.
     fn half_bytes(&self, half: u64) -> &[u8] {
         let start = self.at(self.area + half * self.half_len);
@@ -250,8 +278,6 @@ impl<P: Persist> PmemLog<P> {
 
 impl<P: Persist> LogMedium for PmemLog<P> {
     fn append(&self, first: u64, batch: &Batch) -> Result<(), DurableError> {
-        self.counters.add(&self.counters.commits, 1);
-        self.counters.add(&self.counters.ops, batch.len() as u64);
         let mut st = lock(&self.state);
         let st = &mut *st;
         if first != st.end {
@@ -261,28 +287,30 @@ impl<P: Persist> LogMedium for PmemLog<P> {
                 format!("entry {first} appended where entry {} belongs", st.end),
             ));
         }
-        st.scratch.clear();
-        for p in batch.payloads() {
-            entry::frame_into(&mut st.scratch, st.base, first, p);
-        }
-        let len = st.scratch.len() as u64;
-        if st.tail + len > self.half_len {
-            return Err(DurableError::LogFull {
-                path: self.path.clone(),
-                capacity: self.half_len,
-            });
-        }
-        let off = self.area + st.half * self.half_len + st.tail;
-        // SAFETY: `[off, off + len)` lies inside the current half (checked above); only this
-        // thread writes the region (under `state`'s lock) and no slice of it is live.
-        unsafe { std::ptr::copy_nonoverlapping(st.scratch.as_ptr(), self.at(off), len as usize) };
-        self.write_back(off, len);
+        // The frames are built in the calling thread's buffer (as `Store::append` encodes):
+        // the committing thread changes from commit to commit.
+        let len = FRAMES.with(|cell| {
+            let mut frames = cell.borrow_mut();
+            frames.clear();
+            for p in batch.payloads() {
+                entry::frame_into(&mut frames, st.base, first, p);
+            }
+            let len = frames.len() as u64;
+            if st.tail + len > self.half_len {
+                return Err(DurableError::LogFull {
+                    path: self.path.clone(),
+                    capacity: self.half_len,
+                });
+            }
+            let off = self.area + st.half * self.half_len + st.tail;
+            self.copy_back(off, &frames);
+            Ok(len)
+        })?;
         self.region.persist().psync(); // the commit's one durability action
         st.tail += len;
         self.counters.set_due(st.tail, self.half_len / 2);
         st.end += batch.len() as u64;
-        self.counters.add(&self.counters.syncs, 1);
-        self.counters.add(&self.counters.bytes, len);
+        self.count_commit(batch.len() as u64, len);
         Ok(())
     }
 
@@ -315,19 +343,16 @@ impl<P: Persist> LogMedium for PmemLog<P> {
             }
         }
         let len = st.scratch.len() as u64;
-        // SAFETY: `len` is at most the live part of a half (the same payloads, re-framed), so
-        // `[new_off, new_off + len)` lies in the other half; no slice of the region is live.
-        unsafe {
-            std::ptr::copy_nonoverlapping(st.scratch.as_ptr(), self.at(new_off), len as usize)
-        };
-        self.write_back(new_off, len);
+        // `len` is at most the live part of a half (the same payloads, re-framed), so the copy
+        // stays in the other half.
+        self.copy_back(new_off, &st.scratch);
         self.region.persist().pfence(); // the copied entries before the state word naming them
         let state_off = self.region.user_offset().0 + 8;
         self.store_word(state_off, state_word(pos, new_half));
         self.write_back(state_off, 8);
         self.region.persist().psync(); // the new generation durable before the checkpoint returns
-        self.counters.add(&self.counters.syncs, 1);
-        self.counters.add(&self.counters.bytes, len + 8);
+        self.counters.add_serialized(&self.counters.syncs, 1);
+        self.counters.add_serialized(&self.counters.bytes, len + 8);
         st.base = pos;
         st.half = new_half;
         st.tail = len;

@@ -2,6 +2,7 @@
 //! hook will drive one (issue 20); it is public for structures that keep their own
 //! synchronization (the `Mutex` + write-ahead-log baseline of the benchmarks uses it).
 
+use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -172,7 +173,11 @@ pub struct Store<Op> {
 #[derive(Debug, Default)]
 struct Inner {
     snapshot_pos: u64,
-    batch: Batch,
+}
+
+thread_local! {
+    /// [`Store::append`]'s encoding buffer, one per thread (reused: no allocation per commit).
+    static ENCODED: RefCell<Batch> = RefCell::new(Batch::default());
 }
 
 /// The live log grows this far (file medium: the current segment's bytes) before
@@ -282,10 +287,7 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
         let store = Self {
             medium,
             snapshots,
-            inner: Mutex::new(Inner {
-                snapshot_pos,
-                batch: Batch::default(),
-            }),
+            inner: Mutex::new(Inner { snapshot_pos }),
             checkpointing: Mutex::new(()),
             _op: PhantomData,
         };
@@ -307,14 +309,18 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
     /// I/O failures, [`DurableError::LogFull`], [`DurableError::Encode`], and
     /// [`DurableError::Corrupt`] when `first` is not the next position (a caller's bug).
     pub fn append(&self, first: u64, ops: &[&Op]) -> Result<(), DurableError> {
-        let mut inner = lock(&self.inner);
-        let batch = &mut inner.batch;
-        batch.clear();
-        for (i, op) in ops.iter().enumerate() {
-            entry::encode_payload(&mut batch.bytes, first + i as u64, op)?;
-            batch.ends.push(batch.bytes.len());
-        }
-        self.medium.append(first, batch)
+        // The encoding buffer is the calling thread's: the commit turn passes from thread to
+        // thread, and a buffer shared by the store would move its lines to the committing core
+        // on every commit (the medium's lock orders the appends themselves).
+        ENCODED.with(|cell| {
+            let batch = &mut *cell.borrow_mut();
+            batch.clear();
+            for (i, op) in ops.iter().enumerate() {
+                entry::encode_payload(&mut batch.bytes, first + i as u64, op)?;
+                batch.ends.push(batch.bytes.len());
+            }
+            self.medium.append(first, batch)
+        })
     }
 
     /// Makes every logged operation durable now (it is already, except under

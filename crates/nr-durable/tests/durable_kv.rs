@@ -50,8 +50,9 @@ fn acknowledged_writes_survive_a_reopen_on_each_medium() {
     for medium in media(tmp.path()) {
         let stats = fill(&medium);
         assert_eq!(stats.ops, 450, "{medium:?}");
+        // 3 threads with one write at a time each: groups of at most 3, so at least 150 commits.
         assert!(
-            stats.syncs >= stats.commits && stats.commits <= 450,
+            stats.syncs >= stats.commits && (150..=450).contains(&stats.commits),
             "{stats:?}"
         );
         println!(

@@ -53,6 +53,35 @@ fn pwb_counts_every_overlapping_line() {
     }
 }
 
+/// `pcopy` copies exactly its bytes whatever the destination's alignment and the length (the
+/// streamed 8-byte middle, and the head and tail around it), and counts the lines it covers.
+#[test]
+fn pcopy_copies_exactly_its_bytes_at_every_alignment() {
+    let src: Vec<u8> = (1..=200u8).collect();
+    for hw in kinds().into_iter().chain([Hardware::new()]) {
+        for at in 0..16 {
+            for len in 0..=130 {
+                let mut buf = Lines([0xEE; 64 * 8]);
+                pmem::reset_stats();
+                // SAFETY: bytes `at .. at + len` of `buf` (146 <= its length), a local that
+                // nothing else accesses; `src` is a separate allocation.
+                unsafe { hw.pcopy(buf.0.as_mut_ptr().add(at), &src[..len]) };
+                hw.psync();
+                let ctx = format!("{:?}, at {at}, len {len}", hw.kind());
+                assert_eq!(&buf.0[at..at + len], &src[..len], "{ctx}");
+                assert!(buf.0[..at].iter().all(|&b| b == 0xEE), "{ctx}: before");
+                assert!(buf.0[at + len..].iter().all(|&b| b == 0xEE), "{ctx}: after");
+                let lines = if len == 0 {
+                    0
+                } else {
+                    (at + len - 1) / 64 - at / 64 + 1
+                };
+                assert_eq!(pmem::stats().pwbs, lines as u64, "{ctx}: lines");
+            }
+        }
+    }
+}
+
 #[test]
 fn counters_are_per_thread() {
     let hw = Hardware::new();

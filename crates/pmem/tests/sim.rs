@@ -19,8 +19,9 @@ fn sim(layout: u64, size: u64, cfg: SimConfig) -> Region<Simulated> {
     // SAFETY:
     // - the tests of this file write region memory only with `store` (an `AtomicU64` store of
     //   an aligned word), through the region's own API (atomic header words), or, in
-    //   `map_persist_keeps_a_simulated_regions_memory_alive`, on the one thread that uses the
-    //   region and its backend;
+    //   `map_persist_keeps_a_simulated_regions_memory_alive` and
+    //   `pcopy_is_durable_after_the_fence_only`, on the one thread that uses the region and its
+    //   backend;
     // - they never make a `&mut` into region memory.
     unsafe { Region::simulated(layout, size, cfg) }.expect("valid size")
 }
@@ -109,6 +110,36 @@ fn flushed_unfenced_may_or_may_not_be_present() {
         seen[usize::from(v == 9)] = true;
     }
     assert_eq!(seen, [true, true], "both outcomes over 64 seeds");
+}
+
+/// `pcopy` is a copy plus its write-back: fenced, the bytes are on the media at every crash;
+/// unfenced, in the strictest domain, they are not yet.
+#[test]
+fn pcopy_is_durable_after_the_fence_only() {
+    let bytes: Vec<u8> = (1..=24u8).collect();
+    for seed in 0..32 {
+        for fenced in [false, true] {
+            let r = region(strict(seed));
+            let dst = r.ptr::<u8>(Offset(A.get() + 4)).expect("in bounds");
+            // SAFETY: 24 bytes inside the region (checked below by the image reads), written
+            // by this thread only, which is the only one using the region.
+            unsafe { r.persist().pcopy(dst.as_ptr(), &bytes) };
+            if fenced {
+                r.persist().psync();
+            }
+            let image = r.persist().crash();
+            // Bytes 4..28 after A: the high half of A's word, all of A2's, and a word after.
+            let a = word(&image, A);
+            let a2 = word(&image, A2);
+            let expect_a = u64::from_le_bytes([0, 0, 0, 0, 1, 2, 3, 4]);
+            let expect_a2 = u64::from_le_bytes([5, 6, 7, 8, 9, 10, 11, 12]);
+            if fenced {
+                assert_eq!((a, a2), (expect_a, expect_a2), "seed {seed}");
+            } else {
+                assert_eq!((a, a2), (0, 0), "seed {seed}: durable before the fence");
+            }
+        }
+    }
 }
 
 #[test]

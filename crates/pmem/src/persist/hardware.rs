@@ -1,5 +1,6 @@
 //! Real persistence instructions: `clwb`, else `clflushopt`, else `clflush`, chosen once per
-//! [`Hardware`] value with CPUID; `sfence` for both `pfence` and `psync`.
+//! [`Hardware`] value with CPUID; `sfence` for both `pfence` and `psync`; `pcopy` by
+//! non-temporal stores (`movnti`).
 //!
 //! `_mm_clwb`/`_mm_clflushopt` are not available on stable `core::arch`, so the write-backs are
 //! inline assembly.
@@ -158,6 +159,23 @@ impl Persist for Hardware {
     }
 
     #[inline]
+    unsafe fn pcopy(&self, dst: *mut u8, src: &[u8]) {
+        count_pwbs(line_span(dst, src.len()).1);
+        match self.kind {
+            FlushKind::Clwb | FlushKind::Clflushopt | FlushKind::Clflush => {
+                // SAFETY: the caller's `pcopy` contract is `copy_streaming`'s.
+                unsafe { copy_streaming(self.kind, dst, src) }
+            }
+            // Persistent caches (or no persistence at all): a copy is all there is to do.
+            FlushKind::NoFlush | FlushKind::FenceOnly => {
+                // SAFETY: `dst` is valid for `src.len()` bytes of writes and does not overlap
+                // `src`, and nothing else accesses those bytes (the caller's contract).
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
+            }
+        }
+    }
+
+    #[inline]
     fn pfence(&self) {
         count_pfence();
         store_fence(self.kind);
@@ -265,6 +283,59 @@ unsafe fn write_back(kind: FlushKind, line: *const u8) {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 unsafe fn write_back(_kind: FlushKind, _line: *const u8) {}
+
+/// `pcopy` on a flushing kind: the 8-byte words of `dst` that `src` fills entirely by
+/// non-temporal stores, the bytes before and after them (at most 7 each, one line each) by a copy
+/// and a write-back of their line.
+///
+/// # Safety
+///
+/// The contract of [`Persist::pcopy`](super::Persist::pcopy).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn copy_streaming(kind: FlushKind, dst: *mut u8, src: &[u8]) {
+    let len = src.len();
+    let head = dst.align_offset(8).min(len);
+    let words = (len - head) / 8;
+    let tail = len - head - words * 8;
+    // The head and the tail are empty for an 8-byte-aligned append of whole words (nr-durable's
+    // frames): no copy call for them then.
+    if head > 0 {
+        // SAFETY: `[dst, dst + head)` is the start of the destination, `src[..head]` of the
+        // source; valid, non-overlapping and not accessed by others (the caller's contract).
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, head) };
+        // SAFETY: the head's bytes lie in one aligned 8-byte word, so in one line, mapped
+        // (the caller's contract).
+        unsafe { write_back(kind, dst) };
+    }
+    for w in 0..words {
+        let at = head + w * 8;
+        // SAFETY: `at + 8 <= len`, so the 8 bytes are inside `src`; read unaligned.
+        let value = unsafe { src.as_ptr().add(at).cast::<u64>().read_unaligned() };
+        // SAFETY: `dst + at` is 8-byte aligned (`head` aligned it) and its 8 bytes lie inside
+        // the destination, valid for writes (the caller's contract); SSE2, which `movnti`
+        // needs, is part of every x86-64 CPU.
+        unsafe { core::arch::x86_64::_mm_stream_si64(dst.add(at).cast::<i64>(), value as i64) };
+    }
+    if tail > 0 {
+        let rest = head + words * 8;
+        // SAFETY: the last `tail` bytes of the destination and of the source, as for the head.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr().add(rest), dst.add(rest), tail) };
+        // SAFETY: as for the head: the tail lies in the 8-byte word at `dst + rest`.
+        unsafe { write_back(kind, dst.add(rest)) };
+    }
+}
+
+/// Non-x86 targets: the flushing kinds do not exist there (`supports` refuses them).
+///
+/// # Safety
+///
+/// The contract of [`Persist::pcopy`](super::Persist::pcopy).
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn copy_streaming(_kind: FlushKind, dst: *mut u8, src: &[u8]) {
+    // SAFETY: the caller's contract.
+    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
+}
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]

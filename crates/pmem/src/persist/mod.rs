@@ -17,11 +17,11 @@ pub const CACHE_LINE: usize = 64;
 /// Code that must survive crashes calls these at the places its algorithm prescribes; the
 /// implementation decides what they do:
 ///
-/// | implementation | `pwb` | `pfence` | `psync` | counted in [`stats`] |
-/// |---|---|---|---|---|
-/// | [`NoPersist`] | nothing | nothing | nothing | no |
-/// | [`Hardware`] | `clwb`/`clflushopt`/`clflush` per line | `sfence` | `sfence` | yes |
-/// | [`Simulated`](crate::sim::Simulated) | snapshot lines into the thread's pending set | commit the thread's pending lines to the media image | same as `pfence` | yes |
+/// | implementation | `pwb` | `pcopy` | `pfence` | `psync` | counted in [`stats`] |
+/// |---|---|---|---|---|---|
+/// | [`NoPersist`] | nothing | copy | nothing | nothing | no |
+/// | [`Hardware`] | `clwb`/`clflushopt`/`clflush` per line | non-temporal stores (no-flush mode: a copy) | `sfence` | `sfence` | yes |
+/// | [`Simulated`](crate::sim::Simulated) | snapshot lines into the thread's pending set | copy, then `pwb` | commit the thread's pending lines to the media image | same as `pfence` | yes |
 ///
 /// # Examples
 ///
@@ -66,6 +66,45 @@ pub trait Persist: Send + Sync + 'static {
 
     /// Waits until the calling thread's earlier `pwb`s are durable (`sfence` on x86).
     fn psync(&self);
+
+    /// Copies `src` to `dst` and writes the copied bytes back: the same, for durability, as a
+    /// copy followed by `pwb(dst, src.len())` (durable once a later `pfence`/`psync` of this
+    /// thread completes), which is what the default does. Counted as `pwb` counts.
+    ///
+    /// [`Hardware`] stores the 8-byte-aligned middle of `dst` with non-temporal stores
+    /// (`movnti`): they go to memory without reading the line for ownership and leave nothing in
+    /// the cache to write back, so the `sfence` that ends the commit waits for less (an append
+    /// to a log: issue 20, nr-durable's memory mode). The bytes before and after that middle are
+    /// copied and written back with the value's write-back instruction.
+    ///
+    /// # Safety
+    ///
+    /// - `[dst, dst + src.len())` lies in memory mapped writable in this process, valid for
+    ///   writes for the duration of the call, and does not overlap `src`;
+    /// - no other thread reads or writes those bytes during the call (a plain copy races with
+    ///   them);
+    /// - `dst + src.len()` does not overflow the address space.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::{Hardware, Persist};
+    /// let mut log = [0u8; 40];
+    /// let entry = *b"a 32-byte entry, padded to 32 B.";
+    /// let hw = Hardware::new();
+    /// // SAFETY: bytes 3..35 of `log`, a live local that nothing else accesses.
+    /// unsafe { hw.pcopy(log.as_mut_ptr().add(3), &entry) };
+    /// hw.psync(); // the copy is durable (on persistent memory) once the fence completes
+    /// assert_eq!(&log[3..35], &entry);
+    /// ```
+    #[inline]
+    unsafe fn pcopy(&self, dst: *mut u8, src: &[u8]) {
+        // SAFETY: `dst` is valid for `src.len()` bytes of writes and does not overlap `src`
+        // (the caller's contract), and nothing else accesses those bytes during the call.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+        // SAFETY: the same range, mapped (the caller's contract).
+        unsafe { self.pwb(dst, src.len()) };
+    }
 
     /// `pwb` of the bytes of `value`: the safe form of [`Persist::pwb`] (a reference always
     /// points to mapped memory of its size).
