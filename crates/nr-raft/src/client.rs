@@ -123,7 +123,7 @@ impl<D: RaftDispatch> Client<D> {
     pub fn write(&mut self, op: D::WriteOperation) -> Result<D::Response, RaftError> {
         let session = self.session_id()?;
         self.seq += 1;
-        self.send_write(session, self.seq, &op)
+        self.send_latest(session, &op)
     }
 
     /// [`Client::write`], sent again with the same write number up to `tries` times in all
@@ -154,8 +154,7 @@ impl<D: RaftDispatch> Client<D> {
             crate::sync::sleep(RETRY_PAUSE);
         };
         self.seq += 1;
-        let seq = self.seq;
-        retry(left, |c| c.send_write(session, seq, &op), self)
+        retry(left, |c| c.send_latest(session, &op), self)
     }
 
     /// [`Client::read`], retried up to `tries` times (50 ms apart) while it fails with
@@ -199,18 +198,22 @@ impl<D: RaftDispatch> Client<D> {
         if let Some(s) = self.session {
             return Ok(s);
         }
-        let id: u64 = self.call(&Request::<&D::WriteOperation, &D::Query>::Register, "register")?;
+        let id: u64 = self.call(
+            &Request::<&D::WriteOperation, &D::Query>::Register,
+            "register",
+        )?;
         self.session = Some(id);
         self.seq = 0;
         Ok(id)
     }
 
-    fn send_write(
+    /// Sends `op` as the session's latest write number (the same number on every try).
+    fn send_latest(
         &mut self,
         session: u64,
-        seq: u64,
         op: &D::WriteOperation,
     ) -> Result<D::Response, RaftError> {
+        let seq = self.seq;
         let req = Request::<_, &D::Query>::Write { session, seq, op };
         let r = self.call(&req, "write");
         if let Err(RaftError::SessionExpired { .. }) = r {

@@ -131,7 +131,8 @@ fn build_nr<D: RaftDispatch>(
     replicas: usize,
     threads: usize,
 ) -> Result<NodeReplicated<Replicated<D>>, RaftError> {
-    let first: Replicated<D> = postcard::from_bytes(state).map_err(|source| RaftError::Codec { source })?;
+    let first: Replicated<D> =
+        postcard::from_bytes(state).map_err(|source| RaftError::Codec { source })?;
     let mut first = Some(first);
     NodeReplicated::builder()
         .replicas(replicas)
@@ -236,7 +237,8 @@ impl<D: RaftDispatch> Host<D> {
                 source: raft::Error::ConfigInvalid(format!("id {} not among the peers", cfg.id)),
             })?;
         let (log, state) = DiskLog::open(&cfg.dir, &voters, || {
-            postcard::to_allocvec(&Replicated::new(init(), cfg.sessions)).map_err(|source| RaftError::Codec { source })
+            postcard::to_allocvec(&Replicated::new(init(), cfg.sessions))
+                .map_err(|source| RaftError::Codec { source })
         })?;
         let nr = build_nr::<D>(&state, cfg.replicas, cfg.threads)?;
         let listener = TcpListener::bind(addr).map_err(|source| RaftError::Io {

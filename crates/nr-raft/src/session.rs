@@ -94,7 +94,11 @@ impl<D: RaftDispatch> Replicated<D> {
     fn register(&mut self, id: u64) -> Outcome<D::Response> {
         if self.sessions.len() >= self.max {
             // Deterministic: `used` values are distinct log indexes, the same on every host.
-            let oldest = self.sessions.iter().min_by_key(|(_, s)| s.used).map(|(k, _)| *k);
+            let oldest = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| *k);
             if let Some(k) = oldest {
                 self.sessions.remove(&k);
             }
@@ -109,7 +113,13 @@ impl<D: RaftDispatch> Replicated<D> {
     }
 
     /// Applies write `seq` of `session` at log index `index`, at most once.
-    fn write(&mut self, index: u64, session: u64, seq: u64, op: D::WriteOperation) -> Outcome<D::Response> {
+    fn write(
+        &mut self,
+        index: u64,
+        session: u64,
+        seq: u64,
+        op: D::WriteOperation,
+    ) -> Outcome<D::Response> {
         let Some(s) = self.sessions.get_mut(&session) else {
             return Outcome::Expired;
         };
@@ -118,7 +128,10 @@ impl<D: RaftDispatch> Replicated<D> {
             return Outcome::Superseded;
         }
         if seq == s.seq {
-            return s.response.clone().map_or(Outcome::Superseded, Outcome::Duplicate);
+            return s
+                .response
+                .clone()
+                .map_or(Outcome::Superseded, Outcome::Duplicate);
         }
         let r = self.inner.dispatch_mut(op);
         s.seq = seq;
@@ -175,9 +188,15 @@ mod tests {
         let mut r = Replicated::new(Kv::default(), 4);
         assert_eq!(r.dispatch_mut(register(1)), Outcome::Registered(1));
         assert_eq!(r.dispatch_mut(put(2, 1, 1, 7, 70)), Outcome::Applied(None));
-        assert_eq!(r.dispatch_mut(put(3, 1, 2, 7, 71)), Outcome::Applied(Some(70)));
+        assert_eq!(
+            r.dispatch_mut(put(3, 1, 2, 7, 71)),
+            Outcome::Applied(Some(70))
+        );
         // The retry of write 2 (its reply was lost), with another value: not applied.
-        assert_eq!(r.dispatch_mut(put(4, 1, 2, 7, 99)), Outcome::Duplicate(Some(70)));
+        assert_eq!(
+            r.dispatch_mut(put(4, 1, 2, 7, 99)),
+            Outcome::Duplicate(Some(70))
+        );
         assert_eq!(r.dispatch(7), Outcome::Applied(Some(71)));
         // A copy of write 1 committed late: not applied either.
         assert_eq!(r.dispatch_mut(put(5, 1, 1, 7, 98)), Outcome::Superseded);
@@ -193,7 +212,10 @@ mod tests {
         r.dispatch_mut(put(3, 1, 1, 0, 1));
         assert_eq!(r.dispatch_mut(register(4)), Outcome::Registered(4));
         assert_eq!(r.dispatch_mut(put(5, 2, 1, 0, 2)), Outcome::Expired);
-        assert_eq!(r.dispatch_mut(put(6, 1, 2, 0, 3)), Outcome::Applied(Some(1)));
+        assert_eq!(
+            r.dispatch_mut(put(6, 1, 2, 0, 3)),
+            Outcome::Applied(Some(1))
+        );
         assert_eq!(r.dispatch_mut(put(7, 9, 1, 0, 4)), Outcome::Expired);
         assert_eq!(r.dispatch(0), Outcome::Applied(Some(3)));
     }
@@ -205,7 +227,10 @@ mod tests {
         r.dispatch_mut(put(2, 1, 1, 5, 50));
         let bytes = postcard::to_allocvec(&r).expect("encodes");
         let mut back: Replicated<Kv> = postcard::from_bytes(&bytes).expect("decodes");
-        assert_eq!(back.dispatch_mut(put(3, 1, 1, 5, 51)), Outcome::Duplicate(None));
+        assert_eq!(
+            back.dispatch_mut(put(3, 1, 1, 5, 51)),
+            Outcome::Duplicate(None)
+        );
         assert_eq!(back.dispatch(5), Outcome::Applied(Some(50)));
     }
 }

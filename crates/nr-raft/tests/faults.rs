@@ -39,7 +39,9 @@ fn histories_under_leader_kills_partitions_and_restarts_are_linearizable() {
         let f = (l + 1 + (rng.next() % 2) as usize) % 3;
         let kind = round % 4;
         kinds[kind] += 1;
-        g.host((rng.next() % 3) as usize).faults().set_lost_replies(1);
+        g.host((rng.next() % 3) as usize)
+            .faults()
+            .set_lost_replies(1);
         match kind {
             0 => {
                 // The leader is killed (stopped between two synced batches) and restarted.

@@ -47,10 +47,10 @@ fn a_write_whose_reply_is_lost_applies_once_when_retried_on_another_host() {
     let g = counters(3, 0, 16);
     let addrs = g.addrs();
     let mut c = Client::<Counter>::connect_any(&addrs).expect("connects");
-    // Host 1 applies the next write, then closes the connection instead of answering.
-    g.host(0).faults().set_lost_replies(1);
-    // The retry goes to host 2 with the same write number: the saved response, not a second
-    // addition (which would answer 5 and leave 10).
+    // Host 1 applies each write sent to it, then closes the connection instead of answering.
+    g.host(0).faults().set_lost_replies(u64::MAX);
+    // The retry goes to host 2 (host 1 would lose every reply) with the same write number:
+    // the saved response, not a second addition (which would answer 5 and leave 10).
     assert_eq!(c.write_retrying(5, 100).expect("write"), 0);
     assert_eq!(c.write_retrying(1, 100).expect("write"), 5);
     assert_eq!(
@@ -83,7 +83,11 @@ fn a_retry_after_the_group_restarts_is_answered_once_from_the_snapshots() {
     let deadline = Instant::now() + Duration::from_secs(30);
     for i in 0..3 {
         let mut r = Client::<Counter>::connect(g.host(i).addr()).expect("connects");
-        while r.read_retrying((), Consistency::Linearizable, 100).expect("read") != 5 {
+        while r
+            .read_retrying((), Consistency::Linearizable, 100)
+            .expect("read")
+            != 5
+        {
             assert!(Instant::now() < deadline, "the write never applied");
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -97,7 +101,11 @@ fn a_retry_after_the_group_restarts_is_answered_once_from_the_snapshots() {
     }
     wait_leader(&g.hosts);
     let (first, second) = writer.join().expect("writer");
-    assert_eq!(first.expect("first write"), 0, "the retry after the restart");
+    assert_eq!(
+        first.expect("first write"),
+        0,
+        "the retry after the restart"
+    );
     assert_eq!(second.expect("second write"), 5, "one addition, not two");
     let mut r = Client::<Counter>::connect(g.host(0).addr()).expect("connects");
     assert_eq!(
@@ -136,8 +144,5 @@ fn an_expired_session_is_refused_with_a_typed_error_and_the_write_not_applied() 
     // The next write opens a new session (evicting b's).
     assert_eq!(a.write_retrying(1000, 100).expect("a again"), 111);
     assert_ne!(a.session(), Some(expired));
-    assert!(matches!(
-        b.write(1),
-        Err(RaftError::SessionExpired { .. })
-    ));
+    assert!(matches!(b.write(1), Err(RaftError::SessionExpired { .. })));
 }

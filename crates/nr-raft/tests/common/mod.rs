@@ -47,7 +47,12 @@ impl Group<Kv> {
 impl<D: RaftDispatch> Group<D> {
     /// Starts `n` hosts of `init()`, each taking a snapshot every `snapshot_every` entries
     /// (0: never) and keeping at most `sessions` client sessions.
-    pub(crate) fn start_with(n: usize, snapshot_every: u64, sessions: usize, init: fn() -> D) -> Self {
+    pub(crate) fn start_with(
+        n: usize,
+        snapshot_every: u64,
+        sessions: usize,
+        init: fn() -> D,
+    ) -> Self {
         let mut g = Self {
             dir: tempfile::tempdir().expect("tempdir"),
             peers: addresses(n),
@@ -104,7 +109,12 @@ impl<D: RaftDispatch> Group<D> {
     /// Writes found to be retries of applied writes (`HostStats::duplicate_writes`), summed
     /// over every host since the group started (each host counts each duplicate it applies).
     pub(crate) fn duplicate_writes(&self) -> u64 {
-        let running: u64 = self.hosts.iter().flatten().map(|h| h.stats().duplicate_writes).sum();
+        let running: u64 = self
+            .hosts
+            .iter()
+            .flatten()
+            .map(|h| h.stats().duplicate_writes)
+            .sum();
         self.stopped_duplicates + running
     }
 
