@@ -197,6 +197,13 @@ pub struct HostStats {
 /// let mut c = Client::<Counter>::connect(host.addr())?;
 /// assert_eq!(c.write_retrying(5, 100)?, 5);
 /// assert_eq!(c.read((), Consistency::Linearizable)?, 5);
+/// // A client of several hosts moves to the next one when its connection breaks; its first
+/// // write opens its session, which makes a retried write apply once.
+/// let mut any = Client::<Counter>::connect_any(&[host.addr()])?;
+/// assert_eq!(any.session(), None);
+/// assert_eq!(any.write_retrying(1, 100)?, 6);
+/// assert!(any.session().is_some());
+/// assert_eq!(host.stats().duplicate_writes, 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Host<D: RaftDispatch> {
