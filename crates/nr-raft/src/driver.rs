@@ -11,6 +11,7 @@ use raft::{RawNode, ReadState};
 use serde::{Deserialize, Serialize};
 
 use crate::host::Shared;
+use crate::session::{Command, Outcome, SessionCmd};
 use crate::storage::DiskLog;
 use crate::sync::{Arc, Ordering, Receiver, RecvTimeoutError, Sender};
 use crate::wire::{Failure, Reply};
@@ -18,10 +19,10 @@ use crate::{RaftDispatch, RaftError};
 
 /// What the other threads of a host ask of its Raft loop.
 pub(crate) enum Event<D: RaftDispatch> {
-    /// Propose a write; `reply` gets its response once it is applied here.
+    /// Propose a session command; `reply` gets its outcome once it is applied here.
     Propose {
-        op: D::WriteOperation,
-        reply: Sender<Reply<D::Response>>,
+        cmd: SessionCmd<D::WriteOperation>,
+        reply: Sender<Reply<Outcome<D::Response>>>,
     },
     /// Ask for a read index; `reply` gets it once this host has applied that far.
     ReadIndex { reply: Sender<Reply<u64>> },
@@ -29,7 +30,7 @@ pub(crate) enum Event<D: RaftDispatch> {
     Raft(Message),
 }
 
-/// The data of a log entry: a write and who proposed it.
+/// The data of a log entry: a session command and who proposed it.
 #[derive(Serialize, Deserialize)]
 struct Proposal<W> {
     host: u64,
@@ -37,7 +38,7 @@ struct Proposal<W> {
     /// before a restart and committed after it does not answer a new request.
     boot: u64,
     id: u64,
-    op: W,
+    cmd: SessionCmd<W>,
 }
 
 /// A request waiting since an instant for its answer.
@@ -56,7 +57,7 @@ pub(crate) struct Driver<D: RaftDispatch> {
     pub(crate) tick: Duration,
     pub(crate) snapshot_every: u64,
     next_id: u64,
-    writes: HashMap<u64, Waiting<D::Response>>,
+    writes: HashMap<u64, Waiting<Outcome<D::Response>>>,
     /// Reads received since the last read-index request: they share the next one.
     unsent_reads: Vec<Sender<Reply<u64>>>,
     /// Read-index requests waiting for raft-rs's answer, by id, with the reads they serve.
@@ -141,14 +142,14 @@ impl<D: RaftDispatch> Driver<D> {
 
     fn handle(&mut self, ev: Event<D>) {
         match ev {
-            Event::Propose { op, reply } => {
+            Event::Propose { cmd, reply } => {
                 self.next_id += 1;
                 let id = self.next_id;
                 let p = Proposal {
                     host: self.shared.id,
                     boot: self.boot,
                     id,
-                    op,
+                    cmd,
                 };
                 let data = match postcard::to_allocvec(&p) {
                     Ok(d) => d,
@@ -286,7 +287,14 @@ impl<D: RaftDispatch> Driver<D> {
             if e.get_entry_type() == EntryType::EntryNormal && !e.data.is_empty() {
                 let p: Proposal<D::WriteOperation> =
                     postcard::from_bytes(&e.data).map_err(|source| RaftError::Codec { source })?;
-                let resp = handle.execute_mut(p.op)?;
+                let resp = handle.execute_mut(Command {
+                    index: e.index,
+                    cmd: p.cmd,
+                })?;
+                if matches!(resp, Outcome::Duplicate(_)) {
+                    // Relaxed: a statistic.
+                    self.shared.duplicates.fetch_add(1, Ordering::Relaxed);
+                }
                 if p.host == self.shared.id && p.boot == self.boot {
                     if let Some((_, reply)) = self.writes.remove(&p.id) {
                         let _ = reply.send(Ok(resp));

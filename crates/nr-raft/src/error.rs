@@ -170,6 +170,21 @@ pub enum RaftError {
     NoLeader,
     /// The host is shutting down. Remedy: use another host.
     Stopped,
+    /// The client's session is no longer in the group's session table: more sessions were
+    /// opened since its last write than `HostConfig::sessions` holds, and it was the least
+    /// recently used (or it was never registered). The write was **not** applied; an earlier
+    /// write of the session whose outcome was unknown may or may not have been. Remedy: write
+    /// again (the client opens a new session); size `HostConfig::sessions` above the number of
+    /// clients that write.
+    SessionExpired {
+        /// The expired session's id.
+        session: u64,
+    },
+    /// The session already applied a later write than this one, so this one was not applied.
+    /// Cause: a write given up on (it failed and the client wrote again) was retried. A
+    /// [`Client`](crate::Client) never retries an abandoned write, so this does not reach it.
+    /// Remedy: none; the write did not happen.
+    Superseded,
     /// A checkpoint's state or a log record could not be encoded or decoded. Remedy: run the
     /// same build on every host.
     Codec {
@@ -190,6 +205,10 @@ impl fmt::Display for RaftError {
             Self::Timeout { what } => write!(f, "{what} timed out: its outcome is unknown"),
             Self::NoLeader => write!(f, "no leader: the request did not take effect"),
             Self::Stopped => write!(f, "the host is stopping"),
+            Self::SessionExpired { session } => {
+                write!(f, "session {session} expired: the write was not applied")
+            }
+            Self::Superseded => write!(f, "a later write of the session was applied first"),
             Self::Codec { .. } => write!(f, "state encoding failed"),
         }
     }

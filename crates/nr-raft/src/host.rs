@@ -10,6 +10,7 @@ use raft::{Config, RawNode, ReadOnlyOption};
 
 use crate::driver::{decode_message, Driver, Event};
 use crate::net::{self, NetFaults};
+use crate::session::{Outcome, Replicated, SessionCmd};
 use crate::storage::DiskLog;
 use crate::sync::{
     channel, spawn_named, Arc, AtomicBool, AtomicU64, JoinHandle, Mutex, Ordering, Sender,
@@ -52,6 +53,11 @@ pub struct HostConfig {
     /// Threads that may use one local replica at once: the Raft loop and each client
     /// connection's read (default 64).
     pub threads: usize,
+    /// The most client sessions the group remembers (default 4,096): registering one more
+    /// expires the least recently used ([`RaftError::SessionExpired`]). Part of the initial
+    /// state: the value of the group's first start holds (snapshots carry it); give every
+    /// host the same.
+    pub sessions: usize,
 }
 
 impl HostConfig {
@@ -72,6 +78,7 @@ impl HostConfig {
             snapshot_every: 10_000,
             replicas: 1,
             threads: 64,
+            sessions: 4096,
         }
     }
 }
@@ -80,7 +87,7 @@ impl HostConfig {
 pub(crate) struct Shared<D: RaftDispatch> {
     pub(crate) id: u64,
     /// The local object; replaced whole when a snapshot from the leader is installed.
-    nr: Mutex<Arc<NodeReplicated<D>>>,
+    nr: Mutex<Arc<NodeReplicated<Replicated<D>>>>,
     replicas: usize,
     threads: usize,
     pub(crate) stop: AtomicBool,
@@ -88,6 +95,7 @@ pub(crate) struct Shared<D: RaftDispatch> {
     pub(crate) leader: AtomicU64,
     pub(crate) frame_errors: AtomicU64,
     pub(crate) log_syncs: AtomicU64,
+    pub(crate) duplicates: AtomicU64,
     pub(crate) faults: NetFaults,
     pub(crate) request_timeout: Duration,
     events: Sender<Event<D>>,
@@ -97,7 +105,7 @@ pub(crate) struct Shared<D: RaftDispatch> {
 }
 
 impl<D: RaftDispatch> Shared<D> {
-    pub(crate) fn nr(&self) -> Arc<NodeReplicated<D>> {
+    pub(crate) fn nr(&self) -> Arc<NodeReplicated<Replicated<D>>> {
         self.nr.lock().clone()
     }
 
@@ -116,12 +124,15 @@ impl<D: RaftDispatch> Shared<D> {
     }
 }
 
+/// The local replicas of the replicated object (the structure and its session table) encoded
+/// in `state`.
 fn build_nr<D: RaftDispatch>(
     state: &[u8],
     replicas: usize,
     threads: usize,
-) -> Result<NodeReplicated<D>, RaftError> {
-    let first: D = postcard::from_bytes(state).map_err(|source| RaftError::Codec { source })?;
+) -> Result<NodeReplicated<Replicated<D>>, RaftError> {
+    let first: Replicated<D> =
+        postcard::from_bytes(state).map_err(|source| RaftError::Codec { source })?;
     let mut first = Some(first);
     NodeReplicated::builder()
         .replicas(replicas)
@@ -156,6 +167,9 @@ pub struct HostStats {
     /// `fdatasync`s of the host's log since it started (one per Raft ready batch that had
     /// entries or a hard state to persist).
     pub log_syncs: u64,
+    /// Writes this host's Raft loop found to be retries of an applied write (since it
+    /// started): answered with the saved response, not applied again.
+    pub duplicate_writes: u64,
 }
 
 /// One host of the group: a local [`NodeReplicated`] whose writes are ordered by Raft.
@@ -183,6 +197,13 @@ pub struct HostStats {
 /// let mut c = Client::<Counter>::connect(host.addr())?;
 /// assert_eq!(c.write_retrying(5, 100)?, 5);
 /// assert_eq!(c.read((), Consistency::Linearizable)?, 5);
+/// // A client of several hosts moves to the next one when its connection breaks; its first
+/// // write opens its session, which makes a retried write apply once.
+/// let mut any = Client::<Counter>::connect_any(&[host.addr()])?;
+/// assert_eq!(any.session(), None);
+/// assert_eq!(any.write_retrying(1, 100)?, 6);
+/// assert!(any.session().is_some());
+/// assert_eq!(host.stats().duplicate_writes, 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Host<D: RaftDispatch> {
@@ -223,7 +244,8 @@ impl<D: RaftDispatch> Host<D> {
                 source: raft::Error::ConfigInvalid(format!("id {} not among the peers", cfg.id)),
             })?;
         let (log, state) = DiskLog::open(&cfg.dir, &voters, || {
-            postcard::to_allocvec(&init()).map_err(|source| RaftError::Codec { source })
+            postcard::to_allocvec(&Replicated::new(init(), cfg.sessions))
+                .map_err(|source| RaftError::Codec { source })
         })?;
         let nr = build_nr::<D>(&state, cfg.replicas, cfg.threads)?;
         let listener = TcpListener::bind(addr).map_err(|source| RaftError::Io {
@@ -262,6 +284,7 @@ impl<D: RaftDispatch> Host<D> {
             leader: AtomicU64::new(0),
             frame_errors: AtomicU64::new(0),
             log_syncs: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
             faults: NetFaults::default(),
             request_timeout: cfg.request_timeout,
             events: tx,
@@ -343,6 +366,7 @@ impl<D: RaftDispatch> Host<D> {
             leader: self.shared.leader.load(Ordering::Relaxed),
             frame_errors: self.shared.frame_errors.load(Ordering::Relaxed),
             log_syncs: self.shared.log_syncs.load(Ordering::Relaxed),
+            duplicate_writes: self.shared.duplicates.load(Ordering::Relaxed),
         }
     }
 
@@ -466,12 +490,27 @@ fn serve_client<D: RaftDispatch>(
     loop {
         let req: Request<D::WriteOperation, D::Query> = read_frame(stream)?;
         let reply: Reply<D::Response> = match req {
-            Request::Write(op) => {
-                let (tx, rx) = channel();
-                match shared.events.send(Event::Propose { op, reply: tx }) {
-                    Ok(()) => wait(shared, &rx),
-                    Err(_) => Err(Failure::Stopped),
+            Request::Register => {
+                let id = propose(shared, SessionCmd::Register).and_then(|o| match o {
+                    Outcome::Registered(id) => Ok(id),
+                    _ => Err(Failure::Poisoned),
+                });
+                write_frame(stream, &mut buf, &id)?;
+                continue;
+            }
+            Request::Write { session, seq, op } => {
+                let cmd = SessionCmd::Write { session, seq, op };
+                let reply = propose(shared, cmd).and_then(|o| match o {
+                    Outcome::Applied(r) | Outcome::Duplicate(r) => Ok(r),
+                    Outcome::Expired => Err(Failure::SessionExpired),
+                    Outcome::Superseded => Err(Failure::Superseded),
+                    Outcome::Registered(_) => Err(Failure::Poisoned),
+                });
+                if shared.faults.take_lost_reply() {
+                    // The write's outcome is known here; its client never learns it.
+                    return Ok(());
                 }
+                reply
             }
             Request::Read(q, c) => {
                 let ready = match c {
@@ -494,6 +533,18 @@ fn serve_client<D: RaftDispatch>(
     }
 }
 
+/// Proposes `cmd` through the Raft loop and waits for its outcome.
+fn propose<D: RaftDispatch>(
+    shared: &Shared<D>,
+    cmd: SessionCmd<D::WriteOperation>,
+) -> Reply<Outcome<D::Response>> {
+    let (tx, rx) = channel();
+    match shared.events.send(Event::Propose { cmd, reply: tx }) {
+        Ok(()) => wait(shared, &rx),
+        Err(_) => Err(Failure::Stopped),
+    }
+}
+
 fn wait<T>(shared: &Shared<impl RaftDispatch>, rx: &crate::sync::Receiver<Reply<T>>) -> Reply<T> {
     match rx.recv_timeout(shared.request_timeout) {
         Ok(r) => r,
@@ -511,5 +562,8 @@ fn read_local<D: RaftDispatch>(
     let Ok(mut h) = nr.register(replica) else {
         return Err(Failure::Poisoned);
     };
-    h.execute(D::query(q)).map_err(|_| Failure::Poisoned)
+    match h.execute(D::query(q)) {
+        Ok(Outcome::Applied(r)) => Ok(r),
+        _ => Err(Failure::Poisoned),
+    }
 }

@@ -8,6 +8,7 @@ mod frame;
 mod host;
 mod kv;
 mod net;
+mod session;
 mod storage;
 mod sync;
 mod wire;

@@ -11,7 +11,7 @@ use crate::wire::{Hello, PeerFrame};
 use crate::write_frame;
 
 /// Fault switches of one host's network layer: what a partition or a slow link does to its
-/// Raft traffic (client connections are not affected).
+/// Raft traffic, and lost replies to its clients' writes.
 ///
 /// # Examples
 ///
@@ -21,11 +21,13 @@ use crate::write_frame;
 /// assert!(f.is_isolated());
 /// f.set_delay(std::time::Duration::from_millis(5)); // each outgoing message waits 5 ms
 /// f.set_isolated(false); // healed
+/// f.set_lost_replies(1); // the next write is applied, but its reply is not sent
 /// ```
 #[derive(Debug, Default)]
 pub struct NetFaults {
     isolated: AtomicBool,
     delay_us: AtomicU64,
+    lost_replies: AtomicU64,
 }
 
 impl NetFaults {
@@ -58,6 +60,26 @@ impl NetFaults {
     pub fn set_delay(&self, d: Duration) {
         // Relaxed: see `set_isolated`.
         self.delay_us.store(d.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Loses the replies of the next `n` writes that clients send to this host: each write
+    /// is proposed and waited for as usual, then its connection is closed instead of
+    /// answered (the client sees a broken connection; the write's outcome is unknown to it).
+    ///
+    /// # Examples
+    ///
+    /// See [`NetFaults`].
+    pub fn set_lost_replies(&self, n: u64) {
+        // Relaxed: a counter polled per reply; no data is published through it.
+        self.lost_replies.store(n, Ordering::Relaxed);
+    }
+
+    /// Whether this reply is to be lost (counting it down).
+    pub(crate) fn take_lost_reply(&self) -> bool {
+        // Relaxed: see `set_lost_replies`.
+        self.lost_replies
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
     }
 
     pub(crate) fn drops(&self) -> bool {

@@ -40,8 +40,10 @@ pub enum Consistency {
 /// A client request.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Request<W, Q> {
-    /// A write, proposed to Raft.
-    Write(W),
+    /// Open a session (answered with its id, a `Reply<u64>`).
+    Register,
+    /// Write number `seq` of `session`, proposed to Raft (applied at most once).
+    Write { session: u64, seq: u64, op: W },
     /// A read.
     Read(Q, Consistency),
 }
@@ -53,6 +55,8 @@ pub(crate) enum Failure {
     NoLeader,
     Stopped,
     Poisoned,
+    SessionExpired,
+    Superseded,
 }
 
 /// The answer to one request.

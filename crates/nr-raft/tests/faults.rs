@@ -2,8 +2,11 @@
 //! with testkit's checker while faults are injected round after round: the leader stopped and
 //! restarted from disk, a follower partitioned (every Raft message to or from it dropped) and
 //! healed, a follower restarted from disk, a host's links slowed. At the end every host reads
-//! every key. A completed write that a later read does not see (a lost write), or a read older
-//! than one before it (time going back), is a linearizability violation.
+//! every key. A completed write that a later read does not see (a lost write), a read older
+//! than one before it (time going back), or a write applied twice, is a linearizability
+//! violation. Each round also loses the reply of one write on a random host: its client sends
+//! it again (`Client::write_retrying`, to the next host), and the session table must apply it
+//! once.
 //!
 //! Rounds: `NR_RAFT_FAULT_ROUNDS` (default 20 in `cargo test`; CI's `raft_faults` step runs
 //! 100 under a timeout). Bounded by the rounds, not by time: each round waits until the
@@ -36,6 +39,9 @@ fn histories_under_leader_kills_partitions_and_restarts_are_linearizable() {
         let f = (l + 1 + (rng.next() % 2) as usize) % 3;
         let kind = round % 4;
         kinds[kind] += 1;
+        g.host((rng.next() % 3) as usize)
+            .faults()
+            .set_lost_replies(1);
         match kind {
             0 => {
                 // The leader is killed (stopped between two synced batches) and restarted.
@@ -68,4 +74,9 @@ fn histories_under_leader_kills_partitions_and_restarts_are_linearizable() {
         rounds, kinds[0], kinds[1], kinds[2], kinds[3]
     );
     workload.finish(&addrs);
+    let dups = g.duplicate_writes();
+    println!("retried writes found to be duplicates (summed over the hosts): {dups}");
+    // The lost replies were retried and their duplicates refused: the check above saw the
+    // retries, not only faults that never lose a reply.
+    assert!(dups > 0, "no retry of an applied write in {rounds} rounds");
 }

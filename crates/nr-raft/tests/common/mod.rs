@@ -5,7 +5,7 @@
 use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
-use nr_raft::{Host, HostConfig};
+use nr_raft::{Host, HostConfig, RaftDispatch};
 
 pub(crate) use nr_raft::Kv;
 
@@ -23,22 +23,44 @@ pub(crate) fn addresses(n: usize) -> Vec<(u64, SocketAddr)> {
 }
 
 /// A group of hosts on loopback, their logs in a temporary directory.
-pub(crate) struct Group {
+pub(crate) struct Group<D: RaftDispatch = Kv> {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) peers: Vec<(u64, SocketAddr)>,
     /// `None` while a host is stopped.
-    pub(crate) hosts: Vec<Option<Host<Kv>>>,
+    pub(crate) hosts: Vec<Option<Host<D>>>,
     snapshot_every: u64,
+    /// `HostStats::duplicate_writes` of the hosts stopped so far, summed.
+    stopped_duplicates: u64,
+    /// `HostConfig::sessions` of every host.
+    sessions: usize,
+    init: fn() -> D,
 }
 
-impl Group {
-    /// Starts `n` hosts, each taking a snapshot every `snapshot_every` entries (0: never).
+impl Group<Kv> {
+    /// Starts `n` hosts of a [`Kv`], each taking a snapshot every `snapshot_every` entries
+    /// (0: never).
     pub(crate) fn start(n: usize, snapshot_every: u64) -> Self {
+        Self::start_with(n, snapshot_every, 4096, Kv::default)
+    }
+}
+
+impl<D: RaftDispatch> Group<D> {
+    /// Starts `n` hosts of `init()`, each taking a snapshot every `snapshot_every` entries
+    /// (0: never) and keeping at most `sessions` client sessions.
+    pub(crate) fn start_with(
+        n: usize,
+        snapshot_every: u64,
+        sessions: usize,
+        init: fn() -> D,
+    ) -> Self {
         let mut g = Self {
             dir: tempfile::tempdir().expect("tempdir"),
             peers: addresses(n),
             hosts: (0..n).map(|_| None).collect(),
             snapshot_every,
+            stopped_duplicates: 0,
+            sessions,
+            init,
         };
         for i in 0..n {
             g.restart(i);
@@ -47,13 +69,15 @@ impl Group {
     }
 
     /// Host `i`, which must be running.
-    pub(crate) fn host(&self, i: usize) -> &Host<Kv> {
+    pub(crate) fn host(&self, i: usize) -> &Host<D> {
         self.hosts[i].as_ref().expect("host is running")
     }
 
     /// Stops host `i` (its threads end between two synced Raft batches).
     pub(crate) fn stop(&mut self, i: usize) {
-        self.hosts[i].take().expect("host is running").stop();
+        let h = self.hosts[i].take().expect("host is running");
+        self.stopped_duplicates += h.stats().duplicate_writes;
+        h.stop();
     }
 
     /// Starts host `i` from its directory (recovering what it logged).
@@ -65,10 +89,11 @@ impl Group {
             self.dir.path().join(format!("h{id}")),
         );
         c.snapshot_every = self.snapshot_every;
+        c.sessions = self.sessions;
         // The port was free when the group started; a connection of another test may hold it
         // for a moment as its local port: retry the bind a little.
         for attempt in 0.. {
-            match Host::start(c.clone(), Kv::default) {
+            match Host::start(c.clone(), self.init) {
                 Ok(h) => {
                     self.hosts[i] = Some(h);
                     return;
@@ -79,6 +104,18 @@ impl Group {
                 Err(e) => panic!("host {id} does not start: {e}"),
             }
         }
+    }
+
+    /// Writes found to be retries of applied writes (`HostStats::duplicate_writes`), summed
+    /// over every host since the group started (each host counts each duplicate it applies).
+    pub(crate) fn duplicate_writes(&self) -> u64 {
+        let running: u64 = self
+            .hosts
+            .iter()
+            .flatten()
+            .map(|h| h.stats().duplicate_writes)
+            .sum();
+        self.stopped_duplicates + running
     }
 
     /// The hosts' addresses.
@@ -102,7 +139,7 @@ pub(crate) fn env_or(var: &str, default: usize) -> usize {
 
 /// Waits (up to 20 s) until one running host is the leader that a majority knows; returns
 /// its index in `hosts`.
-pub(crate) fn wait_leader(hosts: &[Option<Host<Kv>>]) -> usize {
+pub(crate) fn wait_leader<D: nr_raft::RaftDispatch>(hosts: &[Option<Host<D>>]) -> usize {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         for (i, h) in hosts.iter().enumerate() {

@@ -1,6 +1,12 @@
 //! The clients of the fault tests: one per host, writing unique values to a few keys and
 //! reading them back (linearizable), recorded per key for testkit's checker (linearizability
 //! is local: each key is checked alone).
+//!
+//! Writes go through `Client::write_retrying`, which sends a write again after a timeout or a
+//! broken connection (to the next host). A put is not idempotent here: every value is unique,
+//! and a put returns the value it replaced, so a put applied twice answers its own value
+//! (which no linearization allows) or, with another put in between, brings an overwritten
+//! value back: the checker sees a write applied twice.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -118,6 +124,9 @@ impl Workload {
     }
 }
 
+/// Tries of each write (50 ms apart): long enough to ride out a leader change.
+const WRITE_TRIES: usize = 100;
+
 /// One client: prefers host `me`, moves to the next host when its connection breaks.
 fn client(
     me: usize,
@@ -128,17 +137,17 @@ fn client(
 ) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (me as u64 + 1));
     let mut recs: Vec<ThreadRecorder<KvOp, KvRet>> = recorders.iter().map(|r| r.thread()).collect();
-    let mut host = me;
+    // Host `me` first, then the others in order.
+    let order: Vec<SocketAddr> = (0..addrs.len())
+        .map(|i| addrs[(me + i) % addrs.len()])
+        .collect();
     let mut conn: Option<Client<Kv>> = None;
     let mut seq = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let Some(c) = conn.as_mut() else {
-            match Client::connect(addrs[host]) {
+            match Client::connect_any(&order) {
                 Ok(c) => conn = Some(c),
-                Err(_) => {
-                    host = (host + 1) % addrs.len();
-                    std::thread::sleep(Duration::from_millis(20));
-                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
             continue;
         };
@@ -149,7 +158,7 @@ fn client(
             seq += 1;
             let value = ((me as u64 + 1) << 32) | seq; // unique per write
             let p = recs[k].invoke(KvOp::Put(key, value));
-            c.write((key, value)).map(|old| {
+            c.write_retrying((key, value), WRITE_TRIES).map(|old| {
                 recs[k].complete(p, KvRet::Put(old));
                 counts[0].fetch_add(1, Ordering::Relaxed);
             })
@@ -165,12 +174,9 @@ fn client(
             // under a new thread id.
             recs[k] = recorders[k].thread();
             counts[2].fetch_add(1, Ordering::Relaxed);
-            match e {
-                RaftError::Frame { .. } | RaftError::Io { .. } | RaftError::Stopped => {
-                    conn = None;
-                    host = (host + 1) % addrs.len();
-                }
-                _ => std::thread::sleep(Duration::from_millis(20)),
+            // A broken connection moved the client to the next host already.
+            if !matches!(e, RaftError::Frame { .. } | RaftError::Io { .. }) {
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
     }
