@@ -8,13 +8,14 @@
 //! CPU in the middle of an update. Operations: `Get`, `Put`, `Remove` (one log) and the scans
 //! `Sum` (the sum of every value, routed to every log) and `Clear` (empties the map).
 //!
-//! 2,000 histories by default (`NR_LIN_HISTORIES`, `NR_LIN_SEED`); the test prints its share of
-//! operations that overlapped another thread's. A history that is not linearizable is printed
-//! whole (every invocation and response, in time order), and kept in a file under the cargo
-//! target's `tmp` directory, with its own seed: `NR_LIN_SEED=<that seed> NR_LIN_HISTORIES=1`
-//! draws the same history again (the same configuration and programs, written values numbered
-//! from 1; the interleaving is the scheduler's, and one history alone may fail the overlap
-//! check).
+//! 2,000 histories by default (`NR_LIN_HISTORIES`, `NR_LIN_SEED`; `NR_LIN_REPLICAS` pins the
+//! number of replicas, for a soak of one path); the test prints its share of operations that
+//! overlapped another thread's. A history that is not linearizable is printed whole (every
+//! invocation and response, in time order), and kept in a file under the cargo target's `tmp`
+//! directory, with the variables that draw it again alone (`NR_LIN_SEED` set to the generator's
+//! state at its start, `NR_LIN_REPLICAS`, `NR_LIN_HISTORIES=1`): the same configuration and
+//! programs, written values numbered from 1; the interleaving is the scheduler's, and one
+//! history alone may fail the overlap check.
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
@@ -128,13 +129,21 @@ fn histories_across_logs_and_replicas_with_scans_are_linearizable() {
     // Any seed but 0 (xorshift's fixed point) is used as given, so that the generator's state at
     // the start of a history, printed with a failure, draws that history again.
     let seed = env("NR_LIN_SEED", 1).max(1);
+    // 0: 1-3 replicas at random; else every history has that many (the rest is drawn as usual).
+    let pinned_replicas = env("NR_LIN_REPLICAS", 0) as usize;
     let mut rng = Rng(seed);
     let mut next_value = 0u64;
     let mut share = 0.0;
     let mut scans = 0usize;
     for h in 0..histories {
         let history_seed = rng.0;
-        let replicas = 1 + rng.below(3) as usize;
+        let replicas = match pinned_replicas {
+            0 => 1 + rng.below(3) as usize,
+            pinned => {
+                rng.below(3);
+                pinned
+            }
+        };
         let logs = 1 + rng.below(4) as usize;
         let threads = 3 + rng.below(2) as usize;
         let log_size = [4, 8, 64][rng.below(3) as usize];
@@ -199,7 +208,7 @@ fn histories_across_logs_and_replicas_with_scans_are_linearizable() {
         if let Err(v) = check(ScanKv::default(), &history) {
             let report = format!(
                 "history {h} of seed {seed} (rerun it alone: NR_LIN_SEED={history_seed} \
-                 NR_LIN_HISTORIES=1): {replicas} replicas, {logs} logs, {threads} threads, \
+                 NR_LIN_REPLICAS={replicas} NR_LIN_HISTORIES=1): {replicas} replicas, {logs} logs, {threads} threads, \
                  log {log_size}, {keys} keys, yield {yield_in_update}\n{v}\n{}",
                 listing(&history)
             );
