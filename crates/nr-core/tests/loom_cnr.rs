@@ -8,6 +8,12 @@
 //!   both logs sees either both increments or a prefix of them in program order, so it never
 //!   sees key 0 incremented and key 1 not. With 2 replicas the scan runs on the other replica,
 //!   which must replay both logs up to the scan's barrier.
+//! - `a_scan_is_atomic_to_reads*`: one thread runs a scan that increments key 0 then key 1;
+//!   another reads key 0 then key 1 on the same replica. A read that saw key 0 incremented
+//!   follows the scan, so the read of key 1 after it must see key 1 incremented too: reads are
+//!   not shut out of the structure while a scan runs, so CNR must hold them back from a scan in
+//!   progress. With one replica (no log) this failed before the single-replica scan marked
+//!   itself running (`scan_single`).
 //!
 //! Exhaustive up to `LOOM_MAX_PREEMPTIONS` (CI: 2), except where a model pins its own bound
 //! (said at the model).
@@ -125,6 +131,73 @@ fn scan_model(replicas: usize) {
             );
         }
     });
+}
+
+/// Two counters, key `k` on log `k`, that synchronize their own operations (Release writes,
+/// Acquire reads, as a lock per key would): a concurrent structure that is linearizable on its
+/// own, so whatever a model finds is CNR's ordering.
+#[derive(Default)]
+struct SyncedTwo([AtomicU64; 2]);
+
+/// A scan that increments key 0, then key 1.
+#[derive(Clone, Copy)]
+struct BumpBoth;
+
+impl LogMapper for BumpBoth {
+    fn route(&self, _: usize) -> Route {
+        Route::Scan
+    }
+}
+
+impl ConcurrentDispatch for SyncedTwo {
+    type ReadOperation<'a> = Get;
+    type WriteOperation = BumpBoth;
+    type Response = u64;
+    fn dispatch(&self, op: Get) -> u64 {
+        // Acquire: pairs with the Release increments below.
+        self.0[op.0].load(Ordering::Acquire)
+    }
+    fn dispatch_mut(&self, _: BumpBoth) -> u64 {
+        // Release: pairs with the Acquire loads above.
+        self.0[0].fetch_add(1, Ordering::Release);
+        self.0[1].fetch_add(1, Ordering::Release)
+    }
+}
+
+fn scan_and_reads_model(replicas: usize) {
+    loom::model(move || {
+        let cnr = Arc::new(
+            ConcurrentReplicated::builder()
+                .logs(2)
+                .replicas(replicas)
+                .log_size(4)
+                .threads_per_replica(2)
+                .build(|_| SyncedTwo::default())
+                .unwrap(),
+        );
+        let scanner = {
+            let cnr = cnr.clone();
+            thread::spawn(move || cnr.register(0).unwrap().execute_mut(BumpBoth).unwrap())
+        };
+        let mut h = cnr.register(0).unwrap();
+        let zero = h.execute(Get(0)).unwrap();
+        let one = h.execute(Get(1)).unwrap();
+        scanner.join().unwrap();
+        assert!(
+            zero <= one,
+            "a read saw the scan's increment of key 0, a later read not its increment of key 1"
+        );
+    });
+}
+
+#[test]
+fn a_scan_is_atomic_to_reads() {
+    scan_and_reads_model(1);
+}
+
+#[test]
+fn a_scan_is_atomic_to_reads_on_a_replicated_object() {
+    scan_and_reads_model(2);
 }
 
 #[test]
