@@ -24,22 +24,40 @@ use loom::sync::Arc;
 use loom::thread;
 use nr_core::cnr::{ConcurrentDispatch, ConcurrentReplicated, LogMapper, Route};
 
-/// Two counters, key `k` on log `k`.
+/// Two counters, key `k` on log `k`. With `SYNCED` the structure orders its own operations
+/// (Release writes, Acquire reads, as a lock per key would), so it is linearizable on its own
+/// and what a model finds is CNR's ordering of reads; without, every access is Relaxed, so what
+/// a scan sees of other combiners' writes comes through CNR's synchronization alone.
 #[derive(Default)]
-struct Two([AtomicU64; 2]);
+struct Two<const SYNCED: bool>([AtomicU64; 2]);
+
+impl<const SYNCED: bool> Two<SYNCED> {
+    const READ: Ordering = if SYNCED {
+        Ordering::Acquire
+    } else {
+        Ordering::Relaxed
+    };
+    const WRITE: Ordering = if SYNCED {
+        Ordering::Release
+    } else {
+        Ordering::Relaxed
+    };
+}
 
 #[derive(Clone, Copy)]
 enum W {
     Incr(usize),
     /// A scan: key 1, then key 0, as `10 * key0 + key1`.
     Snapshot,
+    /// A scan: increments key 0, then key 1.
+    BumpBoth,
 }
 
 impl LogMapper for W {
     fn route(&self, _: usize) -> Route {
         match *self {
             W::Incr(k) => Route::Log(k),
-            W::Snapshot => Route::Scan,
+            W::Snapshot | W::BumpBoth => Route::Scan,
         }
     }
 }
@@ -52,26 +70,32 @@ impl LogMapper for Get {
     }
 }
 
-impl ConcurrentDispatch for Two {
+impl<const SYNCED: bool> ConcurrentDispatch for Two<SYNCED> {
     type ReadOperation<'a> = Get;
     type WriteOperation = W;
     type Response = u64;
     fn dispatch(&self, op: Get) -> u64 {
-        self.0[op.0].load(Ordering::Relaxed)
+        // Acquire with `SYNCED`: pairs with the Release writes below.
+        self.0[op.0].load(Self::READ)
     }
     fn dispatch_mut(&self, op: W) -> u64 {
+        // Release with `SYNCED`: pairs with the Acquire reads above.
         match op {
-            W::Incr(k) => self.0[k].fetch_add(1, Ordering::Relaxed) + 1,
+            W::Incr(k) => self.0[k].fetch_add(1, Self::WRITE) + 1,
             W::Snapshot => {
-                let one = self.0[1].load(Ordering::Relaxed);
-                let zero = self.0[0].load(Ordering::Relaxed);
+                let one = self.0[1].load(Self::READ);
+                let zero = self.0[0].load(Self::READ);
                 10 * zero + one
+            }
+            W::BumpBoth => {
+                self.0[0].fetch_add(1, Self::WRITE);
+                self.0[1].fetch_add(1, Self::WRITE) + 1
             }
         }
     }
 }
 
-fn build(replicas: usize) -> Arc<ConcurrentReplicated<Two>> {
+fn build<const SYNCED: bool>(replicas: usize) -> Arc<ConcurrentReplicated<Two<SYNCED>>> {
     Arc::new(
         ConcurrentReplicated::builder()
             .logs(2)
@@ -86,7 +110,7 @@ fn build(replicas: usize) -> Arc<ConcurrentReplicated<Two>> {
 #[test]
 fn per_log_combiner_applies_each_write_once() {
     loom::model(|| {
-        let cnr = build(1);
+        let cnr = build::<false>(1);
         let other = {
             let cnr = cnr.clone();
             thread::spawn(move || cnr.register(0).unwrap().execute_mut(W::Incr(0)).unwrap())
@@ -102,7 +126,7 @@ fn per_log_combiner_applies_each_write_once() {
 
 fn scan_model(replicas: usize) {
     loom::model(move || {
-        let cnr = build(replicas);
+        let cnr = build::<false>(replicas);
         let writer = {
             let cnr = cnr.clone();
             thread::spawn(move || {
@@ -133,51 +157,12 @@ fn scan_model(replicas: usize) {
     });
 }
 
-/// Two counters, key `k` on log `k`, that synchronize their own operations (Release writes,
-/// Acquire reads, as a lock per key would): a concurrent structure that is linearizable on its
-/// own, so whatever a model finds is CNR's ordering.
-#[derive(Default)]
-struct SyncedTwo([AtomicU64; 2]);
-
-/// A scan that increments key 0, then key 1.
-#[derive(Clone, Copy)]
-struct BumpBoth;
-
-impl LogMapper for BumpBoth {
-    fn route(&self, _: usize) -> Route {
-        Route::Scan
-    }
-}
-
-impl ConcurrentDispatch for SyncedTwo {
-    type ReadOperation<'a> = Get;
-    type WriteOperation = BumpBoth;
-    type Response = u64;
-    fn dispatch(&self, op: Get) -> u64 {
-        // Acquire: pairs with the Release increments below.
-        self.0[op.0].load(Ordering::Acquire)
-    }
-    fn dispatch_mut(&self, _: BumpBoth) -> u64 {
-        // Release: pairs with the Acquire loads above.
-        self.0[0].fetch_add(1, Ordering::Release);
-        self.0[1].fetch_add(1, Ordering::Release)
-    }
-}
-
 fn scan_and_reads_model(replicas: usize) {
     loom::model(move || {
-        let cnr = Arc::new(
-            ConcurrentReplicated::builder()
-                .logs(2)
-                .replicas(replicas)
-                .log_size(4)
-                .threads_per_replica(2)
-                .build(|_| SyncedTwo::default())
-                .unwrap(),
-        );
+        let cnr = build::<true>(replicas);
         let scanner = {
             let cnr = cnr.clone();
-            thread::spawn(move || cnr.register(0).unwrap().execute_mut(BumpBoth).unwrap())
+            thread::spawn(move || cnr.register(0).unwrap().execute_mut(W::BumpBoth).unwrap())
         };
         let mut h = cnr.register(0).unwrap();
         let zero = h.execute(Get(0)).unwrap();
