@@ -8,8 +8,14 @@
 //! CPU in the middle of an update. Operations: `Get`, `Put`, `Remove` (one log) and the scans
 //! `Sum` (the sum of every value, routed to every log) and `Clear` (empties the map).
 //!
-//! 2,000 histories by default (`NR_LIN_HISTORIES`, `NR_LIN_SEED`); the test prints its share of
-//! operations that overlapped another thread's.
+//! 2,000 histories by default (`NR_LIN_HISTORIES`, `NR_LIN_SEED`; `NR_LIN_REPLICAS` pins the
+//! number of replicas, for a soak of one path); the test prints its share of operations that
+//! overlapped another thread's. A history that is not linearizable is printed whole (every
+//! invocation and response, in time order), and kept in a file under the cargo target's `tmp`
+//! directory, with the variables that draw it again alone (`NR_LIN_SEED` set to the generator's
+//! state at its start, `NR_LIN_REPLICAS`, `NR_LIN_HISTORIES=1`): the same configuration and
+//! programs, written values numbered from 1; the interleaving is the scheduler's, and one
+//! history alone may fail the overlap check.
 
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
@@ -20,7 +26,8 @@ use std::sync::{Barrier, Mutex};
 
 use common::{env, Rng};
 use nr_core::cnr::{ConcurrentDispatch, ConcurrentReplicated, LogMapper, Route};
-use testkit::{check, Model, Recorder};
+use testkit::lin::EventKind;
+use testkit::{check, History, Model, Recorder};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Op {
@@ -119,13 +126,24 @@ impl ConcurrentDispatch for Sharded {
 #[test]
 fn histories_across_logs_and_replicas_with_scans_are_linearizable() {
     let histories = env("NR_LIN_HISTORIES", 2_000);
-    let seed = env("NR_LIN_SEED", 1) | 1;
+    // Any seed but 0 (xorshift's fixed point) is used as given, so that the generator's state at
+    // the start of a history, printed with a failure, draws that history again.
+    let seed = env("NR_LIN_SEED", 1).max(1);
+    // 0: 1-3 replicas at random; else every history has that many (the rest is drawn as usual).
+    let pinned_replicas = env("NR_LIN_REPLICAS", 0) as usize;
     let mut rng = Rng(seed);
     let mut next_value = 0u64;
     let mut share = 0.0;
     let mut scans = 0usize;
     for h in 0..histories {
-        let replicas = 1 + rng.below(3) as usize;
+        let history_seed = rng.0;
+        let replicas = match pinned_replicas {
+            0 => 1 + rng.below(3) as usize,
+            pinned => {
+                rng.below(3);
+                pinned
+            }
+        };
         let logs = 1 + rng.below(4) as usize;
         let threads = 3 + rng.below(2) as usize;
         let log_size = [4, 8, 64][rng.below(3) as usize];
@@ -188,10 +206,19 @@ fn histories_across_logs_and_replicas_with_scans_are_linearizable() {
         });
         let history = recorder.into_history();
         if let Err(v) = check(ScanKv::default(), &history) {
-            panic!(
-                "history {h} (seed {seed}): {replicas} replicas, {logs} logs, {threads} threads, \
-                 log {log_size}, {keys} keys, yield {yield_in_update}: {v}"
+            let report = format!(
+                "history {h} of seed {seed} (rerun it alone: NR_LIN_SEED={history_seed} \
+                 NR_LIN_REPLICAS={replicas} NR_LIN_HISTORIES=1): {replicas} replicas, {logs} logs, {threads} threads, \
+                 log {log_size}, {keys} keys, yield {yield_in_update}\n{v}\n{}",
+                listing(&history)
             );
+            let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("cnr_linearizability-{history_seed}.txt"));
+            let kept = match std::fs::write(&kept, &report) {
+                Ok(()) => format!("kept in {}", kept.display()),
+                Err(e) => format!("not kept ({}: {e})", kept.display()),
+            };
+            panic!("{report}\n(this report is {kept})");
         }
         share += history.overlap_share();
     }
@@ -205,4 +232,17 @@ fn histories_across_logs_and_replicas_with_scans_are_linearizable() {
         "only {:.1}% of operations overlapped; the check proves little",
         100.0 * share
     );
+}
+
+/// The whole history, one event a line in time order (`t<thread> <op>` for an invocation,
+/// `t<thread>   -> <response>` for a response), for a failure report.
+fn listing(history: &History<Op, Option<u64>>) -> String {
+    let mut out = String::from("history (time thread event):");
+    for e in history.events() {
+        match &e.kind {
+            EventKind::Invoke(op) => out += &format!("\n{:>6} t{} {op:?}", e.time, e.thread),
+            EventKind::Return(ret) => out += &format!("\n{:>6} t{}   -> {ret:?}", e.time, e.thread),
+        }
+    }
+    out
 }

@@ -8,6 +8,12 @@
 //!   both logs sees either both increments or a prefix of them in program order, so it never
 //!   sees key 0 incremented and key 1 not. With 2 replicas the scan runs on the other replica,
 //!   which must replay both logs up to the scan's barrier.
+//! - `a_scan_is_atomic_to_reads*`: one thread runs a scan that increments key 0 then key 1;
+//!   another reads key 0 then key 1 on the same replica. A read that saw key 0 incremented
+//!   follows the scan, so the read of key 1 after it must see key 1 incremented too: reads are
+//!   not shut out of the structure while a scan runs, so CNR must hold them back from a scan in
+//!   progress. With one replica (no log) this failed before the single-replica scan marked
+//!   itself running (`scan_single`).
 //!
 //! Exhaustive up to `LOOM_MAX_PREEMPTIONS` (CI: 2), except where a model pins its own bound
 //! (said at the model).
@@ -18,22 +24,40 @@ use loom::sync::Arc;
 use loom::thread;
 use nr_core::cnr::{ConcurrentDispatch, ConcurrentReplicated, LogMapper, Route};
 
-/// Two counters, key `k` on log `k`.
+/// Two counters, key `k` on log `k`. With `SYNCED` the structure orders its own operations
+/// (Release writes, Acquire reads, as a lock per key would), so it is linearizable on its own
+/// and what a model finds is CNR's ordering of reads; without, every access is Relaxed, so what
+/// a scan sees of other combiners' writes comes through CNR's synchronization alone.
 #[derive(Default)]
-struct Two([AtomicU64; 2]);
+struct Two<const SYNCED: bool>([AtomicU64; 2]);
+
+impl<const SYNCED: bool> Two<SYNCED> {
+    const READ: Ordering = if SYNCED {
+        Ordering::Acquire
+    } else {
+        Ordering::Relaxed
+    };
+    const WRITE: Ordering = if SYNCED {
+        Ordering::Release
+    } else {
+        Ordering::Relaxed
+    };
+}
 
 #[derive(Clone, Copy)]
 enum W {
     Incr(usize),
     /// A scan: key 1, then key 0, as `10 * key0 + key1`.
     Snapshot,
+    /// A scan: increments key 0, then key 1.
+    BumpBoth,
 }
 
 impl LogMapper for W {
     fn route(&self, _: usize) -> Route {
         match *self {
             W::Incr(k) => Route::Log(k),
-            W::Snapshot => Route::Scan,
+            W::Snapshot | W::BumpBoth => Route::Scan,
         }
     }
 }
@@ -46,26 +70,32 @@ impl LogMapper for Get {
     }
 }
 
-impl ConcurrentDispatch for Two {
+impl<const SYNCED: bool> ConcurrentDispatch for Two<SYNCED> {
     type ReadOperation<'a> = Get;
     type WriteOperation = W;
     type Response = u64;
     fn dispatch(&self, op: Get) -> u64 {
-        self.0[op.0].load(Ordering::Relaxed)
+        // Acquire with `SYNCED`: pairs with the Release writes below.
+        self.0[op.0].load(Self::READ)
     }
     fn dispatch_mut(&self, op: W) -> u64 {
+        // Release with `SYNCED`: pairs with the Acquire reads above.
         match op {
-            W::Incr(k) => self.0[k].fetch_add(1, Ordering::Relaxed) + 1,
+            W::Incr(k) => self.0[k].fetch_add(1, Self::WRITE) + 1,
             W::Snapshot => {
-                let one = self.0[1].load(Ordering::Relaxed);
-                let zero = self.0[0].load(Ordering::Relaxed);
+                let one = self.0[1].load(Self::READ);
+                let zero = self.0[0].load(Self::READ);
                 10 * zero + one
+            }
+            W::BumpBoth => {
+                self.0[0].fetch_add(1, Self::WRITE);
+                self.0[1].fetch_add(1, Self::WRITE) + 1
             }
         }
     }
 }
 
-fn build(replicas: usize) -> Arc<ConcurrentReplicated<Two>> {
+fn build<const SYNCED: bool>(replicas: usize) -> Arc<ConcurrentReplicated<Two<SYNCED>>> {
     Arc::new(
         ConcurrentReplicated::builder()
             .logs(2)
@@ -80,7 +110,7 @@ fn build(replicas: usize) -> Arc<ConcurrentReplicated<Two>> {
 #[test]
 fn per_log_combiner_applies_each_write_once() {
     loom::model(|| {
-        let cnr = build(1);
+        let cnr = build::<false>(1);
         let other = {
             let cnr = cnr.clone();
             thread::spawn(move || cnr.register(0).unwrap().execute_mut(W::Incr(0)).unwrap())
@@ -96,7 +126,7 @@ fn per_log_combiner_applies_each_write_once() {
 
 fn scan_model(replicas: usize) {
     loom::model(move || {
-        let cnr = build(replicas);
+        let cnr = build::<false>(replicas);
         let writer = {
             let cnr = cnr.clone();
             thread::spawn(move || {
@@ -125,6 +155,34 @@ fn scan_model(replicas: usize) {
             );
         }
     });
+}
+
+fn scan_and_reads_model(replicas: usize) {
+    loom::model(move || {
+        let cnr = build::<true>(replicas);
+        let scanner = {
+            let cnr = cnr.clone();
+            thread::spawn(move || cnr.register(0).unwrap().execute_mut(W::BumpBoth).unwrap())
+        };
+        let mut h = cnr.register(0).unwrap();
+        let zero = h.execute(Get(0)).unwrap();
+        let one = h.execute(Get(1)).unwrap();
+        scanner.join().unwrap();
+        assert!(
+            zero <= one,
+            "a read saw the scan's increment of key 0, a later read not its increment of key 1"
+        );
+    });
+}
+
+#[test]
+fn a_scan_is_atomic_to_reads() {
+    scan_and_reads_model(1);
+}
+
+#[test]
+fn a_scan_is_atomic_to_reads_on_a_replicated_object() {
+    scan_and_reads_model(2);
 }
 
 #[test]

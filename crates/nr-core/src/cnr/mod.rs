@@ -222,6 +222,10 @@ struct ScanEntry<W> {
 /// | `done` | scans executed on this replica (the next one to run is `done`) | the executor, Release |
 /// | `arrived` | logs held at scan `done`'s entry | arrivers (`fetch_add`); reset by the executor |
 /// | `response` | the response of the last scan issued from this replica | its executor here |
+///
+/// With one replica (`single.rs`: no log, no entries) a scan holds every log itself: `arrived`
+/// is every log while it runs and 0 otherwise (reads wait while it is not 0), `done` counts the
+/// scans run, and `response` is unused.
 struct ScanBarrier<R> {
     done: CachePadded<AtomicUsize>,
     arrived: CachePadded<AtomicUsize>,

@@ -480,6 +480,8 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
     pub(super) fn read(&self, r: usize, op: D::ReadOperation<'_>) -> Result<D::Response, Poisoned> {
         self.check()?;
         match op.route(self.logs.len()) {
+            // No log with one replica, but a scan may be running there (`single.rs`).
+            _ if self.replicas.len() == 1 => self.sync_single()?,
             Route::Log(l) => self.sync_log(r, l % self.logs.len())?,
             Route::Scan => {
                 for l in 0..self.logs.len() {

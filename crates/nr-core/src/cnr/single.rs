@@ -5,13 +5,21 @@
 //! slots, and a thread that finds the lock free (at once, or within NR's bounded lock retry)
 //! applies its own operation without posting it.
 //! A scan takes every log's combiner lock, in log order, and runs with all of them held: no other
-//! thread ever waits while holding one, so this cannot deadlock. Reads need no wait (no log: the
-//! logs' tails stay 0), and see each write once its combiner applied it, which is before the
-//! write returns.
+//! thread ever waits while holding one, so this cannot deadlock. Reads wait for no log (there is
+//! none: the logs' tails stay 0), and see each write once its combiner applied it, which is
+//! before the write returns. But reads are not shut out of the structure, and a scan changes it
+//! in several steps (one per partition, say): a read that saw part of a scan and a later read
+//! that saw less of it would not be linearizable (found by `tests/loom_cnr.rs`,
+//! `a_scan_is_atomic_to_reads`: a read saw a scan's increment of key 0, the next read not its
+//! increment of key 1). So a running scan marks itself in the replica's barrier (`arrived` is
+//! every log while it runs), and a read that finds it marked waits until that scan ended
+//! (`done` moved, or `arrived` is back at 0): as `completed_tail` and the local tails do for a
+//! replicated object, where a read that saw part of a scan leaves `completed_tail` past it.
 
 use super::replay::LogGuard;
 use super::{Combining, ConcurrentDispatch, ConcurrentReplicated};
 use crate::error::Poisoned;
+use crate::sync::Ordering;
 use crate::wait::{retry_lock, Waiter};
 
 impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
@@ -65,7 +73,8 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
         area.respond(&batch.slots);
     }
 
-    /// A scan on the only replica: runs with every log's combiner lock held.
+    /// A scan on the only replica: runs with every log's combiner lock held, marked running in
+    /// the replica's barrier for reads to wait on (module docs).
     pub(super) fn scan_single(&self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
         let rep = &self.replicas[0];
         let mut held = Vec::with_capacity(rep.combining.len());
@@ -81,13 +90,62 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
             }
         }
         self.check()?;
+        let barrier = &rep.scan;
+        // Relaxed: only scans write `arrived` here, one at a time (each holds every log's lock).
+        // A read that saw any of this scan's writes to the structure sees this store or a later
+        // one: it precedes those writes, and the structure's own synchronization, which that
+        // read acquired, carries it to the read and whatever follows it.
+        barrier
+            .arrived
+            .store(rep.combining.len(), Ordering::Relaxed);
         // Every log's lock is held: no write of any log runs on the replica until we return.
         let response = rep.data.dispatch_mut(op);
+        // Relaxed: written only by scans, under every log's lock, as `arrived`.
+        let done = barrier.done.load(Ordering::Relaxed);
+        // Release (both): pair with the Acquire loads in `wait_for_scan_single`; a read that sees
+        // this scan ended sees all its writes.
+        barrier.done.store(done + 1, Ordering::Release);
+        barrier.arrived.store(0, Ordering::Release);
         // Hand the logs back with their pending writes served, so none waits for a park.
         for (area, guard) in rep.combining.iter().zip(held) {
             self.serve_posted(area);
             drop(guard);
         }
         Ok(response)
+    }
+
+    /// A read on the only replica waits here while a scan runs (module docs).
+    #[inline]
+    pub(super) fn sync_single(&self) -> Result<(), Poisoned> {
+        // Acquire: pairs with the Release store that ends a scan in `scan_single`.
+        if self.replicas[0].scan.arrived.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        self.wait_for_scan_single()
+    }
+
+    /// Waits until the scan that `sync_single` saw running (or a later one) ended.
+    ///
+    /// Why it suffices: a read that must see a scan `s` whole (an earlier read saw part of it)
+    /// sees every store `s` made before its writes to the structure, and the end of every scan
+    /// before `s` (each precedes the next through the logs' locks): it read `arrived` set by `s`
+    /// or later, and reads `done` at `s` or more below. It leaves only on reading, with
+    /// Acquire, a store that ends `s` or a later scan: `arrived` back at 0 (read after `s` set
+    /// it, so `s`'s reset or a later one) or `done` past the value read first. Why it ends:
+    /// `s` ends, and a scan that ended since `done` was read moves it.
+    #[cold]
+    fn wait_for_scan_single(&self) -> Result<(), Poisoned> {
+        let barrier = &self.replicas[0].scan;
+        // Acquire: pairs with the Release in `scan_single` (see above).
+        let done = barrier.done.load(Ordering::Acquire);
+        let mut waiter = Waiter::new();
+        // Acquire (both): as above.
+        while barrier.arrived.load(Ordering::Acquire) != 0
+            && barrier.done.load(Ordering::Acquire) == done
+        {
+            self.check()?;
+            waiter.snooze();
+        }
+        Ok(())
     }
 }
