@@ -1051,43 +1051,23 @@ mod tests {
         remove_retries_after_a_helper_moved_its_leaf::<Mirror>();
     }
 
-    /// Issue 23's test gap (`tests/mutants/l4_durability.spec`): a remove is linearized at its
-    /// flag, so the flag must be durable before another thread can act on it. Thread A's remove
-    /// of 2 stops right after its flag (its cleanup, whose durable swing would cover the flag,
-    /// does not run); thread B's `contains(2)` then returns `false`, which only A's remove
-    /// explains (2 was inserted before). A crash that keeps only what was fenced (no evictions,
-    /// nothing unfenced kept) must recover without 2, with A's remove finished by recovery.
-    /// B's `remove(2)` or `insert(2)` would not do: each helps A's cleanup, whose durable swing
-    /// hides the flag's own durability.
-    #[allow(clippy::disallowed_methods)] // thread A (this test never runs under loom)
+    /// Issue 23's durability gap for the BST's flag (see `crate::mark_window`): thread A's
+    /// remove of 2 stops right after its flag (`inject`), thread B's `contains(2)` returns
+    /// `false`, and the crash image must recover without 2 (recovery finishing A's remove).
     fn a_flag_another_thread_acted_on_survives_a_crash<F: Flavor>() {
-        let cfg = SimConfig::new(11).evictions(0.0).crash_keeps(0.0);
-        // SAFETY:
-        // - every write to region memory and every backend call is made on this thread, except
-        //   thread A's, which run between the spawn and the join of its scope, while this thread
-        //   waits (the join orders both ways), so the simulator's reads never race;
-        // - no `&mut` into region memory is made.
-        let region = unsafe { Region::simulated(SIM_LAYOUT, SIM_SIZE, cfg) }.expect("region");
+        let region = crate::mark_window::strict_region(SIM_SIZE, 11);
         let tree = Bst::<F, Simulated>::new(Heap::new(region).expect("heap")).expect("tree");
         for k in [1, 2, 3] {
             assert!(tree.insert(k).expect("room"));
         }
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let guard = tree.heap.pin();
-                assert!(tree.inject(2, &guard).is_some(), "A flags 2 and stops");
-            });
-        });
-        assert!(!tree.contains(2), "B sees A's flag: 2 is absent");
-        let image = tree.heap.region().persist().crash();
-        drop(tree);
-        let tree = Bst::<F, Simulated>::recover(sim_recovery(&image, SimConfig::new(12)))
-            .expect("recover");
-        assert_eq!(
-            tree.snapshot(),
-            (vec![1, 3], true),
-            "B's completed contains(2) = false is undone by the crash: A's flag was visible \
-             before it was durable"
+        crate::mark_window::check_mark_seen_by_another_thread(
+            tree,
+            2,
+            |t| assert!(t.inject(2, &t.heap.pin()).is_some(), "A flags 2 and stops"),
+            |t, k| t.contains(k),
+            |t| t.heap.region().persist().crash(),
+            |r| Bst::<F, Simulated>::recover(r).expect("recover").snapshot(),
+            vec![1, 3],
         );
     }
 

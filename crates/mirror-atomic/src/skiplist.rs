@@ -733,7 +733,7 @@ fn unlink_at<F: Flavor, P: Persist>(
 mod tests {
     use super::*;
     use crate::flavor::{Izraelevitz, Mirror, Volatile};
-    use pmem::sim::{SimConfig, Simulated};
+    use pmem::sim::Simulated;
 
     const K: u64 = 7;
 
@@ -849,49 +849,30 @@ mod tests {
         unlink_all_walks_past_an_equal_key::<Izraelevitz>();
     }
 
-    /// Issue 23's test gap (`tests/mutants/l4_durability.spec`): a remove is linearized at its
-    /// level-0 mark, so the mark must be durable before another thread can act on it. Thread
-    /// A's remove of `K` stops right after its marks (its cleanup, whose durable level-0 unlink
-    /// would cover the mark, does not run); thread B's `contains(K)` then returns `false`, which
-    /// only A's remove explains. A crash that keeps only what was fenced (no evictions, nothing
-    /// unfenced kept) must recover without `K`. B's `remove(K)` or `insert(K)` would not do:
-    /// each unlinks the marked node at level 0 first, durably, which hides the mark's own
-    /// durability.
-    #[allow(clippy::disallowed_methods)] // thread A (this test never runs under loom)
+    /// Issue 23's durability gap for the skip list's level-0 mark (see `crate::mark_window`):
+    /// thread A's remove of `K` stops right after its marks (`mark_removed`), thread B's
+    /// `contains(K)` returns `false`, and the crash image must recover without `K`.
     fn a_mark_another_thread_acted_on_survives_a_crash<F: Flavor>() {
-        const LAYOUT: u64 = 0x5C1;
-        let cfg = SimConfig::new(13).evictions(0.0).crash_keeps(0.0);
-        // SAFETY:
-        // - every write to region memory and every backend call is made on this thread, except
-        //   thread A's, which run between the spawn and the join of its scope, while this thread
-        //   waits (the join orders both ways), so the simulator's reads never race;
-        // - no `&mut` into region memory is made.
-        let region = unsafe { Region::simulated(LAYOUT, 1 << 20, cfg) }.expect("region");
+        let region = crate::mark_window::strict_region(1 << 20, 13);
         let list = SkipList::<F, Simulated>::new(Heap::new(region).expect("heap")).expect("list");
         for k in [K - 1, K, K + 1] {
             assert!(list.insert(k).expect("room"));
         }
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let guard = list.heap.pin();
-                assert!(
-                    list.mark_removed(K, &guard).is_some(),
-                    "A marks K and stops"
-                );
-            });
-        });
-        assert!(!list.contains(K), "B sees A's mark: K is absent");
-        let image = list.heap.space().persist().crash();
-        drop(list);
-        // SAFETY: as above; only this thread uses the recovered region.
-        let region =
-            unsafe { Region::from_image(&image, LAYOUT, SimConfig::new(14)) }.expect("image");
-        let list = SkipList::<F, Simulated>::recover(region).expect("recover");
-        assert_eq!(
-            list.snapshot(),
-            (vec![K - 1, K + 1], true),
-            "B's completed contains(K) = false is undone by the crash: A's mark was visible \
-             before it was durable"
+        crate::mark_window::check_mark_seen_by_another_thread(
+            list,
+            K,
+            |l| {
+                let guard = l.heap.pin();
+                assert!(l.mark_removed(K, &guard).is_some(), "A marks K and stops");
+            },
+            |l, k| l.contains(k),
+            |l| l.heap.space().persist().crash(),
+            |r| {
+                SkipList::<F, Simulated>::recover(r)
+                    .expect("recover")
+                    .snapshot()
+            },
+            vec![K - 1, K + 1],
         );
     }
 
