@@ -1050,4 +1050,34 @@ mod tests {
     fn remove_retries_after_a_helper_moved_its_leaf_mirror() {
         remove_retries_after_a_helper_moved_its_leaf::<Mirror>();
     }
+
+    /// Issue 23's durability gap for the BST's flag (see `crate::mark_window`): thread A's
+    /// remove of 2 stops right after its flag (`inject`), thread B's `contains(2)` returns
+    /// `false`, and the crash image must recover without 2 (recovery finishing A's remove).
+    fn a_flag_another_thread_acted_on_survives_a_crash<F: Flavor>() {
+        let region = crate::mark_window::strict_region(SIM_SIZE, 11);
+        let tree = Bst::<F, Simulated>::new(Heap::new(region).expect("heap")).expect("tree");
+        for k in [1, 2, 3] {
+            assert!(tree.insert(k).expect("room"));
+        }
+        crate::mark_window::check_mark_seen_by_another_thread(
+            tree,
+            2,
+            |t| assert!(t.inject(2, &t.heap.pin()).is_some(), "A flags 2 and stops"),
+            |t, k| t.contains(k),
+            |t| t.heap.region().persist().crash(),
+            |r| Bst::<F, Simulated>::recover(r).expect("recover").snapshot(),
+            vec![1, 3],
+        );
+    }
+
+    #[test]
+    fn a_flag_another_thread_acted_on_survives_a_crash_mirror() {
+        a_flag_another_thread_acted_on_survives_a_crash::<Mirror>();
+    }
+
+    #[test]
+    fn a_flag_another_thread_acted_on_survives_a_crash_izraelevitz() {
+        a_flag_another_thread_acted_on_survives_a_crash::<Izraelevitz>();
+    }
 }

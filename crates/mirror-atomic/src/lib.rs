@@ -17,6 +17,8 @@ mod loom_hash;
 mod loom_heap;
 #[cfg(all(test, loom))]
 mod loom_list;
+#[cfg(test)]
+mod mark_window;
 mod patomic;
 mod persist;
 mod skiplist;

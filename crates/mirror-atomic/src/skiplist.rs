@@ -733,6 +733,7 @@ fn unlink_at<F: Flavor, P: Persist>(
 mod tests {
     use super::*;
     use crate::flavor::{Izraelevitz, Mirror, Volatile};
+    use pmem::sim::Simulated;
 
     const K: u64 = 7;
 
@@ -846,5 +847,42 @@ mod tests {
     #[test]
     fn unlink_all_walks_past_an_equal_key_izraelevitz() {
         unlink_all_walks_past_an_equal_key::<Izraelevitz>();
+    }
+
+    /// Issue 23's durability gap for the skip list's level-0 mark (see `crate::mark_window`):
+    /// thread A's remove of `K` stops right after its marks (`mark_removed`), thread B's
+    /// `contains(K)` returns `false`, and the crash image must recover without `K`.
+    fn a_mark_another_thread_acted_on_survives_a_crash<F: Flavor>() {
+        let region = crate::mark_window::strict_region(1 << 20, 13);
+        let list = SkipList::<F, Simulated>::new(Heap::new(region).expect("heap")).expect("list");
+        for k in [K - 1, K, K + 1] {
+            assert!(list.insert(k).expect("room"));
+        }
+        crate::mark_window::check_mark_seen_by_another_thread(
+            list,
+            K,
+            |l| {
+                let guard = l.heap.pin();
+                assert!(l.mark_removed(K, &guard).is_some(), "A marks K and stops");
+            },
+            |l, k| l.contains(k),
+            |l| l.heap.space().persist().crash(),
+            |r| {
+                SkipList::<F, Simulated>::recover(r)
+                    .expect("recover")
+                    .snapshot()
+            },
+            vec![K - 1, K + 1],
+        );
+    }
+
+    #[test]
+    fn a_mark_another_thread_acted_on_survives_a_crash_mirror() {
+        a_mark_another_thread_acted_on_survives_a_crash::<Mirror>();
+    }
+
+    #[test]
+    fn a_mark_another_thread_acted_on_survives_a_crash_izraelevitz() {
+        a_mark_another_thread_acted_on_survives_a_crash::<Izraelevitz>();
     }
 }

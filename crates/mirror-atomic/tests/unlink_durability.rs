@@ -14,8 +14,8 @@ mod common;
 
 use common::{single_thread_recovery, LAYOUT, SIM_SIZE};
 use mirror_atomic::flavor::Mirror;
-use mirror_atomic::{Bst, Heap, List};
-use pmem::sim::{SimConfig, Simulated};
+use mirror_atomic::{Bst, Heap, List, SkipList};
+use pmem::sim::{Image, SimConfig, Simulated};
 use pmem::Region;
 
 fn strict() -> SimConfig {
@@ -60,22 +60,38 @@ fn want(kept: &[u64], base: u64) -> Vec<u64> {
     all
 }
 
-#[test]
+/// Inserts 0..4, removes 2 on a helper thread (mark, unlink, retire), then on this thread
+/// churns from `base` until the removed block's deferred free has run (on this thread, into
+/// its shard) and takes every free block of the class, so the removed one is reused; the image
+/// of a crash then.
 #[allow(clippy::disallowed_methods)] // the test's own helper thread
+fn remove_2_then_reuse_its_block(
+    base: u64,
+    insert: impl Fn(u64) -> bool,
+    remove: impl Fn(u64) -> bool + Sync,
+    crash: impl FnOnce() -> Image,
+) -> Image {
+    for k in 0..4 {
+        assert!(insert(k));
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(remove(2))).join().expect("remover");
+    });
+    churn_then_fill(base, insert, remove);
+    crash()
+}
+
+#[test]
 fn mirror_list_reuses_a_removed_block_only_after_its_unlink_is_durable() {
     let list = List::<Mirror, _>::new(Heap::new(region()).expect("heap")).expect("list");
     // Nodes 0, 1 share a cache line, 2, 3 the next one (32-byte blocks from a line boundary):
     // the churn below never writes the line of node 1, whose `next` the remove of 2 unlinks.
-    for k in 0..4 {
-        assert!(list.insert(k).expect("room"));
-    }
-    std::thread::scope(|s| {
-        s.spawn(|| assert!(list.remove(2))).join().expect("remover");
-    });
-    // Churn until the removed block's deferred free has run (on this thread, into its
-    // shard), then take every free block of the class: the removed one is reused.
-    churn_then_fill(101, |k| list.insert(k).expect("room"), |k| list.remove(k));
-    let image = list.heap().space().persist().crash();
+    let image = remove_2_then_reuse_its_block(
+        101,
+        |k| list.insert(k).expect("room"),
+        |k| list.remove(k),
+        || list.heap().space().persist().crash(),
+    );
     let recovered = List::<Mirror, Simulated>::recover(
         single_thread_recovery(&image, SimConfig::new(8)).expect("image"),
     )
@@ -123,5 +139,35 @@ fn mirror_bst_reuses_removed_blocks_only_after_the_swing_is_durable() {
             "the durable tree lost or gained keys"
         ),
         Err(e) => panic!("the durable tree is damaged: {e}"),
+    }
+}
+
+/// The skip list's level-0 unlink (a persisted CAS, issue 23's `tests/mutants/l4_durability.spec`)
+/// must be durable before the removed node's block is reused: the retire's `psync` fences only
+/// what was written back. Thread A removes 2 (mark, unlink after 1, retire); the main thread's
+/// churn then reuses 2's block for another key. Skip-list nodes take whole 224-byte blocks, so
+/// the line of 1's level-0 pointer holds no word the churn writes at level 0 (its upper-level
+/// CASes are never written back); were the unlink not durable, the durable 1 would still point
+/// at the reused block.
+#[test]
+fn mirror_skiplist_reuses_a_removed_block_only_after_its_level0_unlink_is_durable() {
+    let list = SkipList::<Mirror, _>::new(Heap::new(region()).expect("heap")).expect("list");
+    let image = remove_2_then_reuse_its_block(
+        101,
+        |k| list.insert(k).expect("room"),
+        |k| list.remove(k),
+        || list.heap().space().persist().crash(),
+    );
+    let recovered = SkipList::<Mirror, Simulated>::recover(
+        single_thread_recovery(&image, SimConfig::new(8)).expect("image"),
+    );
+    match recovered {
+        Ok(l) => assert_eq!(
+            l.snapshot(),
+            (want(&[0, 1, 3], 101), true),
+            "the durable skip list lost or gained keys: a block was reused while it still \
+             linked it"
+        ),
+        Err(e) => panic!("the durable skip list is damaged: {e}"),
     }
 }
