@@ -11,7 +11,13 @@ use std::process::Stdio;
 use std::time::Duration;
 
 const LAYOUT: u64 = 0x5167_4b11;
-const SIZE: u64 = 256 + 32 * 65536;
+/// 8 MiB: room for every key of `KEYS` with its sentinels (about 1.5 blocks of 32 bytes per
+/// key) several times over, so a child that runs long on a fast, quiet machine never fills the
+/// heap (with 2 MiB and 200,000 keys it did, at about 37,000 acknowledged inserts).
+const SIZE: u64 = 256 + 128 * 65536;
+/// The key range: bounded so the set's size is bounded however long the child runs; an
+/// exhausted heap then means a leak, and the child's `expect("room")` reports it.
+const KEYS: u64 = 50_000;
 const CHILD_ENV: &str = "MIRROR_SIGKILL_CHILD_FILE";
 type Set = HashSet<Mirror, pmem::Hardware>;
 
@@ -33,7 +39,7 @@ fn sigkill_child() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let key = x % 200_000;
+        let key = x % KEYS;
         set.insert(key).expect("room");
         writeln!(out, "ack {key}").expect("stdout");
         out.flush().expect("stdout");
