@@ -283,6 +283,75 @@ fn a_panicking_commit_poisons_without_hanging() {
     failing_commit(OnFail::Panic);
 }
 
+/// A commit log that marks each value committed when `commit` is about to return.
+#[derive(Default)]
+struct Marks(Mutex<Vec<u64>>);
+
+impl Marks {
+    fn has(&self, v: u64) -> bool {
+        self.0.lock().unwrap().contains(&v)
+    }
+}
+
+impl CommitLog<u64> for Marks {
+    fn commit(&self, _first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+        self.0.lock().unwrap().extend(ops.iter().map(|&&v| v));
+        Ok(())
+    }
+}
+
+/// A sum whose replicas check, on every apply, that the value was committed first.
+struct CheckedSum {
+    sum: u64,
+    marks: Arc<Marks>,
+}
+
+impl Dispatch for CheckedSum {
+    type ReadOperation<'a> = ();
+    type WriteOperation = u64;
+    type Response = u64;
+
+    fn dispatch(&self, _: ()) -> u64 {
+        self.sum
+    }
+
+    fn dispatch_mut(&mut self, v: u64) -> u64 {
+        assert!(self.marks.has(v), "write {v} applied before its commit");
+        self.sum += v;
+        self.sum
+    }
+}
+
+/// The batch of one (a thread alone on its replica, nothing posted: nr-core's `combine_own`)
+/// commits its entry before it applies it and before it answers, on each of 2 replicas and
+/// when it must first replay the other replica's writes. Fails if that path skips the commit
+/// or commits only the entries before its own (`a write ... applied before its commit`).
+#[test]
+fn the_batch_of_one_commits_before_it_applies_and_answers() {
+    let marks = Arc::new(Marks::default());
+    let nr = NodeReplicated::builder()
+        .replicas(2)
+        .log_size(16)
+        .threads_per_replica(2)
+        .commit_log(marks.clone())
+        .build(|_| CheckedSum {
+            sum: 0,
+            marks: marks.clone(),
+        })
+        .expect("build");
+    let mut on = [nr.register(0).unwrap(), nr.register(1).unwrap()];
+    let mut sum = 0;
+    // 40 writes on a log of 16: it wraps; the replicas alternate, so each write replays the
+    // other replica's last one first.
+    for v in 1..=40 {
+        sum += v;
+        assert_eq!(on[(v % 2) as usize].execute_mut(v), Ok(sum));
+        assert!(marks.has(v), "write {v} answered before its commit");
+    }
+    assert_eq!(on[0].execute(()), Ok(sum));
+    assert_eq!(on[1].execute(()), Ok(sum));
+}
+
 /// A commit log that holds the commit of `HELD` until readers have polled for it many times.
 struct Holding {
     polls: AtomicUsize,

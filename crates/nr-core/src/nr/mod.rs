@@ -764,8 +764,10 @@ where
     /// `combine` for the combiner's own operation `op` when nothing else is posted (a replica
     /// with one thread, or an uncontended moment): the same steps for a batch of one, without
     /// the batch scratch (no slot scan, no vectors or iterators, no responses to hand out).
-    /// Anything else (posted operations, a commit log) goes to `combine`. The caller holds
-    /// replica `r`'s combiner lock (`replica` is `self.replicas[r]`).
+    /// With a commit log, the entry is committed (`commit_through`) after it is written and
+    /// before the writer side, the replay and the apply, as in `combine`. Posted operations go
+    /// to `combine`. The caller holds replica `r`'s combiner lock (`replica` is
+    /// `self.replicas[r]`).
     ///
     /// The posted count is a snapshot, as in `combine` (whose `collect` checks it first): an
     /// operation posted after it is served by the next combiner, which its owner becomes
@@ -777,7 +779,7 @@ where
         replica: &Replica<D>,
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
-        if self.commit.is_some() || replica.has_pending() {
+        if replica.has_pending() {
             return Ok(self
                 .combine(r, Some(op))?
                 .expect("invariant: the combiner's own operation is answered"));
@@ -789,6 +791,10 @@ where
         let previous = unsafe { self.log.write(start, entry) };
         // Our only reserved entry is published: the previous lap's `Drop` (user code) may run.
         drop(previous);
+        if let Some(commit) = &self.commit {
+            // Durable before anything is applied or answered, as in `combine`.
+            self.commit_through(commit, start + 1)?;
+        }
         replica.lock.lock_writer();
         // Line 27, as in `combine`.
         if self.log.local_tail(r) < start {
