@@ -7,7 +7,7 @@
 //! | bytes | field |
 //! |---|---|
 //! | 0..4 | payload length `n` (u32, little-endian, 1 ..= [`MAX_PAYLOAD`]) |
-//! | 4..8 | CRC-32 of `salt ‖ write_start ‖ payload` (u32 LE; `salt` and `write_start` as u64 LE) |
+//! | 4..8 | CRC-32C of `salt ‖ write_start ‖ payload` (u32 LE; `salt` and `write_start` as u64 LE) |
 //! | 8..16 | `write_start`: the position of the first entry of the same `write` (u64 LE) |
 //! | 16..16+n | payload: postcard of the position (u64) then of the operation |
 //!
@@ -20,6 +20,17 @@
 use serde::Serialize;
 
 use crate::DurableError;
+
+/// The version of the log format (the entry frame, the segment header, the region's block)
+/// that this build reads and writes. Format 2 (2026-11-28) checksums entries with CRC-32C;
+/// format 1 used CRC-32. A log in another format is refused with [`DurableError::Version`].
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(nr_durable::LOG_FORMAT, 2);
+/// ```
+pub const LOG_FORMAT: u64 = 2;
 
 /// Bytes of the frame header.
 pub(crate) const FRAME_HEADER: usize = 16;
@@ -75,13 +86,13 @@ impl postcard::ser_flavors::Flavor for AppendTo<'_> {
     }
 }
 
-/// The checksum of a frame.
+/// The checksum of a frame: CRC-32C of `salt ‖ write_start ‖ payload` (format 2; format 1 had
+/// the CRC-32 of `crc32fast`).
 fn checksum(salt: u64, write_start: u64, payload: &[u8]) -> u32 {
-    crc_of(salt, write_start, payload)
+    crate::crc::crc32c_of(salt, write_start, payload)
 }
 
-/// CRC-32 of two little-endian words and `bytes` (entries: salt, write start, payload;
-/// snapshots: position, length, payload).
+/// CRC-32 of two little-endian words and `bytes` (snapshots: position, length, payload).
 pub(crate) fn crc_of(a: u64, b: u64, bytes: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(&a.to_le_bytes());
@@ -107,7 +118,7 @@ pub(crate) fn frame_into(out: &mut Vec<u8>, salt: u64, write_start: u64, payload
     out.extend_from_slice(&salt.to_le_bytes());
     out.extend_from_slice(&write_start.to_le_bytes());
     out.extend_from_slice(payload);
-    let crc = crc32fast::hash(&out[start..]);
+    let crc = crate::crc::crc32c(&out[start..]);
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
     let padded = out.len().div_ceil(ALIGN) * ALIGN;

@@ -60,6 +60,18 @@ pub enum DurableError {
         /// What the file is, where `pmem::kinds` knows it (`"pcomb PBStack"`).
         found: Option<&'static str>,
     },
+    /// The log was written in another version of the log format (format 1: the entries'
+    /// checksum was CRC-32, before this build's CRC-32C). Remedy: open it with the nr-durable
+    /// version that wrote it and take a checkpoint into a new store, or start an empty one;
+    /// this build does not read the old format (it would find every entry's checksum bad).
+    Version {
+        /// The segment or region file.
+        path: PathBuf,
+        /// The format the file is in.
+        found: u64,
+        /// The format this build reads and writes ([`LOG_FORMAT`](crate::LOG_FORMAT)).
+        supported: u64,
+    },
     /// Creating or opening the persistent-memory region failed. Remedy: see `source`.
     Region {
         /// The region file.
@@ -137,6 +149,15 @@ impl fmt::Display for DurableError {
             Self::WrongKind { path, found: None } => {
                 write!(f, "{} is not an nr-durable log", path.display())
             }
+            Self::Version {
+                path,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{} is in log format {found}; this build reads format {supported}",
+                path.display()
+            ),
             Self::Region { path, .. } => {
                 write!(f, "the log region {} could not be used", path.display())
             }
@@ -181,6 +202,7 @@ impl std::error::Error for DurableError {
             Self::Register { source } => Some(source),
             Self::Corrupt { .. }
             | Self::WrongKind { .. }
+            | Self::Version { .. }
             | Self::LogFull { .. }
             | Self::Poisoned { cause: None }
             | Self::AlreadyRegistered { .. } => None,
@@ -233,5 +255,15 @@ mod tests {
             .and_then(|s| s.source())
             .map(|s| s.to_string());
         assert_eq!(chain.as_deref(), Some("disk on fire"));
+        let old = DurableError::Version {
+            path: "/d/log-0.seg".into(),
+            found: 1,
+            supported: 2,
+        };
+        assert_eq!(
+            old.to_string(),
+            "/d/log-0.seg is in log format 1; this build reads format 2"
+        );
+        assert!(old.source().is_none());
     }
 }

@@ -1,5 +1,7 @@
 //! The file medium: the log in segment files `log-<base, 20 digits>.seg` of a directory, each
-//! a 16-byte header (magic `NRDSEG01`, base position u64 LE) and the entries from `base` on.
+//! a 16-byte header (magic `NRDSEG02`, base position u64 LE) and the entries from `base` on.
+//! The magic's last two digits are the log format ([`LOG_FORMAT`](crate::LOG_FORMAT)); a
+//! segment of format 1 (`NRDSEG01`) is refused with `DurableError::Version`.
 //!
 //! `SyncPolicy::EveryBatch`: each commit is one `write` of its entries and one `fdatasync`.
 //! `SyncPolicy::Every(d)`: a commit only queues its entries; a background flusher writes and
@@ -17,8 +19,10 @@ use crate::medium::{Batch, Counters, LogMedium, Record, RecoveredLog};
 use crate::sync::{lock, spawn_named, Arc, AtomicBool, Condvar, JoinHandle, Mutex, Ordering};
 use crate::{DurableError, SyncPolicy};
 
-/// The first 8 bytes of a segment file.
-pub(crate) const SEG_MAGIC: &[u8; 8] = b"NRDSEG01";
+/// The first 8 bytes of a segment file (format 2).
+pub(crate) const SEG_MAGIC: &[u8; 8] = b"NRDSEG02";
+/// The first 8 bytes of a segment file of format 1 (entries checksummed with CRC-32).
+const SEG_MAGIC_V1: &[u8; 8] = b"NRDSEG01";
 const SEG_HEADER: u64 = 16;
 const PREFIX: &str = "log-";
 const SUFFIX: &str = ".seg";
@@ -176,6 +180,13 @@ fn recover(dir: &Path, from: u64) -> Result<(Io, RecoveredLog), DurableError> {
     for (i, (base, path)) in segments.into_iter().enumerate() {
         let last = i + 1 == n;
         let bytes = std::fs::read(&path).map_err(|e| DurableError::io("read", &path, e))?;
+        if bytes.len() >= SEG_HEADER as usize && &bytes[..8] == SEG_MAGIC_V1 {
+            return Err(DurableError::Version {
+                path,
+                found: 1,
+                supported: entry::LOG_FORMAT,
+            });
+        }
         if bytes.len() < SEG_HEADER as usize || &bytes[..8] != SEG_MAGIC {
             return Err(DurableError::corrupt(
                 &path,

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod crc;
 mod durable;
 mod entry;
 mod error;
@@ -13,7 +14,7 @@ mod sync;
 mod tracked;
 
 pub use durable::{Builder, Durable, DurableDispatch, DurableHandle};
-pub use entry::MAX_PAYLOAD;
+pub use entry::{LOG_FORMAT, MAX_PAYLOAD};
 pub use error::DurableError;
 pub use pmem_log::PMEM_LAYOUT;
 pub use store::{Medium, Recovery, Stats, Store, SyncPolicy, CHECKPOINT_BYTES};

@@ -3,8 +3,10 @@
 //! The region's root slot 0 names a 64-byte block at the start of the user area: word 0 is
 //! [`pmem::kinds::NR_DURABLE_TAG`], word 1 the *state*: bits 0..47 the base position, bit 47
 //! the half, bits 48..64 a check (the low 16 bits of the CRC-32 of bits 0..48, so a damaged
-//! state word is reported, not read as an empty log). The rest of the user
-//! area is two halves of equal size; the live log is the entries from position `base` on,
+//! state word is reported, not read as an empty log), word 2 the log format
+//! ([`LOG_FORMAT`](crate::LOG_FORMAT); 0 in a region of format 1, which did not record it: such
+//! a region is refused with `DurableError::Version`, any other value is damage). The rest of
+//! the user area is two halves of equal size; the live log is the entries from position `base` on,
 //! from the start of half `half`, salted with `base` (so entries of older generations fail
 //! their checksums). The state is one 8-byte word, so a crash leaves the old or the new one.
 //!
@@ -121,7 +123,26 @@ impl<P: Persist> PmemLog<P> {
         };
         match log.region.root() {
             None => log.init(block)?,
-            Some(root) if root == block && log.word(block.0) == pmem::kinds::NR_DURABLE_TAG => {}
+            Some(root) if root == block && log.word(block.0) == pmem::kinds::NR_DURABLE_TAG => {
+                match log.word(block.0 + 16) {
+                    entry::LOG_FORMAT => {}
+                    // Format 1 left the word zero.
+                    0 => {
+                        return Err(DurableError::Version {
+                            path: name,
+                            found: 1,
+                            supported: entry::LOG_FORMAT,
+                        })
+                    }
+                    other => {
+                        return Err(DurableError::corrupt(
+                            name,
+                            block.0 + 16,
+                            format!("a damaged format word ({other:#x})"),
+                        ))
+                    }
+                }
+            }
             Some(_) => {
                 return Err(DurableError::WrongKind {
                     path: name,
@@ -137,7 +158,8 @@ impl<P: Persist> PmemLog<P> {
     fn init(&self, block: Offset) -> Result<(), DurableError> {
         self.store_word(block.0, pmem::kinds::NR_DURABLE_TAG);
         self.store_word(block.0 + 8, state_word(0, 0));
-        self.write_back(block.0, 16);
+        self.store_word(block.0 + 16, entry::LOG_FORMAT);
+        self.write_back(block.0, 24);
         self.region.persist().pfence(); // the block before the root that names it
         self.region
             .set_root(block)

@@ -241,6 +241,52 @@ fn a_region_of_another_kind_or_layout_is_refused_by_name() {
     );
 }
 
+/// A log of format 1 (entries checksummed with CRC-32: a segment header `NRDSEG01`, a region
+/// block without a format word) is refused with `Version`, on each medium, naming the file;
+/// the same log in this build's format opens. Fails if either medium reads an old log as its
+/// own (every old entry would then fail its checksum: an empty log, or damage).
+#[test]
+fn a_log_of_the_previous_format_is_a_version_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let file = Medium::File { dir: dir.clone() };
+    write_log(&file);
+    assert_eq!(reopen(&file).unwrap(), 12);
+    let seg = seg0(&dir);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    assert_eq!(&bytes[..8], b"NRDSEG02");
+    bytes[..8].copy_from_slice(b"NRDSEG01");
+    std::fs::write(&seg, bytes).unwrap();
+    let err = reopen(&file).expect_err("opened a format 1 segment");
+    assert!(
+        matches!(&err, DurableError::Version { path, found: 1, supported: 2 } if *path == seg),
+        "{err}"
+    );
+
+    let path = tmp.path().join("log.pmem");
+    let region = Medium::Pmem {
+        path: path.clone(),
+        capacity: 1 << 16,
+    };
+    write_log(&region);
+    assert_eq!(reopen(&region).unwrap(), 12);
+    {
+        let r = pmem::Region::open(&path, nr_durable::PMEM_LAYOUT).unwrap();
+        let block = r.root().expect("a root block");
+        let format = r.ptr::<u64>(pmem::Offset(block.0 + 16)).unwrap();
+        // SAFETY: in bounds and aligned (checked by `ptr`); no store has the region open.
+        unsafe {
+            assert_eq!(format.as_ptr().read(), nr_durable::LOG_FORMAT);
+            format.as_ptr().write(0); // as format 1 left it
+        }
+    }
+    let err = reopen(&region).expect_err("opened a format 1 region");
+    assert!(
+        matches!(&err, DurableError::Version { path: p, found: 1, supported: 2 } if *p == path),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_log_of_another_operation_type_is_a_decode_error_naming_the_entry() {
     let tmp = tempfile::tempdir().unwrap();
