@@ -22,7 +22,7 @@ use pmem::{Offset, Persist, Region};
 
 use crate::entry::{self, Tail};
 use crate::medium::{Batch, Counters, LogMedium, Record, RecoveredLog};
-use crate::sync::{lock, Mutex};
+use crate::sync::SpinLock;
 use crate::DurableError;
 
 /// The layout id of an nr-durable region (see `pmem::Region::open`).
@@ -68,7 +68,8 @@ pub(crate) struct PmemLog<P: Persist> {
     /// The user-area offset of the first half.
     area: u64,
     half_len: u64,
-    state: Mutex<State>,
+    /// Taken by every append, checkpoint and recovery; released by a plain store (`SpinLock`).
+    state: SpinLock<State>,
     counters: Counters,
 }
 
@@ -77,7 +78,6 @@ impl<P: Persist> std::fmt::Debug for PmemLog<P> {
         f.debug_struct("PmemLog")
             .field("path", &self.path)
             .field("half_len", &self.half_len)
-            .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
@@ -112,7 +112,7 @@ impl<P: Persist> PmemLog<P> {
             path,
             area,
             half_len,
-            state: Mutex::new(State {
+            state: SpinLock::new(State {
                 base: 0,
                 half: 0,
                 tail: 0,
@@ -280,7 +280,7 @@ impl<P: Persist> PmemLog<P> {
             self.region.persist().psync(); // cleared before the log grows over them
         }
         {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             self.counters.set_due(valid, self.half_len / 2);
             *st = State {
                 base,
@@ -300,7 +300,7 @@ impl<P: Persist> PmemLog<P> {
 
 impl<P: Persist> LogMedium for PmemLog<P> {
     fn append(&self, first: u64, batch: &Batch) -> Result<(), DurableError> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let st = &mut *st;
         if first != st.end {
             return Err(DurableError::corrupt(
@@ -341,7 +341,7 @@ impl<P: Persist> LogMedium for PmemLog<P> {
     }
 
     fn drop_before(&self, pos: u64) -> Result<(), DurableError> {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         let st = &mut *st;
         if pos <= st.base {
             return Ok(());
@@ -384,7 +384,7 @@ impl<P: Persist> LogMedium for PmemLog<P> {
     }
 
     fn durable_end(&self) -> u64 {
-        lock(&self.state).end
+        self.state.lock().end
     }
 
     fn counters(&self) -> &Counters {
