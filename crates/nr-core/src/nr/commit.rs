@@ -229,8 +229,13 @@ where
         let op = |idx: usize| unsafe { self.log.get(idx) };
         let n = upto - from;
         // A batch of up to `INLINE_OPS` entries (the common case) is handed over from the
-        // stack, a longer one from a `Vec`: no allocation per commit.
-        let result = if n <= INLINE_OPS {
+        // stack, a longer one from a `Vec`: no allocation per commit. A batch of one (a
+        // write alone on its replica, nobody else's entry ready) needs no array at all.
+        let result = if n == 1 {
+            commit
+                .log
+                .commit(from as u64, std::slice::from_ref(&op(from)))
+        } else if n <= INLINE_OPS {
             let mut ops = [op(from); INLINE_OPS];
             for (slot, idx) in ops.iter_mut().zip(from..upto).skip(1) {
                 *slot = op(idx);
