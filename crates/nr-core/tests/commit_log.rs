@@ -6,12 +6,15 @@
 // applies to the library, not to its callers.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
+#[path = "common/checked_sum.rs"]
+mod checked_sum;
 mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use checked_sum::{CheckedSum, Committed};
 use common::with_deadlock_watchdog;
 use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated, Poisoned};
 
@@ -287,8 +290,8 @@ fn a_panicking_commit_poisons_without_hanging() {
 #[derive(Default)]
 struct Marks(Mutex<Vec<u64>>);
 
-impl Marks {
-    fn has(&self, v: u64) -> bool {
+impl Committed for Marks {
+    fn is_committed(&self, v: u64) -> bool {
         self.0.lock().unwrap().contains(&v)
     }
 }
@@ -300,32 +303,10 @@ impl CommitLog<u64> for Marks {
     }
 }
 
-/// A sum whose replicas check, on every apply, that the value was committed first.
-struct CheckedSum {
-    sum: u64,
-    marks: Arc<Marks>,
-}
-
-impl Dispatch for CheckedSum {
-    type ReadOperation<'a> = ();
-    type WriteOperation = u64;
-    type Response = u64;
-
-    fn dispatch(&self, _: ()) -> u64 {
-        self.sum
-    }
-
-    fn dispatch_mut(&mut self, v: u64) -> u64 {
-        assert!(self.marks.has(v), "write {v} applied before its commit");
-        self.sum += v;
-        self.sum
-    }
-}
-
 /// The batch of one (a thread alone on its replica, nothing posted: nr-core's `combine_own`)
 /// commits its entry before it applies it and before it answers, on each of 2 replicas and
 /// when it must first replay the other replica's writes. Fails if that path skips the commit
-/// or commits only the entries before its own (`a write ... applied before its commit`).
+/// or commits only the entries before its own (`write 1 applied before its commit returned`).
 #[test]
 fn the_batch_of_one_commits_before_it_applies_and_answers() {
     let marks = Arc::new(Marks::default());
@@ -336,7 +317,7 @@ fn the_batch_of_one_commits_before_it_applies_and_answers() {
         .commit_log(marks.clone())
         .build(|_| CheckedSum {
             sum: 0,
-            marks: marks.clone(),
+            log: marks.clone(),
         })
         .expect("build");
     let mut on = [nr.register(0).unwrap(), nr.register(1).unwrap()];
@@ -346,7 +327,10 @@ fn the_batch_of_one_commits_before_it_applies_and_answers() {
     for v in 1..=40 {
         sum += v;
         assert_eq!(on[(v % 2) as usize].execute_mut(v), Ok(sum));
-        assert!(marks.has(v), "write {v} answered before its commit");
+        assert!(
+            marks.is_committed(v),
+            "write {v} answered before its commit"
+        );
     }
     assert_eq!(on[0].execute(()), Ok(sum));
     assert_eq!(on[1].execute(()), Ok(sum));

@@ -21,11 +21,14 @@
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated};
+use nr_core::{CommitError, CommitLog, NodeReplicated};
 
+#[path = "common/checked_sum.rs"]
+mod checked_sum;
 #[path = "common/counter.rs"]
 mod counter;
 
+use checked_sum::{CheckedSum, Committed};
 use counter::Counter;
 
 /// Two threads, three writes, on replica 0 of an object with `replicas` replicas (1: the
@@ -112,7 +115,7 @@ struct Durable {
 // access for races; that check is the point of the model.
 unsafe impl Sync for Durable {}
 
-impl Durable {
+impl Committed for Durable {
     fn is_committed(&self, v: u64) -> bool {
         // SAFETY: loom checks that this read is ordered after the write in `commit`.
         self.committed[v as usize].with(|p| unsafe { *p })
@@ -134,29 +137,6 @@ impl CommitLog<u64> for Durable {
     }
 }
 
-/// A counter whose replicas check that every write they apply was committed.
-struct Checked {
-    sum: u64,
-    log: std::sync::Arc<Durable>,
-}
-
-impl Dispatch for Checked {
-    type ReadOperation<'a> = ();
-    type WriteOperation = u64;
-    type Response = u64;
-    fn dispatch(&self, _: ()) -> u64 {
-        self.sum
-    }
-    fn dispatch_mut(&mut self, v: u64) -> u64 {
-        assert!(
-            self.log.is_committed(v),
-            "write {v} applied before its commit returned"
-        );
-        self.sum += v;
-        self.sum
-    }
-}
-
 /// Two threads on replicas 0 and `replicas - 1` write 1 and 2; each checks that its write was
 /// committed when it returns, the replicas check every apply, and the hook checks order and
 /// exclusion. Then both replicas show both writes.
@@ -173,7 +153,7 @@ fn commit_before_apply(replicas: usize) {
                 .log_size(4)
                 .threads_per_replica(2)
                 .commit_log(log.clone())
-                .build(|_| Checked {
+                .build(|_| CheckedSum {
                     sum: 0,
                     log: log.clone(),
                 })
