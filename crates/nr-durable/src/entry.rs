@@ -111,18 +111,20 @@ pub(crate) fn frame_size(payload_len: usize) -> usize {
 /// The checksum covers `salt ‖ write_start ‖ payload`, which are 16 + `n` contiguous bytes once
 /// the salt is put where the length and the checksum go: one CRC pass over the frame as
 /// written, then the salt is overwritten (the same value as [`checksum`], without a pass per
-/// part).
+/// part). The frame is grown once, padding included, and written in place (no growth check
+/// per part).
 pub(crate) fn frame_into(out: &mut Vec<u8>, salt: u64, write_start: u64, payload: &[u8]) {
     let len = u32::try_from(payload.len()).expect("invariant: payloads are at most MAX_PAYLOAD");
     let start = out.len();
-    out.extend_from_slice(&salt.to_le_bytes());
-    out.extend_from_slice(&write_start.to_le_bytes());
-    out.extend_from_slice(payload);
-    let crc = crate::crc::crc32c(&out[start..]);
-    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
-    let padded = out.len().div_ceil(ALIGN) * ALIGN;
-    out.resize(padded, 0);
+    let body = FRAME_HEADER + payload.len();
+    out.resize(start + frame_size(payload.len()), 0);
+    let frame = &mut out[start..];
+    frame[..8].copy_from_slice(&salt.to_le_bytes());
+    frame[8..16].copy_from_slice(&write_start.to_le_bytes());
+    frame[16..body].copy_from_slice(payload);
+    let crc = crate::crc::crc32c(&frame[..body]);
+    frame[..4].copy_from_slice(&len.to_le_bytes());
+    frame[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// One valid entry found by [`scan`].
