@@ -290,7 +290,7 @@ unsafe fn write_back(_kind: FlushKind, _line: *const u8) {}
 ///
 /// # Safety
 ///
-/// The contract of [`Persist::pcopy`](super::Persist::pcopy).
+/// The contract of [`Persist::pcopy`].
 #[cfg(target_arch = "x86_64")]
 #[inline]
 unsafe fn copy_streaming(kind: FlushKind, dst: *mut u8, src: &[u8]) {

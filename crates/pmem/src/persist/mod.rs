@@ -17,7 +17,7 @@ pub const CACHE_LINE: usize = 64;
 /// Code that must survive crashes calls these at the places its algorithm prescribes; the
 /// implementation decides what they do:
 ///
-/// | implementation | `pwb` | `pcopy` | `pfence` | `psync` | counted in [`stats`] |
+/// | implementation | `pwb` | `pcopy` | `pfence` | `psync` | counted in [`stats()`] |
 /// |---|---|---|---|---|---|
 /// | [`NoPersist`] | nothing | copy | nothing | nothing | no |
 /// | [`Hardware`] | `clwb`/`clflushopt`/`clflush` per line | non-temporal stores (no-flush mode: a copy) | `sfence` | `sfence` | yes |
