@@ -199,3 +199,34 @@ fn create_writes_back_the_header_before_returning() {
     assert!(s.psyncs >= 1, "and waited for: {s:?}");
     drop(region);
 }
+
+/// `pfence_before_rmw` issues (and counts) an `sfence` except on an Intel CPU, where a locked
+/// read-modify-write orders the write-backs by the manual; the vendor comes from the kernel's
+/// `/proc/cpuinfo`, independent of this crate's CPUID decoding. The no-flush mode keeps it.
+#[test]
+fn pfence_before_rmw_is_a_fence_except_on_intel() {
+    let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return; // not Linux: nothing independent to compare with
+    };
+    let Some(vendor) = cpuinfo.lines().find(|l| l.starts_with("vendor_id")) else {
+        return; // not x86
+    };
+    let intel = vendor.split(':').nth(1).map(str::trim) == Some("GenuineIntel");
+    let fences = |hw: Hardware| {
+        let before = pmem::stats();
+        hw.pfence_before_rmw();
+        pmem::stats().since(before)
+    };
+    for hw in kinds() {
+        let expect = u64::from(!intel || hw.kind() == FlushKind::NoFlush);
+        let got = fences(hw);
+        assert_eq!(
+            (got.pfences, hw.rmw_orders_write_backs()),
+            (expect, expect == 0),
+            "{:?} on {vendor}",
+            hw.kind()
+        );
+        assert_eq!((got.pwbs, got.psyncs), (0, 0), "{:?}", hw.kind());
+    }
+    assert_eq!(fences(Hardware::no_flush()).pfences, 1, "no-flush mode");
+}
