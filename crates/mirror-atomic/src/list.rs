@@ -101,11 +101,10 @@ fn find<'g, F: Flavor, P: Persist>(
     key: u64,
     guard: &'g Guard,
 ) -> Position<'g, F> {
-    // Read once: the start address stays in a register across the loads (see `Base`).
-    let base = heap.space().base();
+    let space = heap.space();
     'retry: loop {
         let mut prev = head;
-        let mut curr = F::load_from(prev, base).unmarked();
+        let mut curr = F::load(prev, space).unmarked();
         loop {
             if curr.is_null() {
                 return Position {
@@ -116,8 +115,8 @@ fn find<'g, F: Flavor, P: Persist>(
             }
             // SAFETY: `curr` was read from a live node (or the head) while `guard` is pinned,
             // so it is not reclaimed before the guard ends.
-            let node = unsafe { base.get(curr) };
-            let next = F::load_from(&node.next, base);
+            let node = unsafe { heap.get(curr) };
+            let next = F::load(&node.next, space);
             if next.is_marked() {
                 // `curr` is logically deleted: unlink it.
                 // SAFETY: `curr` was read from `prev` under `guard` (above).
@@ -249,13 +248,12 @@ pub(crate) fn contains<F: Flavor, P: Persist>(
     key: u64,
     _guard: &Guard,
 ) -> bool {
-    // Read once (see `find`).
-    let base = heap.space().base();
-    let mut curr = F::load_from(head, base).unmarked();
+    let space = heap.space();
+    let mut curr = F::load(head, space).unmarked();
     while !curr.is_null() {
         // SAFETY: read under `_guard` from a live node or the head.
-        let node = unsafe { base.get(curr) };
-        let next = F::load_from(&node.next, base);
+        let node = unsafe { heap.get(curr) };
+        let next = F::load(&node.next, space);
         let k = node.key.get();
         if k >= key {
             return k == key && !next.is_marked();
