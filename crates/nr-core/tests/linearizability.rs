@@ -20,6 +20,10 @@
 //! on, `NodeReplicated::add_replica`), move to it, and when done drop their handle and retire it
 //! (`NodeReplicated::remove_replica`), while the others go on.
 //!
+//! `kv_histories_with_dormant_replicas_are_linearizable` (issue 21, `Builder::dormant_replicas`):
+//! 2-3 replicas with dormancy on; before every third operation a thread drops its handle and
+//! registers on another replica, so replicas go dormant and wake while the others run.
+//!
 //! 2,000 histories per test by default (`NR_LIN_HISTORIES` for more, `NR_LIN_SEED` for another
 //! seed); each test prints its share of operations that overlapped another thread's.
 
@@ -341,4 +345,78 @@ fn kv_histories_with_replicas_added_and_removed_are_linearizable() {
         history.overlap_share()
     });
     println!("replicas added (and retired) in all: {added}");
+}
+
+/// Like `run_membership`, with dormant replicas (`Builder::dormant_replicas`): each thread
+/// starts on replica `t % replicas` and, before every third operation, drops its handle and
+/// registers on replica `(t + i) % replicas`, so replicas go dormant when their last handle
+/// drops and wake (a copy of a live replica) when a thread registers, racing with the other
+/// threads' operations, drops and registrations. Returns the history and how many
+/// registrations moved a thread.
+fn run_dormant(s: Setting, programs: &[Vec<KvOp>]) -> (History<KvOp, KvRet>, usize) {
+    let nr = NodeReplicated::builder()
+        .replicas(s.replicas)
+        .log_size(s.log)
+        .threads_per_replica(s.threads)
+        .dormant_replicas(true)
+        .build(|_| Yielding {
+            inner: Kv::default(),
+            yield_in_update: s.yield_in_update,
+        })
+        .expect("valid configuration");
+    let recorder = Recorder::new();
+    let start = Barrier::new(programs.len());
+    let moves = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let mut workers = Vec::new();
+        for (t, program) in programs.iter().enumerate() {
+            let (nr, start, moves) = (&nr, &start, &moves);
+            let mut rec = recorder.thread();
+            workers.push(scope.spawn(move || {
+                let mut h = nr.register(t % s.replicas).expect("slot available");
+                start.wait();
+                for (i, op) in program.iter().enumerate() {
+                    if (t + i) % 3 == 2 {
+                        drop(h);
+                        h = nr.register((t + i) % s.replicas).expect("slot available");
+                        moves.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    let id = rec.invoke(op.clone());
+                    let ret = match *op {
+                        KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
+                        KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
+                        KvOp::Remove(k) => {
+                            KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap())
+                        }
+                    };
+                    rec.complete(id, ret);
+                }
+            }));
+        }
+        for w in workers {
+            w.join().expect("worker panicked");
+        }
+    });
+    (recorder.into_history(), moves.into_inner())
+}
+
+#[test]
+fn kv_histories_with_dormant_replicas_are_linearizable() {
+    let mut next_value = 0u64;
+    let mut moves = 0;
+    many("kv, dormant replicas", |rng, h| {
+        let mut s = Setting::random(rng, false);
+        // 2-3 replicas (one has nothing to put to sleep); no other option (its own histories).
+        s.replicas = 2 + rng.below(2) as usize;
+        (s.min_batch, s.log_growth, s.dedicated) = (1, false, false);
+        let keys = 1 + rng.below(2);
+        let programs = kv_programs(rng, s.threads, keys, &mut next_value);
+        let (history, n) = run_dormant(s, &programs);
+        moves += n;
+        if let Err(v) = check(KvMap::new(), &history) {
+            panic!("history {h}, {s:?}, {keys} keys: {v}");
+        }
+        history.overlap_share()
+    });
+    println!("registrations that moved a thread, in all: {moves}");
 }

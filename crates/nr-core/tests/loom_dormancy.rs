@@ -1,0 +1,126 @@
+//! Loom models of dormant replicas (`Builder::dormant_replicas`): the wake-up (a copy of a live
+//! replica at a log position, then `Log::join`) racing with writers, and the last handle's drop
+//! racing with a registration.
+//!
+//! - `a_woken_replica_replays_every_write_after_its_copy`: a writer on replica 0 wraps the
+//!   4-entry log while the main thread registers on dormant replica 1 (waking it). If the copy
+//!   or the join were not made under replica 0's combiner lock, the copy would race with the
+//!   writer's batch (loom reports it) or miss writes; if the head passed the join index, the
+//!   writer would overwrite an entry the woken replica has not replayed; if the join were
+//!   skipped, the woken replica would serve a stale read.
+//! - `a_last_drop_racing_with_a_registration_loses_nothing`: the main thread drops the last
+//!   handle on replica 1 (which may put it to sleep) while another thread registers there
+//!   (which wakes it if it slept) and a writer on replica 0 writes. Whatever the order, the
+//!   registered thread sees every write that completed before its read and its own write's
+//!   response counts every write before it; every replica ends with the total.
+//! - `a_head_refresh_on_a_third_replica_never_passes_a_woken_replica`: replica 0 is woken
+//!   from replica 1 (its place is *below* its source's, so `advance_head`'s upward scan alone
+//!   would not protect it) while a writer on replica 2 refreshes the head on every append and
+//!   the main thread writes on replica 1: the `joins` check of `Log::advance_head`.
+//!
+//! Bounds: 3 threads, 1-5 writes in all per thread, a 2- or 4-entry log; exhaustive up to
+//! `LOOM_MAX_PREEMPTIONS` (CI: 2).
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use nr_core::NodeReplicated;
+
+#[path = "common/counter.rs"]
+mod counter;
+
+use counter::Counter;
+
+/// An object of `replicas` replicas with dormancy on, a `log`-entry log, `threads` threads per
+/// replica.
+fn object(replicas: usize, log: usize, threads: usize) -> Arc<NodeReplicated<Counter>> {
+    Arc::new(
+        NodeReplicated::builder()
+            .replicas(replicas)
+            .log_size(log)
+            .threads_per_replica(threads)
+            .dormant_replicas(true)
+            .build(|_| Counter::default())
+            .unwrap(),
+    )
+}
+
+/// A thread that adds 1 `writes` times through replica `r`, checking each response when it is
+/// the only writer.
+fn writer(
+    nr: &Arc<NodeReplicated<Counter>>,
+    r: usize,
+    writes: u64,
+    alone: bool,
+) -> thread::JoinHandle<()> {
+    let nr = nr.clone();
+    thread::spawn(move || {
+        let mut h = nr.register(r).unwrap();
+        for i in 1..=writes {
+            let response = h.execute_mut(1).unwrap();
+            assert!(!alone || response == i);
+        }
+    })
+}
+
+#[test]
+fn a_woken_replica_replays_every_write_after_its_copy() {
+    loom::model(|| {
+        let nr = object(2, 4, 1);
+        let w = writer(&nr, 0, 5, true);
+        let mut h = nr.register(1).unwrap();
+        let before = h.execute(()).unwrap();
+        w.join().unwrap();
+        assert!(before <= 5);
+        assert_eq!(h.execute(()).unwrap(), 5);
+        assert_eq!(h.execute_mut(1).unwrap(), 6);
+    });
+}
+
+/// Bounded by loom's branch count as well: the default (1,000 branches per execution) is too
+/// few for a sleep, a wake-up and their spins in one execution, so it is raised to 20,000.
+#[test]
+fn a_last_drop_racing_with_a_registration_loses_nothing() {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = 20_000;
+    model.check(|| {
+        let nr = object(2, 4, 2);
+        let h = nr.register(1).unwrap();
+        let w = writer(&nr, 0, 1, false);
+        let nr2 = nr.clone();
+        let t = thread::spawn(move || {
+            let mut h = nr2.register(1).unwrap();
+            let seen = h.execute(()).unwrap();
+            let mine = h.execute_mut(1).unwrap();
+            assert!(mine > seen);
+        });
+        drop(h);
+        w.join().unwrap();
+        t.join().unwrap();
+        let mut h = nr.register(0).unwrap();
+        assert_eq!(h.execute(()).unwrap(), 2);
+    });
+}
+
+#[test]
+fn a_head_refresh_on_a_third_replica_never_passes_a_woken_replica() {
+    loom::model(|| {
+        let nr = object(3, 2, 1);
+        // Replica 1 live (0 goes dormant when 1 wakes), replica 2 dormant until its writer
+        // registers.
+        let mut h1 = nr.register(1).unwrap();
+        let w = writer(&nr, 2, 2, false);
+        let nr0 = nr.clone();
+        let waker = thread::spawn(move || {
+            let mut h = nr0.register(0).unwrap();
+            let seen = h.execute(()).unwrap();
+            assert!(seen <= 3);
+            seen
+        });
+        h1.execute_mut(1).unwrap();
+        w.join().unwrap();
+        let seen = waker.join().unwrap();
+        assert_eq!(h1.execute(()).unwrap(), 3);
+        let _ = seen;
+    });
+}
