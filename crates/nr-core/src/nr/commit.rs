@@ -341,7 +341,6 @@ where
                 r = (0..self.replicas.len())
                     .find(|&q| self.log.local_tail(q) != NO_REPLICA)
                     .unwrap_or(r);
-                continue;
             }
             waiter.snooze();
         };
