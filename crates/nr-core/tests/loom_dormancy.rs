@@ -16,7 +16,9 @@
 //! - `a_head_refresh_on_a_third_replica_never_passes_a_woken_replica`: replica 0 is woken
 //!   from replica 1 (its place is *below* its source's, so `advance_head`'s upward scan alone
 //!   would not protect it) while a writer on replica 2 refreshes the head on every append and
-//!   the main thread writes on replica 1: the `joins` check of `Log::advance_head`.
+//!   the main thread writes on replica 1 (the setting of the `joins` check of
+//!   `Log::advance_head`; the interleaving that needs the check is beyond this model's bound,
+//!   and is modelled at the log level in `src/tests/loom_log_join.rs`).
 //!
 //! Bounds: 2-3 threads, 1-5 writes per thread, a 2- or 4-entry log; exhaustive up to
 //! `LOOM_MAX_PREEMPTIONS` (CI: 2).
