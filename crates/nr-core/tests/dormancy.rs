@@ -15,14 +15,14 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use common::Counted;
 use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated, ReplicaError};
 
-/// A fetch-and-add counter that counts the writes applied to *its own* replica: `clone_from`
-/// (how a dormant replica is rebuilt) copies the value and keeps the replica's own count, and
-/// can be made to panic once.
+/// `common::Counted` whose count stays with *its own* replica: `clone_from` (how a dormant
+/// replica is rebuilt) copies the value and keeps the replica's own count, and can be made to
+/// panic once.
 struct Counter {
-    value: u64,
-    applied: Arc<AtomicUsize>,
+    counted: Counted,
     /// Set: the next `clone_from` into this replica panics (and clears it).
     fail_copy: Arc<AtomicBool>,
 }
@@ -30,8 +30,10 @@ struct Counter {
 impl Clone for Counter {
     fn clone(&self) -> Self {
         Self {
-            value: self.value,
-            applied: Arc::new(AtomicUsize::new(0)),
+            counted: Counted {
+                value: self.counted.value,
+                applied: Arc::new(AtomicUsize::new(0)),
+            },
             fail_copy: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -41,21 +43,19 @@ impl Clone for Counter {
             !self.fail_copy.swap(false, Ordering::Relaxed),
             "clone_from exploded"
         );
-        self.value = source.value;
+        self.counted.value = source.counted.value;
     }
 }
 
 impl Dispatch for Counter {
-    type ReadOperation<'a> = ();
-    type WriteOperation = u64;
-    type Response = u64;
-    fn dispatch(&self, _: ()) -> u64 {
-        self.value
+    type ReadOperation<'a> = <Counted as Dispatch>::ReadOperation<'a>;
+    type WriteOperation = <Counted as Dispatch>::WriteOperation;
+    type Response = <Counted as Dispatch>::Response;
+    fn dispatch(&self, op: ()) -> u64 {
+        self.counted.dispatch(op)
     }
     fn dispatch_mut(&mut self, add: u64) -> u64 {
-        self.applied.fetch_add(1, Ordering::Relaxed);
-        self.value += add;
-        self.value
+        self.counted.dispatch_mut(add)
     }
 }
 
@@ -85,8 +85,10 @@ fn object(
         .threads_per_replica(4)
         .dormant_replicas(true)
         .build(move |i| Counter {
-            value: 0,
-            applied: a[i].clone(),
+            counted: Counted {
+                value: 0,
+                applied: a[i].clone(),
+            },
             fail_copy: f[i].clone(),
         })
         .expect("build");
@@ -94,8 +96,8 @@ fn object(
 }
 
 /// A plain fetch-and-add counter (`Clone` derived: a copy shares the applied count).
-fn counted() -> common::Counted {
-    common::Counted {
+fn counted() -> Counted {
+    Counted {
         value: 0,
         applied: Arc::new(AtomicUsize::new(0)),
     }
@@ -127,8 +129,10 @@ fn a_replica_without_a_handle_is_not_replayed() {
         .log_size(16)
         .threads_per_replica(4)
         .build(move |i| Counter {
-            value: 0,
-            applied: a[i].clone(),
+            counted: Counted {
+                value: 0,
+                applied: a[i].clone(),
+            },
             fail_copy: f.clone(),
         })
         .expect("build");
@@ -169,7 +173,7 @@ fn a_registration_wakes_a_dormant_replica_with_every_write() {
     let mut h1 = nr.register(1).expect("wakes replica 1 again");
     assert_eq!(h1.execute(()), Ok(143));
     assert_eq!(
-        nr.with_replica_state(1, |c, _| c.value),
+        nr.with_replica_state(1, |c, _| c.counted.value),
         Ok(143),
         "awake: its own state"
     );
@@ -210,12 +214,18 @@ fn with_replica_state_of_a_dormant_replica_answers_from_a_live_one() {
     for _ in 0..50 {
         h.execute_mut(1).expect("write");
     }
-    assert_eq!(nr.with_replica_state(2, |c, n| (c.value, n)), Ok((50, 50)));
+    assert_eq!(
+        nr.with_replica_state(2, |c, n| (c.counted.value, n)),
+        Ok((50, 50))
+    );
     let mut h2 = nr.register(2).expect("wakes 2");
     h2.execute_mut(1).expect("write");
     drop(h2);
     h.execute_mut(1).expect("write");
-    assert_eq!(nr.with_replica_state(2, |c, n| (c.value, n)), Ok((52, 52)));
+    assert_eq!(
+        nr.with_replica_state(2, |c, n| (c.counted.value, n)),
+        Ok((52, 52))
+    );
 }
 
 /// Membership with dormancy: an added replica starts dormant and wakes on registration, a
