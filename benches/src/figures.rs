@@ -9,8 +9,8 @@ use crate::workload::{
     DictWorkload, PqWorkload, SortedSetWorkload, StackWorkload, SyntheticWorkload,
 };
 use crate::{
-    Bench, BenchError, HashMapWorkload, KeyDist, Nr, NrWritesAsReads, Prepared, Replicas, RwLock,
-    Workload, WorkloadInfo,
+    Bench, BenchError, HashMapWorkload, KeyDist, Nr, NrDormant, NrWritesAsReads, Prepared,
+    Replicas, RwLock, Workload, WorkloadInfo,
 };
 
 /// A figure of the NR paper (scaled to this machine), or the hash-map anchor, or the cost table.
@@ -108,7 +108,8 @@ impl Figure {
             Figure::NrPeer => {
                 "1 replica: NR skips its log, node-replication always logs; 2 replicas: both log \
                  (node-replication runs min(replicas, threads): 1 at 1 thread, see the CSV \
-                 replicas column); node-replication's waiters only spin, so oversubscribed points \
+                 replicas column); NR-dormant is NR with dormant replicas (a replica without a \
+                 thread leaves the log); node-replication's waiters only spin, so oversubscribed points \
                  measure waiting policy"
             }
             Figure::CnrPeer => {
@@ -335,6 +336,7 @@ pub fn for_each_panel(
         }
         Figure::NrPeer => peer_panels(sweep, params, visit, &|m, p| {
             sweep.add::<_, Nr<_>>(m, p)?;
+            sweep.add::<_, NrDormant<_>>(m, p)?;
             sweep.add::<_, NrCratePeer>(m, p)
         })?,
         Figure::CnrPeer => peer_panels(sweep, params, visit, &|m, p| {

@@ -20,8 +20,8 @@ pub mod workload;
 pub use driver::{run_bare, run_for, run_ops, thread_cpu_ns, Bench, Contender, Prepared, Sample};
 pub use error::{error_chain, exit_with, BenchError};
 pub use method::{
-    FcHandle, FlatCombining, FlatCombiningRw, Handle, Method, Nr, NrWritesAsReads, Replicas,
-    RwLock, Setup, SpinLock,
+    FcHandle, FlatCombining, FlatCombiningRw, Handle, Method, Nr, NrDormant, NrWritesAsReads,
+    Replicas, RwLock, Setup, SpinLock,
 };
 pub use rng::{KeyDist, Rng};
 pub use workload::{HashMapWorkload, Op, Workload, WorkloadInfo};

@@ -39,6 +39,9 @@ enum Case {
     /// The same through NR with 2 replicas, the thread on replica 0: replica 1 is idle, so the
     /// writer also brings it up to date whenever the log fills (the cost of an idle replica).
     Nr2MapPut,
+    /// The same with `Builder::dormant_replicas`: replica 1, without a thread, stays dormant
+    /// (out of the log), so nobody brings it up to date.
+    Nr2DormantMapPut,
     /// Hash map `Get`s on the bare structure.
     BareMapGet,
     /// The same through NR.
@@ -117,12 +120,13 @@ fn run(a: &Args) {
                 black_box(h.execute_mut(put()).expect("not poisoned"));
             }
         }
-        Case::Nr2MapPut => {
+        Case::Nr2MapPut | Case::Nr2DormantMapPut => {
             let w2 = &w;
             let nr = NodeReplicated::builder()
                 .replicas(2)
                 .threads_per_replica(1)
                 .log_size(a.log_size)
+                .dormant_replicas(a.case == Case::Nr2DormantMapPut)
                 .build(|_| prefilled(w2))
                 .expect("valid configuration");
             let mut h = nr.register(0).expect("slot");

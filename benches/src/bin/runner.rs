@@ -39,7 +39,8 @@ enum Which {
     Cost,
     /// NR §6 fake updates: 100% writes, --mix = share of no-op writes (default 0,50,90).
     FakeUpdates,
-    /// NR vs the node-replication crate, 1 replica (NR log-free) and 2 replicas (both log).
+    /// NR vs the node-replication crate, 1 replica (NR log-free) and 2 replicas (both log);
+    /// NR-dormant: NR with `Builder::dormant_replicas`.
     NrPeer,
     /// CNR (1/2/4 logs) vs the cnr crate and single-log NR, partitioned hash map, 1 and 2 replicas.
     CnrPeer,
@@ -112,8 +113,8 @@ struct Args {
     /// Seed of the runs and of the initial contents.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Only these methods (comma-separated, case-insensitive: NR,SL,RWL,FC,FC+,LF,Treiber,
-    /// dashmap,nr-crate).
+    /// Only these methods (comma-separated, case-insensitive: NR,NR-dormant,SL,RWL,FC,FC+,LF,
+    /// Treiber,dashmap,nr-crate).
     #[arg(long, value_delimiter = ',')]
     methods: Option<Vec<String>>,
     /// Tiny sizes, 15 ms runs, 1 repetition, threads 1,2,4: the CI smoke run.

@@ -5,7 +5,7 @@
 //!   readers-writer locks (the paper's `kvbase`);
 //! - [`Cr`]: synchronous complete replication — the same map with its values, made concurrent by
 //!   `nr-core`'s [`NodeReplicated`], one replica per node, so every write copies the value into
-//!   every replica before it completes (the paper's `CR`, ref. [22]);
+//!   every replica before it completes (the paper's `CR`, ref. \[22\]);
 //! - [`DashMapKv`]: `dashmap`, the concurrent map users pick today.
 
 use std::collections::HashMap;

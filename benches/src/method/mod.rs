@@ -17,7 +17,7 @@ mod rwlock;
 mod spinlock;
 
 pub use fc::{FcHandle, FlatCombining, FlatCombiningRw};
-pub use nr::{Nr, NrWritesAsReads};
+pub use nr::{Nr, NrDormant, NrWritesAsReads};
 pub use rwlock::RwLock;
 pub use spinlock::SpinLock;
 

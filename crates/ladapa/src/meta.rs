@@ -586,7 +586,7 @@ impl L2Table {
     }
 }
 
-/// Read-locks, ignoring poison (see [`write`]: what a poisoned lock guards is intact).
+/// Read-locks, ignoring poison (see [`write()`]: what a poisoned lock guards is intact).
 #[inline]
 pub(crate) fn read<T>(lock: &RwLock<T>) -> crate::sync::RwLockReadGuard<'_, T> {
     match lock.read() {

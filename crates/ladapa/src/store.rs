@@ -3,7 +3,7 @@
 //! # Never-stale reads
 //!
 //! Every write takes a new version from its key's first-level set (unique and increasing per
-//! key). A read, pinned by an epoch guard, reads the key's current [`Meta`] under the set's read
+//! key). A read, pinned by an epoch guard, reads the key's current [`Meta`](crate::meta::Meta) under the set's read
 //! lock (L1, else its node's L2, which is current whenever L1 misses: see [`crate::meta`]); that
 //! is its linearization point. It then uses the node-local replica **only if the replica's
 //! version equals that current version**, and otherwise the authoritative block the metadata

@@ -13,7 +13,7 @@
 //! back with their object before it is published and are not flushed again on each read
 //! (which only favours this baseline).
 
-use crate::heap::{Object, Space};
+use crate::heap::{Base, Object, Space};
 use crate::patomic::PAtomic;
 use crate::persist::Durability;
 use crate::sync::{AtomicWord, Ordering};
@@ -48,8 +48,8 @@ use crate::patomic::PConst;
 ///    the functions below may run on it from several threads at once without a data race
 ///    (hence `Send + Sync`).
 /// 2. **It is an atomic register of `T`**: [`atomic`](Self::atomic) holds `value`;
-///    [`load`](Self::load) and [`compare_exchange`](Self::compare_exchange) return only values
-///    that this atomic held (given to `atomic` or stored by a successful `compare_exchange`),
+///    [`load`](Self::load), [`load_from`](Self::load_from) and
+///    [`compare_exchange`](Self::compare_exchange) return only values that this atomic held (given to `atomic` or stored by a successful `compare_exchange`),
 ///    and a `compare_exchange` replaces the value only if it equals `current`, atomically
 ///    (linearizably) with respect to every other call on the same atomic. The structures retire
 ///    a node once, after the CAS that unlinked it, and dereference pointers they loaded: a
@@ -57,11 +57,13 @@ use crate::patomic::PConst;
 ///    reclaimed or never-allocated block.
 /// 3. **It orders like Acquire/Release**: a successful `compare_exchange` is a Release (and an
 ///    Acquire) and `load` is an Acquire, so the writes that built an object before the CAS that
-///    published it happen before the reads of a thread that loads the pointer.
+///    published it happen before the reads of a thread that loads the pointer (`load_from`
+///    orders as `load`).
 /// 4. **`publish` touches only its object**: it reads and writes only `offset..offset + len` of
 ///    this `space` (in its primary memory and, for [`MIRRORED`](Self::MIRRORED), its twin in
 ///    the region) and keeps no reference to it. [`peek`](Self::peek) reads only its atomic.
-/// 5. **Safe functions stay sound for any argument**: `load` and `compare_exchange` may be
+/// 5. **Safe functions stay sound for any argument**: `load`, `load_from` and
+///    `compare_exchange` may be
 ///    called with an atomic that is not in `space`'s heap (a stack value, another heap); they
 ///    must then panic or act on the atomic alone, never write memory through `space`.
 ///
@@ -191,6 +193,26 @@ pub unsafe trait Flavor: Sized + Send + Sync + 'static {
     fn atomic<T: Pod>(value: T) -> Self::Atomic<T>;
     /// Loads the value.
     fn load<T: Pod, P: Persist>(a: &Self::Atomic<T>, space: &Space<P>) -> T;
+    /// [`load`](Self::load) on a search's path, through a [`Base`] read once per operation
+    /// (the flavors of this crate then keep the space's start address, and Mirror its CPU
+    /// check, in registers from one load to the next). Returns what `load` returns; the
+    /// default is `load` on the base's space.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::{Flavor, Volatile}, Heap};
+    /// let heap = Heap::<Volatile, _>::anonymous(1 << 20)?;
+    /// let p = heap.alloc(Volatile::atomic(3u64))?;
+    /// let base = heap.space().base();
+    /// // SAFETY: allocated above, never freed.
+    /// assert_eq!(Volatile::load_from(unsafe { base.get(p) }, base), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    fn load_from<T: Pod, P: Persist>(a: &Self::Atomic<T>, base: Base<'_, P>) -> T {
+        Self::load(a, base.space())
+    }
     /// Compare-and-swap: `Ok(current)` or `Err(observed)`.
     fn compare_exchange<T: Pod, P: Persist>(
         a: &Self::Atomic<T>,
@@ -485,6 +507,10 @@ unsafe impl Flavor for Mirror {
     #[inline(always)]
     fn load<T: Pod, P: Persist>(a: &PAtomic<T>, space: &Space<P>) -> T {
         a.load_in(space)
+    }
+    #[inline(always)]
+    fn load_from<T: Pod, P: Persist>(a: &PAtomic<T>, base: Base<'_, P>) -> T {
+        a.load_from(base)
     }
     #[inline(always)]
     fn compare_exchange<T: Pod, P: Persist>(

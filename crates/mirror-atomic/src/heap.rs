@@ -14,7 +14,7 @@ use crate::alloc::{
 use crate::error::{HeapAllocError, HeapError};
 use crate::flavor::Flavor;
 use crate::persist::Durability;
-use crate::sync::{Arc, AtomicPair, AtomicWord, Ordering};
+use crate::sync::{Arc, AtomicPair, AtomicWord, LowLoads, Ordering};
 use crate::word::PPtr;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -282,10 +282,23 @@ impl<P: Persist> Space<P> {
         self.arena.is_some()
     }
 
-    /// Start of the primary memory.
+    /// The space as one traversal reads it (see [`Base`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Volatile, Heap};
+    /// let heap = Heap::<Volatile, _>::anonymous(1 << 20)?;
+    /// assert!(core::ptr::eq(heap.space().base().space(), heap.space()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline(always)]
-    pub(crate) fn primary_base(&self) -> *const u8 {
-        self.primary.as_ptr()
+    pub fn base(&self) -> Base<'_, P> {
+        Base {
+            space: self,
+            primary: self.primary,
+            loads: LowLoads::now(),
+        }
     }
 
     /// Address of `offset` in the primary memory.
@@ -412,6 +425,110 @@ impl<P: Persist> Space<P> {
                 core::ptr::copy_nonoverlapping(self.region_at(0), self.primary_at(0), self.len)
             };
         }
+    }
+}
+
+/// A [`Space`] as one traversal reads it: the space, the start of its primary memory and how
+/// its pairs are loaded, each read once, by [`Space::base`].
+///
+/// Why: an atomic load (and each of Mirror's `asm!` loads) keeps the compiler from assuming
+/// that a `Space` behind a reference is unchanged from one load to the next, so a search that
+/// finds objects through the `Space` ([`Heap::get`]) reads the start address (and Mirror's
+/// CPU check) from memory again at every node. A `Base` is a `Copy` value that the compiler
+/// keeps in registers for the whole search ([`get`](Self::get),
+/// [`Flavor::load_from`](crate::flavor::Flavor::load_from)).
+///
+/// # Examples
+///
+/// ```
+/// use mirror_atomic::{flavor::{Flavor, Mirror}, Heap, PAtomic};
+/// let heap = Heap::<Mirror, _>::anonymous(1 << 20)?;
+/// let p = heap.alloc(PAtomic::new(5u64))?;
+/// let base = heap.space().base();
+/// // SAFETY: allocated above, never freed.
+/// let a = unsafe { base.get(p) };
+/// assert_eq!(Mirror::load_from(a, base), 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Base<'s, P: Persist> {
+    space: &'s Space<P>,
+    primary: NonNull<u8>,
+    loads: LowLoads,
+}
+
+impl<P: Persist> Clone for Base<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P: Persist> Copy for Base<'_, P> {}
+
+impl<'s, P: Persist> Base<'s, P> {
+    /// The space this was read from.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Mirror, Heap};
+    /// let heap = Heap::<Mirror, _>::anonymous(1 << 20)?;
+    /// assert!(heap.space().base().space().is_mirrored());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    pub fn space(self) -> &'s Space<P> {
+        self.space
+    }
+
+    /// [`Heap::get`] through this base: the object `p` points to.
+    ///
+    /// # Safety
+    ///
+    /// As [`Heap::get`]: `p` is a live, initialized object of the heap this space belongs
+    /// to, and it stays so for as long as the reference is used (a guard of that heap pinned
+    /// before `p` was read from a reachable object, or no concurrent retirement).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mirror_atomic::{flavor::Volatile, Heap, PConst};
+    /// let heap = Heap::<Volatile, _>::anonymous(1 << 20)?;
+    /// let p = heap.alloc(PConst::new(7u64))?;
+    /// // SAFETY: allocated above, never freed.
+    /// assert_eq!(unsafe { heap.space().base().get(p) }.get(), 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn get<N: Object>(self, p: PPtr<N>) -> &'s N {
+        debug_assert!(
+            !p.is_null() && p.offset() as usize + core::mem::size_of::<N>() <= self.space.len()
+        );
+        let at = self.primary.as_ptr().wrapping_add(p.offset() as usize);
+        // SAFETY: a live, initialized object of this heap (caller's contract) at `offset` in
+        // the primary memory, which `self.space` owns for `'s`; shared access only (its
+        // mutable fields are atomics).
+        unsafe { &*at.cast::<N>() }
+    }
+
+    /// Start of the primary memory.
+    #[inline(always)]
+    pub(crate) fn primary(self) -> *const u8 {
+        self.primary.as_ptr()
+    }
+
+    /// How pairs are loaded (read when this was made).
+    #[inline(always)]
+    pub(crate) fn loads(self) -> LowLoads {
+        self.loads
+    }
+}
+
+impl<P: Persist> core::fmt::Debug for Base<'_, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Base")
+            .field("primary", &self.primary)
+            .field("loads", &self.loads)
+            .finish_non_exhaustive()
     }
 }
 

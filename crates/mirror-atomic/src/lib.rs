@@ -31,7 +31,7 @@ pub use hash::{
     HashRoot, HashSet, DEFAULT_BUCKETS, HASH_MAX_KEY, HASH_ROOT_SLOT, HASH_TAG, MAX_BUCKETS,
     MAX_LOAD,
 };
-pub use heap::{block_size, Domain, Guard, Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
+pub use heap::{block_size, Base, Domain, Guard, Heap, Object, Space, Trace, Tracer, MAX_OBJECT};
 pub use list::{Head, List, ListRoot, Node, LIST_ROOT_SLOT};
 pub use patomic::{Arith, PAtomic, PConst};
 pub use pmem::{self, NoPersist, Persist, Pod, Region};

@@ -9,7 +9,7 @@
 //! durable before it is visible and a new node is durable before the CAS that links it, so the
 //! list is durably linearizable (paper §5); after recovery, marked nodes still linked count as
 //! removed and are unlinked by the next traversal that meets them. The one exception is the
-//! unlinking CAS ([`Flavor::compare_exchange_unlinking`](crate::flavor::Flavor::compare_exchange_unlinking)):
+//! unlinking CAS ([`Flavor::compare_exchange_unlinking`]):
 //! it changes no key (the node is already marked), so it may be visible before it is durable,
 //! and the `psync` of the [`retire`](crate::Heap::retire) that follows it makes it durable
 //! before the node's block can be reused.

@@ -6,7 +6,7 @@
 //! pair first (16-byte CAS), write-back and fence, then the volatile pair; a thread that finds
 //! the persistent pair one step ahead flushes it and brings the volatile pair forward (helping).
 
-use crate::heap::Space;
+use crate::heap::{Base, Space};
 use crate::persist::Durability;
 use crate::sync::AtomicPair;
 use crate::word::{from_bits, to_bits, FitsWord};
@@ -174,9 +174,16 @@ impl<T: Pod> PAtomic<T> {
     /// memory so the compiler can fold the offset into the load.
     #[inline(always)]
     pub(crate) fn load_in<P: Persist>(&self, space: &Space<P>) -> T {
-        // SAFETY: `space` exists, and every `Space` was built by `Space::new`, which returns
-        // only after `require_native_pairs` succeeded.
-        from_bits(unsafe { self.pair.load_low_in(space.primary_base()) })
+        self.load_from(space.base())
+    }
+
+    /// [`load_in`](Self::load_in) through a [`Base`] read once per traversal: its start
+    /// address and CPU check stay in registers from one load to the next.
+    #[inline(always)]
+    pub(crate) fn load_from<P: Persist>(&self, base: Base<'_, P>) -> T {
+        // SAFETY: `base` was read from a `Space`, and every `Space` was built by `Space::new`,
+        // which returns only after `require_native_pairs` succeeded.
+        from_bits(unsafe { self.pair.load_low_in(base.primary(), base.loads()) })
     }
 
     /// Replaces `current` by `new` if the value is `current` (Figure 4): `Ok(current)` on

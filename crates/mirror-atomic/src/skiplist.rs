@@ -362,18 +362,20 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     fn find<'g>(&'g self, key: u64, _guard: &'g Guard) -> Position<'g, F> {
         let levels = self.levels();
         let space = self.heap.space();
+        // Read once: the start address stays in a register across the loads (see `Base`).
+        let base = space.base();
         let head = self.head();
         'retry: loop {
             let mut preds = [head; MAX_LEVEL];
             let mut succs = [PPtr::null(); MAX_LEVEL];
             let mut pred: &Tower<F> = head;
             for level in (0..levels).rev() {
-                let mut curr = F::load(&pred[level], space).unmarked();
+                let mut curr = F::load_from(&pred[level], base).unmarked();
                 while !curr.is_null() {
                     // SAFETY: read from a live node or the head under `_guard`: not reclaimed
                     // before the guard ends (nodes are retired only once on no level).
-                    let node = unsafe { self.heap.get(curr) };
-                    let succ = F::load(&node.next[level], space);
+                    let node = unsafe { base.get(curr) };
+                    let succ = F::load_from(&node.next[level], base);
                     if succ.is_marked() {
                         if !unlink_at::<F, P>(space, &pred[level], level, curr, succ) {
                             continue 'retry;
@@ -619,15 +621,16 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// Whether `key` is present (the book's wait-free `contains`: no unlinking).
     pub fn contains(&self, key: u64) -> bool {
         let _guard = self.heap.pin();
-        let space = self.heap.space();
+        // Read once (see `find`).
+        let base = self.heap.space().base();
         let mut pred: &Tower<F> = self.head();
         let mut curr = PPtr::null();
         for level in (0..self.levels()).rev() {
-            curr = F::load(&pred[level], space).unmarked();
+            curr = F::load_from(&pred[level], base).unmarked();
             while !curr.is_null() {
                 // SAFETY: as in `find`.
-                let node = unsafe { self.heap.get(curr) };
-                let succ = F::load(&node.next[level], space);
+                let node = unsafe { base.get(curr) };
+                let succ = F::load_from(&node.next[level], base);
                 if succ.is_marked() {
                     curr = succ.unmarked();
                     continue;
@@ -640,7 +643,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
             }
         }
         // SAFETY: as in `find`.
-        !curr.is_null() && unsafe { self.heap.get(curr) }.key.get() == key
+        !curr.is_null() && unsafe { base.get(curr) }.key.get() == key
     }
 
     /// The keys at level 0 in order, marked nodes skipped (a consistent snapshot only when

@@ -107,27 +107,32 @@ mod imp {
 
         /// [`load_low`](Self::load_low) for a caller that holds proof that
         /// [`require_native_pairs`] succeeded (a `Space` of a mirrored heap): with the
-        /// `value-half-load` feature no CPU check at all; without it one test of the cached
-        /// AVX bit (none when AVX and `cmpxchg16b` are enabled at compile time). The address is given to the
-        /// instruction as `base + (self - base)`, so when the caller computed `self` from
-        /// `base` the compiler folds the offset into the addressing mode (as it does for the
-        /// volatile flavor's plain load).
+        /// `value-half-load` feature no CPU check at all; without it one test of `how`. The
+        /// address is given to the instruction as `base + (self - base)`, so when the caller
+        /// computed `self` from `base` the compiler folds the offset into the addressing mode
+        /// (as it does for the volatile flavor's plain load).
+        ///
+        /// `how` is the CPU check made once for the whole traversal ([`LowLoads::now`]), so
+        /// the per-load test is of a register (none with the feature), not of the CPU cache,
+        /// which the compiler reads again after every load (each is an `asm!` block that may
+        /// write memory, as far as it knows).
         ///
         /// # Safety
         ///
         /// [`require_native_pairs`] returned `Ok` in this process.
         #[inline(always)]
-        pub(crate) unsafe fn load_low_in(&self, base: *const u8) -> u64 {
+        pub(crate) unsafe fn load_low_in(&self, base: *const u8, how: LowLoads) -> u64 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if x86::VALUE_HALF_LOAD || x86::wide_loads_known_atomic() {
+            if how.inline() {
                 let off = (self.0.as_ptr() as usize).wrapping_sub(base as usize);
                 // SAFETY: `base + off` is this pair's (valid, 16-aligned) address;
                 // `require_native_pairs` succeeded (caller), so `pairs_are_lock_free()`
-                // holds, and without the feature `wide_loads_known_atomic()` was checked: the
-                // condition of `x86::load_low_at`.
+                // holds, and without the feature `how.inline()` is
+                // `wide_loads_known_atomic()` as `LowLoads::now` read it (a fact that never
+                // reverts): the condition of `x86::load_low_at`.
                 return unsafe { x86::load_low_at(base, off) };
             }
-            let _ = base;
+            let _ = (base, how);
             self.load_checked() as u64
         }
 
@@ -137,6 +142,38 @@ mod imp {
             // SeqCst: see `load`.
             self.0
                 .compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
+        }
+    }
+
+    /// How a traversal loads the value half of a pair ([`AtomicPair::load_low_in`]): the CPU
+    /// check read once, at the start of an operation, into a value the compiler keeps in a
+    /// register.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct LowLoads {
+        /// `x86::wide_loads_known_atomic()` when read (false off x86_64 and under Miri).
+        wide: bool,
+    }
+
+    impl LowLoads {
+        /// Whether [`AtomicPair::load_low_in`] loads inline: always with the `value-half-load`
+        /// feature (on x86_64), else when AVX was known to make 16-byte loads atomic.
+        #[inline(always)]
+        pub(crate) fn inline(self) -> bool {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            return x86::VALUE_HALF_LOAD || self.wide;
+            #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+            self.wide
+        }
+
+        /// The check as it stands now (it only ever turns from false to true).
+        #[inline(always)]
+        pub(crate) fn now() -> Self {
+            Self {
+                #[cfg(all(target_arch = "x86_64", not(miri)))]
+                wide: x86::wide_loads_known_atomic(),
+                #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+                wide: false,
+            }
         }
     }
 
@@ -454,12 +491,22 @@ mod imp {
         /// # Safety
         ///
         /// None under loom (kept `unsafe` to match the normal build).
-        pub(crate) unsafe fn load_low_in(&self, _base: *const u8) -> u64 {
+        pub(crate) unsafe fn load_low_in(&self, _base: *const u8, _how: LowLoads) -> u64 {
             self.load() as u64
         }
 
         pub(crate) fn compare_exchange(&self, current: u128, new: u128) -> Result<u128, u128> {
             cas(&self.0, current, new)
+        }
+    }
+
+    /// Under loom: nothing to check (every pair operation is the model's own step).
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct LowLoads;
+
+    impl LowLoads {
+        pub(crate) fn now() -> Self {
+            Self
         }
     }
 
@@ -551,7 +598,7 @@ pub(crate) fn thread_random() -> u64 {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::AtomicPair;
+    use super::{AtomicPair, LowLoads};
 
     /// The inline 16-byte load returns both halves in their places (value low, sequence
     /// high), before and after a 16-byte CAS.
@@ -569,7 +616,21 @@ mod tests {
         super::require_native_pairs().expect("this CPU has cmpxchg16b");
         let base = (&p as *const AtomicPair).cast::<u8>().wrapping_sub(4096);
         // SAFETY: `require_native_pairs` succeeded above.
-        assert_eq!(unsafe { p.load_low_in(base) }, hi);
+        assert_eq!(unsafe { p.load_low_in(base, LowLoads::now()) }, hi);
+    }
+
+    /// Once the CPU is known (after the first pair load), the check a traversal reads once
+    /// ([`LowLoads::now`]) takes the inline load where a single load would: on a CPU with AVX
+    /// (the x86_64 machines these tests run on), and always with the `value-half-load`
+    /// feature.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    fn low_loads_read_once_take_the_inline_load() {
+        super::require_native_pairs().expect("this CPU has cmpxchg16b");
+        let _ = AtomicPair::new(1).load();
+        if std::arch::is_x86_feature_detected!("avx") || cfg!(feature = "value-half-load") {
+            assert!(LowLoads::now().inline(), "the inline load is off");
+        }
     }
 
     /// The value-half loads (the 8-byte `mov` with the `value-half-load` feature, the low
@@ -598,7 +659,7 @@ mod tests {
             let mut last = 0;
             while last < STEPS {
                 // SAFETY: `require_native_pairs` succeeded above.
-                let v = unsafe { pair.load_low_in(core::ptr::null()) };
+                let v = unsafe { pair.load_low_in(core::ptr::null(), LowLoads::now()) };
                 let w = pair.load_low();
                 let full = pair.load();
                 assert!(v >= last && w >= v && w <= STEPS, "{last} {v:#x} {w:#x}");

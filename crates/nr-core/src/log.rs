@@ -137,6 +137,9 @@ pub(crate) struct Log<T> {
     /// One per replica place (`Builder::max_replicas`); `NO_REPLICA` for a place that holds no
     /// replica (not added yet, or retired).
     local_tails: Box<[CachePadded<AtomicUsize>]>,
+    /// How many joins (`join`) have happened: `advance_head` discards a scan that a join
+    /// overlapped (see there). Written rarely (a replica added or woken), so not padded.
+    joins: AtomicUsize,
 }
 
 /// The local tail of a place that holds no replica: larger than any index, so `advance_head`'s
@@ -211,6 +214,7 @@ impl<T> Log<T> {
                     CachePadded::new(AtomicUsize::new(if r < replicas { 0 } else { NO_REPLICA }))
                 })
                 .collect(),
+            joins: AtomicUsize::new(0),
         }
     }
 
@@ -542,23 +546,25 @@ impl<T> Log<T> {
         self.local_tails[r].store(idx, Ordering::Release);
     }
 
-    /// Replica place `r`, empty until now, joins the log at index `at`: it will replay from
-    /// there, and the head never passes it until it does.
+    /// Replica place `r`, empty until now (never filled, retired or dormant), joins the log
+    /// at index `at`: it will replay from there, and the head never passes it until it does.
     ///
-    /// The caller holds the combiner lock of a replica in a lower place whose local tail is
-    /// `at` (the one whose state the new replica copies: places are filled in order) and keeps
-    /// it until this returns, so the head is at most `at` now. Why the head then never passes
-    /// `at`: see `advance_head`.
+    /// The caller holds the combiner lock of a live replica whose local tail is `at` (the one
+    /// whose state the joining replica copies) and keeps it until this returns, so the head is
+    /// at most `at` now. Why the head then never passes `at`: see `advance_head`.
     pub(crate) fn join(&self, r: usize, at: usize) {
         debug_assert_eq!(self.local_tail(r), NO_REPLICA, "place {r} is taken");
-        // Release: pairs with the Acquire loads of `local_tail` (in `advance_head`, see there;
-        // whoever reads `at` here may replay the entries from `at`).
+        // Release: pairs with the Acquire loads of `local_tail` (whoever reads `at` here may
+        // replay the entries from `at`).
         self.local_tails[r].store(at, Ordering::Release);
+        // Release, after the store above: pairs with the Acquire load of `joins` that starts
+        // `advance_head`'s scan (a scan that sees this count sees the new local tail).
+        self.joins.fetch_add(1, Ordering::Release);
     }
 
-    /// Replica `r` is retired: the head no longer waits for it, and nothing replays it again
-    /// (its local tail reads as `NO_REPLICA`, past every index). The caller holds `r`'s combiner
-    /// lock, so no replay of `r` is under way.
+    /// Replica `r` is retired (or goes dormant): the head no longer waits for it, and nothing
+    /// replays it again (its local tail reads as `NO_REPLICA`, past every index). The caller
+    /// holds `r`'s combiner lock, so no replay of `r` is under way.
     pub(crate) fn retire(&self, r: usize) {
         // Release: as `set_local_tail` (the replica's reads of the entries below its old local
         // tail happen before anyone reuses them).
@@ -567,21 +573,42 @@ impl<T> Log<T> {
 
     /// Recomputes `head` as the smallest local tail. Returns the new head.
     ///
-    /// With replicas joining at run time ([`join`](Self::join)) the scan must go **upwards**,
-    /// place 0 first. The danger: a scan that reads a joining place before the join
-    /// (`NO_REPLICA`) and the source replica's local tail after the joiner let go of its lock
-    /// (past the join index) would compute a head past the new replica, and appenders would
-    /// overwrite entries it has not replayed. A joiner's place is above its source's (places are
-    /// filled in order), so the scan loads the source's local tail first. If that Acquire load
-    /// read a value stored after the join, the store was made under the source's combiner
-    /// lock, taken after the joiner released it, so the joiner's store of the new local tail
-    /// happens before the load, and the scan's later load of the new place (program order)
-    /// reads it or a later value.
+    /// With replicas joining at run time ([`join`](Self::join)) a local tail can move *down*
+    /// (from `NO_REPLICA` to the join index), and a scan must not miss that. The danger: a scan
+    /// that reads the joining place before the join (`NO_REPLICA`, or the stale tail of a
+    /// replica that went dormant) and the source replica's local tail after the joiner let go
+    /// of its lock (past the join index) would compute a head past the joined replica, and
+    /// appenders would overwrite entries it has not replayed. So the scan is bracketed by two
+    /// loads of `joins`, and a scan that a join overlapped is discarded and repeated:
+    ///
+    /// - if the first (Acquire) load reads a join's increment (Release, after its store), the
+    ///   scan's loads of the joined place read the join index or a later value;
+    /// - if not, but the scan read the source's local tail stored after the joiner released
+    ///   the source's combiner lock, that store was made under the lock, taken after the
+    ///   release, so the join's increment happens before it, and (the tail loads being
+    ///   Acquire) before the second load of `joins`, which therefore reads it or later: a
+    ///   different count, and the scan is repeated.
+    ///
+    /// Every other change of a local tail only raises it, and a stale (lower) value only makes
+    /// the head smaller, which is safe. A head computed by a scan that no join overlapped but
+    /// stored after a later join is safe too: it is at most the local tail of every replica
+    /// live during the scan, and a later join index is the local tail of a live replica, so
+    /// (by induction over the joins after the scan) at least one of those. Joins are rare (a replica added or woken), so the
+    /// repetition costs nothing in the steady state: two loads of a read-mostly word.
     pub(crate) fn advance_head(&self) -> usize {
-        let min = (0..self.local_tails.len())
-            .map(|r| self.local_tail(r))
-            .min()
-            .expect("invariant: at least one replica");
+        let min = loop {
+            // Acquire: pairs with the Release increment in `join` (first bullet above).
+            let joins = self.joins.load(Ordering::Acquire);
+            let min = (0..self.local_tails.len())
+                .map(|r| self.local_tail(r))
+                .min()
+                .expect("invariant: at least one replica");
+            // Relaxed: ordered after the Acquire loads of the local tails above, which is what
+            // the second bullet above needs (coherence with the increment that happens before).
+            if self.joins.load(Ordering::Relaxed) == joins {
+                break min;
+            }
+        };
         // Release: pairs with the Acquire in `try_reserve`, carrying the replicas' reads (seen
         // through the Acquire loads of their local tails) to the next writer of those entries.
         let prev = self.head.fetch_max(min, Ordering::AcqRel);

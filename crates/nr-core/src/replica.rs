@@ -22,6 +22,20 @@ pub(crate) const DONE: u8 = 2;
 
 /// `Replica::handles`: the replica is retired.
 const RETIRED: usize = 1 << (usize::BITS - 1);
+/// `Replica::handles`: the replica is dormant (`Builder::dormant_replicas`): it does not follow
+/// the log until a registration wakes it (`nr/dormancy.rs`).
+const DORMANT: usize = 1 << (usize::BITS - 2);
+
+/// What `Replica::enter` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entered {
+    /// Counted on an awake replica: it may be used at once.
+    Awake,
+    /// Counted on a dormant replica: it must be woken before use.
+    Dormant,
+    /// Not counted: the replica is retired.
+    Retired,
+}
 
 /// A thread's combining slot (the paper's per-core `slot` and `response`).
 pub(crate) struct Slot<W, R> {
@@ -147,8 +161,16 @@ pub(crate) struct Replica<D: Dispatch> {
     /// lets the combiner skip the slot scan when nobody posted, which is the uncontended case.
     pending: CachePadded<AtomicUsize>,
     slots: Slots<D>,
-    /// Live handles (and a running dedicated combiner) on this replica, plus `RETIRED` once
-    /// `NodeReplicated::remove_replica` retired it: then no registration succeeds again.
+    /// Live handles (and a running dedicated combiner) on this replica, plus two flags:
+    ///
+    /// | bit | name | set by | cleared by | meaning |
+    /// |---|---|---|---|---|
+    /// | 63 | `RETIRED` | `retire` (`remove_replica`) | never | no registration succeeds again |
+    /// | 62 | `DORMANT` | `try_sleep` (count 0) | `wake` | out of the log; a registration wakes it |
+    /// | 0-61 | count | `enter` | `leave` | handles and dedicated combiners counted |
+    ///
+    /// The flags are set by compare-exchange from a count of 0, so they never appear while a
+    /// handle is counted on an awake replica.
     handles: AtomicUsize,
     pub(crate) batch: UnsafeCell<Batch<D::WriteOperation>>,
     pub(crate) data: CachePadded<UnsafeCell<D>>,
@@ -218,43 +240,75 @@ impl<D: Dispatch> Replica<D> {
         self.lock.active()
     }
 
-    /// Counts a new handle (or dedicated combiner) on this replica; false if it is retired.
-    pub(crate) fn enter(&self) -> bool {
-        // Relaxed: the count only decides between entering and retiring; the CAS of `retire`
-        // and these are totally ordered on the one word, which is all that is needed.
+    /// Counts a new handle (or dedicated combiner) on this replica, unless it is retired.
+    pub(crate) fn enter(&self) -> Entered {
+        // Relaxed: the count only decides between entering, retiring and sleeping; the CASes
+        // of `retire` and `try_sleep` and these are totally ordered on the one word, which is
+        // all that is needed (the wake-up that a `Dormant` answer leads to synchronizes
+        // through `Places::changing`).
         let mut n = self.handles.load(Ordering::Relaxed);
         loop {
             if n & RETIRED != 0 {
-                return false;
+                return Entered::Retired;
             }
             match self
                 .handles
                 .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
             {
-                Ok(_) => return true,
+                Ok(_) if n & DORMANT != 0 => return Entered::Dormant,
+                Ok(_) => return Entered::Awake,
                 Err(now) => n = now,
             }
         }
     }
 
-    /// Uncounts a handle counted by `enter`.
-    pub(crate) fn leave(&self) {
+    /// Uncounts a handle counted by `enter`; returns whether it was the last one.
+    pub(crate) fn leave(&self) -> bool {
         // Relaxed: as in `enter`.
-        self.handles.fetch_sub(1, Ordering::Relaxed);
+        self.handles.fetch_sub(1, Ordering::Relaxed) & !(RETIRED | DORMANT) == 1
     }
 
-    /// Retires the replica if no handle is counted; otherwise returns how many are.
-    pub(crate) fn retire(&self) -> Result<(), usize> {
+    /// Retires the replica if no handle is counted (awake or dormant); otherwise returns how
+    /// many are. `Ok(true)`: it was dormant.
+    pub(crate) fn retire(&self) -> Result<bool, usize> {
         // Relaxed: as in `enter`.
+        let n = self.handles.load(Ordering::Relaxed);
+        if n & !DORMANT != 0 {
+            return Err(n & !(RETIRED | DORMANT));
+        }
         self.handles
-            .compare_exchange(0, RETIRED, Ordering::Relaxed, Ordering::Relaxed)
-            .map(|_| ())
+            .compare_exchange(n, RETIRED, Ordering::Relaxed, Ordering::Relaxed)
+            .map(|_| n & DORMANT != 0)
+            .map_err(|now| now & !(RETIRED | DORMANT))
     }
 
     /// Whether `retire` succeeded.
     pub(crate) fn is_retired(&self) -> bool {
         // Relaxed: as in `enter`.
         self.handles.load(Ordering::Relaxed) & RETIRED != 0
+    }
+
+    /// Marks the replica dormant if it is awake, not retired and no handle is counted.
+    pub(crate) fn try_sleep(&self) -> bool {
+        // Relaxed: as in `enter`.
+        self.handles
+            .compare_exchange(0, DORMANT, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Whether the replica is dormant (only a holder of `Places::changing` sees a stable answer).
+    pub(crate) fn is_dormant(&self) -> bool {
+        // Relaxed: as in `enter`.
+        self.handles.load(Ordering::Relaxed) & DORMANT != 0
+    }
+
+    /// Clears `DORMANT` (the replica has been rebuilt and has joined the log). The caller holds
+    /// `Places::changing` and saw `is_dormant()`, so the flag is set and nobody else clears it.
+    pub(crate) fn wake(&self) {
+        debug_assert!(self.is_dormant());
+        // Relaxed: as in `enter`; the rebuilt state is published to the registrants by
+        // `Places::changing` and the combiner lock.
+        self.handles.fetch_sub(DORMANT, Ordering::Relaxed);
     }
 
     /// Claims a free slot for the calling thread.

@@ -20,6 +20,10 @@
 //! on, `NodeReplicated::add_replica`), move to it, and when done drop their handle and retire it
 //! (`NodeReplicated::remove_replica`), while the others go on.
 //!
+//! `kv_histories_with_dormant_replicas_are_linearizable` (issue 21, `Builder::dormant_replicas`):
+//! 2-3 replicas with dormancy on; before every third operation a thread drops its handle and
+//! registers on another replica, so replicas go dormant and wake while the others run.
+//!
 //! 2,000 histories per test by default (`NR_LIN_HISTORIES` for more, `NR_LIN_SEED` for another
 //! seed); each test prints its share of operations that overlapped another thread's.
 
@@ -193,6 +197,15 @@ fn many(name: &str, mut one: impl FnMut(&mut Rng, u64) -> f64) {
     );
 }
 
+/// Applies one model operation through a handle of a `Kv` object; returns the model's response.
+fn apply_kv(h: &mut ThreadHandle<'_, Yielding<Kv>>, op: &KvOp) -> KvRet {
+    match *op {
+        KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
+        KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
+        KvOp::Remove(k) => KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap()),
+    }
+}
+
 /// One program of 6-12 KV operations per thread over `keys` keys: 4/9 gets, 4/9 puts (each of
 /// a value never written before), 1/9 removes.
 fn kv_programs(rng: &mut Rng, threads: usize, keys: u64, next_value: &mut u64) -> Vec<Vec<KvOp>> {
@@ -219,11 +232,7 @@ fn kv_histories_across_replicas_are_linearizable() {
         let s = Setting::random(rng, true);
         let keys = 1 + rng.below(2);
         let programs = kv_programs(rng, s.threads, keys, &mut next_value);
-        let history = run(s, &programs, Kv::default, |h, op| match *op {
-            KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
-            KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
-            KvOp::Remove(k) => KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap()),
-        });
+        let history = run(s, &programs, Kv::default, apply_kv);
         if let Err(v) = check(KvMap::new(), &history) {
             panic!("history {h}, {s:?}, {keys} keys: {v}");
         }
@@ -265,80 +274,158 @@ fn stack_histories_with_reads_across_replicas_are_linearizable() {
     });
 }
 
+/// The KV object of `run_membership` and `run_dormant`: `s`'s replicas, log and threads, with
+/// `options` applied to the builder.
+fn kv_object(
+    s: Setting,
+    options: impl FnOnce(nr_core::Builder<Yielding<Kv>>) -> nr_core::Builder<Yielding<Kv>>,
+) -> NodeReplicated<Yielding<Kv>> {
+    options(
+        NodeReplicated::builder()
+            .replicas(s.replicas)
+            .log_size(s.log)
+            .threads_per_replica(s.threads),
+    )
+    .build(|_| Yielding {
+        inner: Kv::default(),
+        yield_in_update: s.yield_in_update,
+    })
+    .expect("valid configuration")
+}
+
+/// Runs `thread(t, program, op, start)` on one thread per program, all released together by
+/// `start` (which `thread` waits on before its first operation), where `op(h, o)` records and
+/// applies operation `o` through handle `h`. Returns the history and the sum of the counts the
+/// threads return.
+fn run_kv<'n>(
+    programs: &[Vec<KvOp>],
+    thread: impl Fn(
+            usize,
+            &[KvOp],
+            &mut dyn FnMut(&mut ThreadHandle<'n, Yielding<Kv>>, &KvOp),
+            &Barrier,
+        ) -> usize
+        + Sync,
+) -> (History<KvOp, KvRet>, usize) {
+    let recorder = Recorder::new();
+    let start = Barrier::new(programs.len());
+    let total = std::thread::scope(|scope| {
+        let workers: Vec<_> = programs
+            .iter()
+            .enumerate()
+            .map(|(t, program)| {
+                let (start, thread) = (&start, &thread);
+                let mut rec = recorder.thread();
+                scope.spawn(move || {
+                    let mut op = |h: &mut ThreadHandle<'n, Yielding<Kv>>, o: &KvOp| {
+                        let id = rec.invoke(o.clone());
+                        let ret = apply_kv(h, o);
+                        rec.complete(id, ret);
+                    };
+                    thread(t, program, &mut op, start)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker panicked"))
+            .sum()
+    });
+    (recorder.into_history(), total)
+}
+
 /// Like `run`, with replicas added and removed while the threads run (see the module docs):
 /// returns the history and how many replicas were added.
 fn run_membership(s: Setting, programs: &[Vec<KvOp>]) -> (History<KvOp, KvRet>, usize) {
-    let nr = NodeReplicated::builder()
-        .replicas(s.replicas)
-        .max_replicas(s.replicas + s.threads)
-        .log_size(s.log)
-        .threads_per_replica(s.threads)
-        .build(|_| Yielding {
-            inner: Kv::default(),
-            yield_in_update: s.yield_in_update,
-        })
-        .expect("valid configuration");
-    let recorder = Recorder::new();
-    let start = Barrier::new(programs.len());
-    let added = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let mut workers = Vec::new();
-        for (t, program) in programs.iter().enumerate() {
-            let (nr, start, added) = (&nr, &start, &added);
-            let mut rec = recorder.thread();
-            workers.push(scope.spawn(move || {
-                let home = t % s.replicas;
-                let mut h = nr.register(home).expect("slot available");
-                let mut own = None;
-                start.wait();
-                for (i, op) in program.iter().enumerate() {
-                    if t % 2 == 1 && i == program.len() / 2 {
-                        let r = nr.add_replica(home).expect("a place per thread");
-                        added.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        h = nr.register(r).expect("slot available");
-                        own = Some(r);
-                    }
-                    let id = rec.invoke(op.clone());
-                    let ret = match *op {
-                        KvOp::Get(k) => KvRet::Get(h.execute(k).unwrap()),
-                        KvOp::Put(k, v) => KvRet::Put(h.execute_mut(KvWrite::Put(k, v)).unwrap()),
-                        KvOp::Remove(k) => {
-                            KvRet::Remove(h.execute_mut(KvWrite::Remove(k)).unwrap())
-                        }
-                    };
-                    rec.complete(id, ret);
-                }
-                drop(h);
-                if let Some(r) = own {
-                    nr.remove_replica(r)
-                        .expect("the thread's own replica, handle dropped");
-                }
-            }));
+    let nr = kv_object(s, |b| b.max_replicas(s.replicas + s.threads));
+    run_kv(programs, |t, program, op, start| {
+        let home = t % s.replicas;
+        let mut h = nr.register(home).expect("slot available");
+        let mut own = None;
+        start.wait();
+        for (i, o) in program.iter().enumerate() {
+            if t % 2 == 1 && i == program.len() / 2 {
+                let r = nr.add_replica(home).expect("a place per thread");
+                h = nr.register(r).expect("slot available");
+                own = Some(r);
+            }
+            op(&mut h, o);
         }
-        for w in workers {
-            w.join().expect("worker panicked");
+        drop(h);
+        if let Some(r) = own {
+            nr.remove_replica(r)
+                .expect("the thread's own replica, handle dropped");
         }
-    });
-    (recorder.into_history(), added.into_inner())
+        usize::from(own.is_some())
+    })
 }
 
-#[test]
-fn kv_histories_with_replicas_added_and_removed_are_linearizable() {
+/// `many` over KV histories run by `run` (plain objects: no option of `Setting`), with
+/// `replicas(rng)` replicas at the start; returns the sum of the counts `run` reports.
+fn many_kv(
+    name: &str,
+    replicas: impl Fn(&mut Rng) -> usize,
+    run: impl Fn(Setting, &[Vec<KvOp>]) -> (History<KvOp, KvRet>, usize),
+) -> usize {
     let mut next_value = 0u64;
-    let mut added = 0;
-    many("kv, replicas added and removed", |rng, h| {
+    let mut total = 0;
+    many(name, |rng, h| {
         let mut s = Setting::random(rng, false);
-        // No option here: `run_membership` builds a plain object (its own histories).
-        s.replicas = 1 + rng.below(2) as usize;
+        s.replicas = replicas(rng);
         (s.min_batch, s.log_growth, s.dedicated) = (1, false, false);
         let keys = 1 + rng.below(2);
         let programs = kv_programs(rng, s.threads, keys, &mut next_value);
-        let (history, n) = run_membership(s, &programs);
-        added += n;
+        let (history, n) = run(s, &programs);
+        total += n;
         if let Err(v) = check(KvMap::new(), &history) {
             panic!("history {h}, {s:?}, {keys} keys: {v}");
         }
         history.overlap_share()
     });
+    total
+}
+
+#[test]
+fn kv_histories_with_replicas_added_and_removed_are_linearizable() {
+    let added = many_kv(
+        "kv, replicas added and removed",
+        |rng| 1 + rng.below(2) as usize,
+        run_membership,
+    );
     println!("replicas added (and retired) in all: {added}");
+}
+
+/// Like `run_membership`, with dormant replicas (`Builder::dormant_replicas`): each thread
+/// starts on replica `t % replicas` and, before every third operation, drops its handle and
+/// registers on replica `(t + i) % replicas`, so replicas go dormant when their last handle
+/// drops and wake (a copy of a live replica) when a thread registers, racing with the other
+/// threads' operations, drops and registrations. Returns the history and how many
+/// registrations moved a thread.
+fn run_dormant(s: Setting, programs: &[Vec<KvOp>]) -> (History<KvOp, KvRet>, usize) {
+    let nr = kv_object(s, |b| b.dormant_replicas(true));
+    run_kv(programs, |t, program, op, start| {
+        let mut h = nr.register(t % s.replicas).expect("slot available");
+        let mut moves = 0;
+        start.wait();
+        for (i, o) in program.iter().enumerate() {
+            if (t + i) % 3 == 2 {
+                drop(h);
+                h = nr.register((t + i) % s.replicas).expect("slot available");
+                moves += 1;
+            }
+            op(&mut h, o);
+        }
+        moves
+    })
+}
+
+#[test]
+fn kv_histories_with_dormant_replicas_are_linearizable() {
+    // 2-3 replicas: one has nothing to put to sleep.
+    let moves = many_kv(
+        "kv, dormant replicas",
+        |rng| 2 + rng.below(2) as usize,
+        run_dormant,
+    );
+    println!("registrations that moved a thread, in all: {moves}");
 }

@@ -23,13 +23,16 @@
 #![cfg(loom)]
 
 use loom::sync::Arc;
-use loom::thread;
 use nr_core::NodeReplicated;
 
 #[path = "common/counter.rs"]
 mod counter;
 
+#[path = "common/loom_writer.rs"]
+mod writer;
+
 use counter::Counter;
+use writer::writer;
 
 const WRITES: u64 = 5;
 
@@ -45,24 +48,6 @@ fn object(replicas: usize, max: usize) -> Arc<NodeReplicated<Counter>> {
             .build(|_| Counter::default())
             .unwrap(),
     )
-}
-
-/// A thread that adds 1 `writes` times through replica `r`, checking each response when it is
-/// the only writer.
-fn writer(
-    nr: &Arc<NodeReplicated<Counter>>,
-    r: usize,
-    writes: u64,
-    alone: bool,
-) -> thread::JoinHandle<()> {
-    let nr = nr.clone();
-    thread::spawn(move || {
-        let mut h = nr.register(r).unwrap();
-        for i in 1..=writes {
-            let response = h.execute_mut(1).unwrap();
-            assert!(!alone || response == i);
-        }
-    })
 }
 
 #[test]

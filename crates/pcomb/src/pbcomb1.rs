@@ -347,7 +347,7 @@ struct Request<Op> {
 /// # Design: sizes
 ///
 /// Every `Pod` state and response and any `max_threads` up to
-/// [`MAX_THREADS`](crate::MAX_THREADS) are supported; the record takes
+/// [`MAX_THREADS`] are supported; the record takes
 /// `2 + words(D) + n * words(R) + ceil(n / 4)` words rounded up to whole lines, and a pass
 /// writes back that many lines (still one fence). One line, so one write-back per pass, holds
 /// `words(D) + n * words(R) + ceil(n / 4) <= 6`: an 8-byte state with 8-byte responses
@@ -454,7 +454,7 @@ where
     /// # Errors
     ///
     /// [`CombBuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
-    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    /// [`MAX_THREADS`].
     ///
     /// # Examples
     ///

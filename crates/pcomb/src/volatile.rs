@@ -173,7 +173,7 @@ impl<D: Dispatch + Send> VolatilePBComb<D> {
     /// # Errors
     ///
     /// [`CombBuildError::InvalidMaxThreads`] if `max_threads` is 0 or above
-    /// [`MAX_THREADS`](crate::MAX_THREADS).
+    /// [`MAX_THREADS`].
     ///
     /// # Examples
     ///

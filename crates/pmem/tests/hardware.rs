@@ -162,14 +162,21 @@ fn every_kind_flushes_a_file_region() {
     }
 }
 
+/// The first line of the kernel's `/proc/cpuinfo` starting with `key` (`None` when the file or
+/// the key is missing: not Linux, or not x86).
+fn cpuinfo_line(key: &str) -> Option<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with(key))
+        .map(str::to_owned)
+}
+
 #[test]
 fn cpuid_detection_agrees_with_the_kernel() {
     // The kernel's own CPUID decoding, independent of this crate's bit numbers.
-    let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else {
-        return; // not Linux: nothing independent to compare with
-    };
-    let Some(flags) = cpuinfo.lines().find(|l| l.starts_with("flags")) else {
-        return; // not x86
+    let Some(flags) = cpuinfo_line("flags") else {
+        return; // not Linux, or not x86: nothing independent to compare with
     };
     let has = |name: &str| flags.split_whitespace().any(|f| f == name);
     let supported = |kind| Hardware::with_kind(kind).is_some();
@@ -198,4 +205,32 @@ fn create_writes_back_the_header_before_returning() {
     );
     assert!(s.psyncs >= 1, "and waited for: {s:?}");
     drop(region);
+}
+
+/// `pfence_before_rmw` issues (and counts) an `sfence` except on an Intel CPU, where a locked
+/// read-modify-write orders the write-backs by the manual; the vendor comes from the kernel's
+/// `/proc/cpuinfo`, independent of this crate's CPUID decoding. The no-flush mode keeps it.
+#[test]
+fn pfence_before_rmw_is_a_fence_except_on_intel() {
+    let Some(vendor) = cpuinfo_line("vendor_id") else {
+        return; // not Linux, or not x86: nothing independent to compare with
+    };
+    let intel = vendor.split(':').nth(1).map(str::trim) == Some("GenuineIntel");
+    let fences = |hw: Hardware| {
+        let before = pmem::stats();
+        hw.pfence_before_rmw();
+        pmem::stats().since(before)
+    };
+    for hw in kinds() {
+        let expect = u64::from(!intel || hw.kind() == FlushKind::NoFlush);
+        let got = fences(hw);
+        assert_eq!(
+            (got.pfences, hw.rmw_orders_write_backs()),
+            (expect, expect == 0),
+            "{:?} on {vendor}",
+            hw.kind()
+        );
+        assert_eq!((got.pwbs, got.psyncs), (0, 0), "{:?}", hw.kind());
+    }
+    assert_eq!(fences(Hardware::no_flush()).pfences, 1, "no-flush mode");
 }

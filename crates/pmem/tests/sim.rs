@@ -734,3 +734,28 @@ fn evict_now_is_ordered_between_the_events_around_it() {
     r.persist().pfence();
     assert_eq!(word(&r.persist().durable_image(), A), 3);
 }
+
+/// `pfence_before_rmw` commits the thread's pending write-backs in the simulated domain as a
+/// `pfence` does (and counts as one): the simulator has no locked RMW to order them, so the
+/// call itself is where they become durable, and a strict crash right after it keeps them.
+#[test]
+fn pfence_before_rmw_commits_like_a_pfence() {
+    for seed in 0..16 {
+        for fenced in [false, true] {
+            let r = region(strict(seed));
+            store(&r, A, 5);
+            pwb(&r, A, 8);
+            let before = pmem::stats();
+            if fenced {
+                r.persist().pfence_before_rmw();
+            }
+            let counted = pmem::stats().since(before).pfences;
+            let got = word(&r.persist().crash(), A);
+            assert_eq!(
+                (got, counted),
+                (if fenced { (5, 1) } else { (0, 0) }),
+                "seed {seed}, fenced {fenced}"
+            );
+        }
+    }
+}

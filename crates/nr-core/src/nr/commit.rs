@@ -28,6 +28,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use super::{CombinerGuard, NodeReplicated};
+use crate::log::NO_REPLICA;
 use crate::sync::{panicking, AtomicBool, AtomicUsize, Entered, Ordering};
 use crate::wait::Waiter;
 use crate::{CommitError, Dispatch, Poisoned};
@@ -269,6 +270,10 @@ where
     /// A panic in `f` propagates and does not poison the object (`f` only reads). `f` must not
     /// wait for other threads' writes to this object: they may need this replica.
     ///
+    /// A dormant replica ([`Builder::dormant_replicas`](crate::Builder::dormant_replicas)) does
+    /// not follow the log; `f` then runs on a live replica's state instead (every replica
+    /// holds the same writes), with that replica's count.
+    ///
     /// # Errors
     ///
     /// [`Poisoned`] if the object is poisoned.
@@ -321,19 +326,29 @@ where
         f: impl FnOnce(&D, usize) -> R,
     ) -> Result<R, Poisoned> {
         let _entered = Entered::new(self as *const Self as usize);
-        let replica = &self.replicas[r];
+        let mut r = r;
         let mut waiter = Waiter::new();
-        loop {
+        let (replica, mut combiner) = loop {
             self.check()?;
+            let replica = &self.replicas[r];
             if replica.try_lock_combiner(false) {
-                break;
+                let combiner = CombinerGuard::new(self, replica);
+                if self.poisoned_under_lock() {
+                    return Err(Poisoned);
+                }
+                let out_of_log = !self.single() && self.log.local_tail(r) == NO_REPLICA;
+                if !out_of_log {
+                    break (replica, combiner);
+                }
+                // Out of the log (dormant, `dormancy.rs`, or retired meanwhile): its state is
+                // stale. A live replica holds the same writes; ask one (there is always one).
+                combiner.release();
+                r = (0..self.replicas.len())
+                    .find(|&q| self.log.local_tail(q) != NO_REPLICA)
+                    .unwrap_or(r);
             }
             waiter.snooze();
-        }
-        let mut combiner = CombinerGuard::new(self, replica);
-        if self.poisoned_under_lock() {
-            return Err(Poisoned);
-        }
+        };
         let applied = if self.single() {
             0
         } else {

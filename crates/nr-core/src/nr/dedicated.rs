@@ -16,12 +16,16 @@ use crate::wait::Waiter;
 use crate::{Dispatch, RegisterError};
 
 /// Detaches the dedicated combiner when `run_combiner` returns or unwinds.
-struct Attached<'a, D: Dispatch>(&'a Replica<D>);
+struct Attached<'a, D: Dispatch + Send + Sync> {
+    nr: &'a NodeReplicated<D>,
+    replica: &'a Replica<D>,
+    r: usize,
+}
 
-impl<D: Dispatch> Drop for Attached<'_, D> {
+impl<D: Dispatch + Send + Sync> Drop for Attached<'_, D> {
     fn drop(&mut self) {
-        self.0.detach_dedicated();
-        self.0.leave();
+        self.replica.detach_dedicated();
+        self.nr.leave_replica(self.replica, self.r);
     }
 }
 
@@ -78,14 +82,16 @@ where
                 replica,
                 replicas: self.replicas.len(),
             })?;
-        if !rep.enter() {
-            return Err(RegisterError::Retired { replica });
-        }
+        self.enter_replica(rep, replica)?;
         if !rep.attach_dedicated() {
-            rep.leave();
+            self.leave_replica(rep, replica);
             return Err(RegisterError::CombinerRunning { replica });
         }
-        let _attached = Attached(rep);
+        let _attached = Attached {
+            nr: self,
+            replica: rep,
+            r: replica,
+        };
         let _entered = Entered::new(self as *const Self as usize);
         let single = self.single();
         let mut waiter = Waiter::new();

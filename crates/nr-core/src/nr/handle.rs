@@ -49,11 +49,9 @@ where
                 replica,
                 replicas: self.replicas.len(),
             })?;
-        if !r.enter() {
-            return Err(RegisterError::Retired { replica });
-        }
+        self.enter_replica(r, replica)?;
         let Some(slot) = r.register() else {
-            r.leave();
+            self.leave_replica(r, replica);
             return Err(RegisterError::ReplicaFull {
                 replica,
                 capacity: r.capacity(),
@@ -241,7 +239,7 @@ where
 {
     fn drop(&mut self) {
         self.rep.deregister(self.slot);
-        self.rep.leave();
+        self.nr.leave_replica(self.rep, self.replica);
     }
 }
 

@@ -15,8 +15,12 @@
 //! change to a replica's state and local tail is made under its combiner lock, so the copy is
 //! exactly the state after the entries below the source's local tail `at`, and while the lock is
 //! held the source's local tail stays `at`, so the head is at most `at` when the new replica
-//! joins there. After the join `advance_head` counts the new local tail (its scan goes upwards,
-//! and the new place is above the source's: the argument is in `Log::advance_head`).
+//! joins there. After the join `advance_head` counts the new local tail (a scan that the join
+//! overlapped is repeated: the argument is in `Log::advance_head`).
+//!
+//! With [`Builder::dormant_replicas`](crate::Builder::dormant_replicas) a replica also leaves
+//! and rejoins the log while it has no handle, through the same `changing` lock, retirement and
+//! join (`dormancy.rs`); `live` then counts the replicas neither retired nor dormant.
 
 use super::{CombinerGuard, NodeReplicated};
 use crate::error::ReplicaError;
@@ -31,9 +35,9 @@ pub(crate) struct Places<D: Dispatch> {
     /// Places filled so far: every place below it holds a replica (`add_replica` fills the next,
     /// then publishes the count).
     used: AtomicUsize,
-    /// Replicas not retired.
+    /// Replicas neither retired nor dormant (`dormancy.rs`).
     live: AtomicUsize,
-    /// Held by the one `add_replica` or `remove_replica` under way.
+    /// Held by the one `add_replica`, `remove_replica`, sleep or wake-up under way.
     changing: AtomicBool,
 }
 
@@ -96,8 +100,23 @@ impl<D: Dispatch> Places<D> {
         self.used.store(r + 1, Ordering::Release);
     }
 
-    /// Takes `changing`, waiting for the `add_replica` or `remove_replica` under way.
-    fn lock_changes(&self) -> ChangesGuard<'_, D> {
+    /// Replicas neither retired nor dormant. The caller holds `changing` (which orders the
+    /// count's changes), else the value is only a hint.
+    pub(super) fn live(&self) -> usize {
+        // Relaxed: only holders of `changing` change `live`, which hands it on.
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Sets the count of `live`; the caller holds `changing`.
+    pub(super) fn set_live(&self, n: usize) {
+        debug_assert!(n >= 1, "at least one replica stays live");
+        // Relaxed: as in `live`.
+        self.live.store(n, Ordering::Relaxed);
+    }
+
+    /// Takes `changing`, waiting for the `add_replica`, `remove_replica`, sleep or wake-up
+    /// under way.
+    pub(super) fn lock_changes(&self) -> ChangesGuard<'_, D> {
         let mut waiter = Waiter::new();
         // Acquire: pairs with the Release in `ChangesGuard::drop` (the previous change's
         // writes to `live` and the places).
@@ -139,7 +158,7 @@ impl<D: Dispatch> Drop for Places<D> {
 }
 
 /// Holds `Places::changing`.
-struct ChangesGuard<'a, D: Dispatch>(&'a Places<D>);
+pub(super) struct ChangesGuard<'a, D: Dispatch>(&'a Places<D>);
 
 impl<D: Dispatch> Drop for ChangesGuard<'_, D> {
     fn drop(&mut self) {
@@ -200,7 +219,7 @@ where
     where
         D: Clone,
     {
-        let _changing = self.replicas.lock_changes();
+        let changing = self.replicas.lock_changes();
         let r = self.replicas.len();
         if r == self.replicas.capacity() {
             return Err(ReplicaError::Full { capacity: r });
@@ -220,6 +239,11 @@ where
             self.replicas.fill(r, replica);
         })
         .map_err(|_| ReplicaError::Poisoned)?;
+        // With dormant replicas, a replica without a handle does not follow the log: the copy
+        // above gave it its memory, and a registration refreshes it.
+        if self.copy_state.is_some() {
+            self.sleep(&changing, r);
+        }
         Ok(r)
     }
 
@@ -266,9 +290,9 @@ where
         if replica.is_retired() {
             return Err(ReplicaError::Retired { replica: r });
         }
-        // Relaxed: `live` changes only under `changing`, which we hold.
-        let live = self.replicas.live.load(Ordering::Relaxed);
-        if live == 1 {
+        let live = self.replicas.live();
+        let dormant = replica.is_dormant();
+        if live == 1 && !dormant {
             return Err(ReplicaError::LastReplica);
         }
         self.check().map_err(|_| ReplicaError::Poisoned)?;
@@ -276,6 +300,10 @@ where
             replica: r,
             handles,
         })?;
+        if dormant {
+            // Out of the log already (`dormancy.rs`), and not counted as live.
+            return Ok(());
+        }
         // Under its combiner lock, so that no helper is replaying it while its local tail
         // changes (a helper that takes the lock afterwards finds `NO_REPLICA` and replays
         // nothing). Helpers hold it briefly, and no thread of `r` is left to hold it long.
@@ -286,7 +314,7 @@ where
         let combiner = CombinerGuard::new(self, replica);
         self.log.retire(r);
         combiner.release();
-        self.replicas.live.store(live - 1, Ordering::Relaxed);
+        self.replicas.set_live(live - 1);
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 mod builder;
 mod commit;
 mod dedicated;
+mod dormancy;
 mod handle;
 mod membership;
 
@@ -117,6 +118,9 @@ pub struct NodeReplicated<D: Dispatch> {
     single: bool,
     /// `Builder::commit_log`: the commit hook and its state (see `commit.rs`).
     commit: Option<Commit<D::WriteOperation>>,
+    /// `Builder::dormant_replicas`: how a dormant replica's state is rebuilt from a live one's
+    /// (`Clone::clone_from`); `None`: dormancy is off (see `dormancy.rs`).
+    copy_state: Option<fn(&mut D, &D)>,
 }
 
 /// `NodeReplicated::state`: a panic in user code poisoned the object.
@@ -144,6 +148,7 @@ impl<D: Dispatch> std::fmt::Debug for NodeReplicated<D> {
             .field("min_batch_wait", &self.min_batch_wait)
             .field("dedicated", &self.dedicated)
             .field("commit_log", &self.commit.is_some())
+            .field("dormant_replicas", &self.copy_state.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -4,3 +4,5 @@
 mod loom_lock;
 #[cfg(loom)]
 mod loom_log_head;
+#[cfg(loom)]
+mod loom_log_join;

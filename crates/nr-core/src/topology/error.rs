@@ -157,7 +157,7 @@ pub enum TopologyError {
     /// [`pin_current_thread`](super::pin_current_thread) was given CPUs this thread may not
     /// run on (outside the cgroup cpuset, or offline). The thread's affinity was left as it was.
     ///
-    /// Remedy: pin only to CPUs of a detected [`Topology`](super::Topology), which holds only
+    /// Remedy: pin only to CPUs of a detected [`Topology`], which holds only
     /// allowed CPUs.
     CpuNotAllowed {
         /// The requested CPUs the kernel refused.

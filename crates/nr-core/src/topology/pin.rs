@@ -45,7 +45,7 @@ pub fn allowed_cpus() -> Result<Vec<usize>, TopologyError> {
 ///
 /// - [`TopologyError::EmptyCpuSet`] if `cpus` is empty;
 /// - [`TopologyError::CpuOutOfRange`] if a CPU id is at least
-///   [`CPU_ID_LIMIT`](super::CPU_ID_LIMIT);
+///   [`CPU_ID_LIMIT`];
 /// - [`TopologyError::CpuNotAllowed`] if the thread may not run on some of `cpus`; its
 ///   affinity is then left unchanged;
 /// - [`TopologyError::Affinity`] if a system call fails for another reason;

@@ -441,14 +441,18 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             // Acquire: VL, after the Acquire loads of nodes in `apply` (a node recycled behind
             // this attempt was written after S moved on, so this sees S moved on).
             if s.load(Ordering::Acquire) == ll {
+                // Lines 28-29: the record's write-back, ordered before the SC that publishes it.
+                // The SC is a locked RMW, which orders it by itself on Intel CPUs, so line 29 is
+                // `pfence_before_rmw` (no instruction there, an `sfence` elsewhere); only the
+                // volatile `Flush[p]` is written between it and the SC.
                 dst.set_index(p, 1 - ind as u8); // line 27
                 let (addr, len) = dst.span();
                 // SAFETY:
                 // - `span` is the record's own bytes, inside the region's mapping, which lives as long
                 //   as `self`.
                 unsafe { persist.pwb(addr, len) }; // line 28
-                persist.pfence(); // line 29
-                                  // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`.
+                persist.pfence_before_rmw(); // line 29
+                                             // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`.
                 self.flush[p].store(lval, Ordering::Release);
                 let next = (((ll >> RECORD_BITS) + 1) << RECORD_BITS) | (2 * p + ind) as u64;
                 // Line 31: SC(S). AcqRel: the Release half publishes our record (and the nodes

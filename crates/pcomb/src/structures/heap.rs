@@ -285,7 +285,7 @@ impl<const CAP: usize> PBHeap<CAP, NoPersist> {
 
 impl<const CAP: usize, P: Persist> PBHeap<CAP, P> {
     /// Refuses `CAP` 0 ([`CombBuildError::ZeroCapacity`]) and a `CAP` above
-    /// [`MAX_HEAP_CAPACITY`](crate::structures::MAX_HEAP_CAPACITY)
+    /// [`MAX_HEAP_CAPACITY`]
     /// ([`CombBuildError::TooLarge`]), before the state is built: the whole array is the combined
     /// state, built and copied on the stack, so a huge `CAP` would overflow the stack (an
     /// abort) rather than fail.

@@ -62,6 +62,9 @@ pub enum FlushKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hardware {
     kind: FlushKind,
+    /// Whether a locked read-modify-write orders this CPU's earlier write-backs by the
+    /// vendor's manual (Intel), so that [`Persist::pfence_before_rmw`] issues nothing.
+    rmw_orders_write_backs: bool,
 }
 
 impl Default for Hardware {
@@ -98,10 +101,12 @@ impl Hardware {
     pub fn detect() -> Self {
         Self {
             kind: detect_kind(),
+            rmw_orders_write_backs: rmw_orders_write_backs(),
         }
     }
 
-    /// eADR mode: `pwb` writes nothing back (but is still counted), fences stay.
+    /// eADR mode: `pwb` writes nothing back (but is still counted), fences stay (including the
+    /// one of [`Persist::pfence_before_rmw`]).
     ///
     /// # Examples
     ///
@@ -112,6 +117,7 @@ impl Hardware {
     pub const fn no_flush() -> Self {
         Self {
             kind: FlushKind::NoFlush,
+            rmw_orders_write_backs: false,
         }
     }
 
@@ -128,7 +134,25 @@ impl Hardware {
     /// assert!(Hardware::with_kind(FlushKind::NoFlush).is_some());
     /// ```
     pub fn with_kind(kind: FlushKind) -> Option<Self> {
-        supports(kind).then_some(Self { kind })
+        supports(kind).then_some(Self {
+            kind,
+            rmw_orders_write_backs: kind != FlushKind::NoFlush && rmw_orders_write_backs(),
+        })
+    }
+
+    /// Whether [`Persist::pfence_before_rmw`] issues nothing here: `true` on an Intel x86-64
+    /// CPU (its manual orders write-backs before locked read-modify-writes), `false` on other
+    /// CPUs and in the no-flush mode, where it is an `sfence` like [`Persist::pfence`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pmem::Hardware;
+    /// assert!(!Hardware::no_flush().rmw_orders_write_backs());
+    /// let _ = Hardware::new().rmw_orders_write_backs(); // true on Intel
+    /// ```
+    pub const fn rmw_orders_write_backs(&self) -> bool {
+        self.rmw_orders_write_backs
     }
 
     /// The write-back instruction this value uses.
@@ -186,6 +210,40 @@ impl Persist for Hardware {
         count_psync();
         store_fence(self.kind);
     }
+
+    /// Nothing on Intel (see [`Persist::pfence_before_rmw`] for the manuals' wording), else
+    /// [`Persist::pfence`].
+    #[inline]
+    fn pfence_before_rmw(&self) {
+        if !self.rmw_orders_write_backs {
+            self.pfence();
+        }
+    }
+}
+
+/// Whether this CPU is an Intel one (CPUID leaf 0 vendor "GenuineIntel"), whose SDM orders
+/// CLWB, CLFLUSHOPT and CLFLUSH before later locked read-modify-write instructions.
+#[cfg(target_arch = "x86_64")]
+fn rmw_orders_write_backs() -> bool {
+    use core::arch::x86_64::__cpuid;
+    // `__cpuid` became a safe function in later Rust releases; the block keeps both working.
+    #[allow(unused_unsafe)]
+    // SAFETY:
+    // - CPUID exists on every x86-64 CPU; leaf 0 is always valid.
+    let r = unsafe { __cpuid(0) };
+    // "GenuineIntel" is EBX, EDX, ECX in that order.
+    (r.ebx, r.edx, r.ecx)
+        == (
+            u32::from_le_bytes(*b"Genu"),
+            u32::from_le_bytes(*b"ineI"),
+            u32::from_le_bytes(*b"ntel"),
+        )
+}
+
+/// Not x86-64: nothing is known to order write-backs but the fence.
+#[cfg(not(target_arch = "x86_64"))]
+fn rmw_orders_write_backs() -> bool {
+    false
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -290,7 +348,7 @@ unsafe fn write_back(_kind: FlushKind, _line: *const u8) {}
 ///
 /// # Safety
 ///
-/// The contract of [`Persist::pcopy`](super::Persist::pcopy).
+/// The contract of [`Persist::pcopy`].
 #[cfg(target_arch = "x86_64")]
 #[inline]
 unsafe fn copy_streaming(kind: FlushKind, dst: *mut u8, src: &[u8]) {

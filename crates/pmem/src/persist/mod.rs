@@ -17,11 +17,11 @@ pub const CACHE_LINE: usize = 64;
 /// Code that must survive crashes calls these at the places its algorithm prescribes; the
 /// implementation decides what they do:
 ///
-/// | implementation | `pwb` | `pcopy` | `pfence` | `psync` | counted in [`stats`] |
-/// |---|---|---|---|---|---|
-/// | [`NoPersist`] | nothing | copy | nothing | nothing | no |
-/// | [`Hardware`] | `clwb`/`clflushopt`/`clflush` per line | non-temporal stores (no-flush mode: a copy) | `sfence` | `sfence` | yes |
-/// | [`Simulated`](crate::sim::Simulated) | snapshot lines into the thread's pending set | copy, then `pwb` | commit the thread's pending lines to the media image | same as `pfence` | yes |
+/// | implementation | `pwb` | `pcopy` | `pfence` | `psync` | `pfence_before_rmw` | counted in [`stats()`] |
+/// |---|---|---|---|---|---|---|
+/// | [`NoPersist`] | nothing | copy | nothing | nothing | nothing | no |
+/// | [`Hardware`] | `clwb`/`clflushopt`/`clflush` per line | non-temporal stores (no-flush mode: a copy) | `sfence` | `sfence` | nothing on Intel, else `sfence` | yes (the Intel no-op is not) |
+/// | [`Simulated`](crate::sim::Simulated) | snapshot lines into the thread's pending set | copy, then `pwb` | commit the thread's pending lines to the media image | same as `pfence` | same as `pfence` | yes |
 ///
 /// # Examples
 ///
@@ -66,6 +66,56 @@ pub trait Persist: Send + Sync + 'static {
 
     /// Waits until the calling thread's earlier `pwb`s are durable (`sfence` on x86).
     fn psync(&self);
+
+    /// A `pfence` whose only job is to order the calling thread's earlier `pwb`s before the
+    /// atomic read-modify-write (compare-and-swap, swap, fetch-and-op) that the caller performs
+    /// next: call it right before that RMW, with no `pwb` and no store to persistent memory in
+    /// between. The write-backs are then durable no later than the RMW takes effect, which is
+    /// all a `pfence` there gives; nothing is promised about later `pwb`s until the RMW.
+    ///
+    /// | implementation | what it does |
+    /// |---|---|
+    /// | default, [`NoPersist`], [`Simulated`](crate::sim::Simulated) | [`Persist::pfence`] (the simulated domain commits the pending lines here, counted as a pfence) |
+    /// | [`Hardware`] on an Intel x86-64 CPU | nothing, not counted: the locked RMW orders the write-backs |
+    /// | [`Hardware`] on any other CPU | [`Persist::pfence`] (`sfence`) |
+    ///
+    /// Why nothing on Intel: the Intel SDM (vol. 2, CLWB and CLFLUSHOPT) says "Executions of
+    /// the CLWB instruction are ordered with respect to fence instructions and to locked
+    /// read-modify-write instructions" (the same of CLFLUSHOPT; CLFLUSH is ordered with writes
+    /// and locked instructions too), and every atomic RMW is a locked instruction on x86-64.
+    /// AMD's APM (vol. 3, CLWB) says only that CLWB "is weakly ordered with respect to other
+    /// instructions that operate on memory" and "to create strict ordering of CLWB use a
+    /// store-ordering instruction such as SFENCE": it names no locked instruction, so an AMD
+    /// CPU keeps the `sfence`.
+    ///
+    /// It covers `pwb`s only: the non-temporal stores of [`Persist::pcopy`] still need a
+    /// `pfence` or `psync`.
+    ///
+    /// Why the crash model is unchanged: the simulated domain commits the lines at this call,
+    /// hardware at the latest when the RMW takes effect. Nothing persistent is written between
+    /// the two, so a crash leaves the same images in both: before this call, each pending line
+    /// survives or not; after the RMW, all are committed; in between, the simulation shows
+    /// them committed (hardware may too), and hardware's other images there (some lines not
+    /// yet written back) are those of a crash just before this call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use core::sync::atomic::{AtomicU64, Ordering};
+    /// use pmem::{NoPersist, Persist};
+    /// let record = [1u64; 8];
+    /// let index = AtomicU64::new(0);
+    /// let p = NoPersist;
+    /// p.pwb_val(&record);
+    /// p.pfence_before_rmw(); // the record is durable before the CAS publishes it
+    /// assert!(index.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_ok());
+    /// p.pwb_val(&index);
+    /// p.psync();
+    /// ```
+    #[inline]
+    fn pfence_before_rmw(&self) {
+        self.pfence();
+    }
 
     /// Copies `src` to `dst` and writes the copied bytes back: the same, for durability, as a
     /// copy followed by `pwb(dst, src.len())` (durable once a later `pfence`/`psync` of this

@@ -16,7 +16,7 @@
 //! Every `pwb`, `pfence` and `psync` call of any thread is one *event* with a global sequence
 //! number ([`Simulated::events`]); crash points are event numbers. Given the same seed, a
 //! deterministic single-threaded workload produces the same events, evictions and images.
-//! [`systematic`] crashes such a workload at every one of its events in turn.
+//! [`systematic()`] crashes such a workload at every one of its events in turn.
 //!
 //! The precise model (snapshots, sequence numbers, what a crash keeps) is documented in the
 //! source of `sim/domain.rs`.
@@ -32,7 +32,7 @@
 //! model, whatever x86 does with it. Making the simulator sound for every client would mean
 //! hooking every store of the program (or forbidding non-8-byte writes to region memory), which
 //! the structures built on this crate cannot do. So the simulator is a test facility whose
-//! constructors are `unsafe`: [`Region::simulated`], [`Region::from_image`] and [`systematic`]
+//! constructors are `unsafe`: [`Region::simulated`], [`Region::from_image`] and [`systematic()`]
 //! state in their `# Safety` sections what the caller guarantees (the one contract, written out
 //! on [`Region::simulated`]), and safe code cannot build a simulated region:
 //!
@@ -42,7 +42,7 @@
 //! let region = Region::simulated(1, 4096, SimConfig::new(0));
 //! ```
 //!
-//! Nor recover one, or run [`systematic`], without `unsafe`:
+//! Nor recover one, or run [`systematic()`], without `unsafe`:
 //!
 //! ```compile_fail,E0133
 //! use pmem::{Region, sim::{Image, SimConfig}};

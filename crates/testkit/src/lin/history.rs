@@ -57,7 +57,7 @@ pub struct Event<Op, Ret> {
 /// Build one by hand with [`invoke`](History::invoke) and
 /// [`respond`](History::respond), which stamp each event with the next
 /// logical time, or gather one from a [`Recorder`](super::Recorder). The
-/// history is not validated when built; [`check`](super::check) reports an
+/// history is not validated when built; [`check`](fn@super::check) reports an
 /// ill-formed one as [`Violation::IllFormed`].
 ///
 /// Operations are identified by the index of their invocation event in

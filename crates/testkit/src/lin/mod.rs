@@ -4,7 +4,7 @@
 //! * [`History`]: a sequence of invocation and response [`Event`]s, built by
 //!   hand ([`History::invoke`], [`History::respond`]) or gathered from a
 //!   [`Recorder`] shared by many OS threads.
-//! * [`check`] / [`Checker::check`]: decide whether a history is
+//! * [`check()`] / [`Checker::check`]: decide whether a history is
 //!   linearizable with respect to a model; failures are typed [`Violation`]s.
 //!
 //! # Semantics

@@ -132,7 +132,7 @@ impl fmt::Display for Malformation {
     }
 }
 
-/// Why [`check`](super::check) did not accept a history.
+/// Why [`check`](fn@super::check) did not accept a history.
 ///
 /// Formats (`Display`) as a multi-line report fit for a test failure.
 ///
