@@ -21,6 +21,8 @@ use nr_core::{CommitError, CommitLog, Dispatch, NodeReplicated, Poisoned};
 /// Writes are never applied with this value unless the hook committed them; `FAIL` makes the
 /// `Recorder` fail (or panic), so applying it means an uncommitted write was applied.
 const FAIL: u64 = 666;
+/// A commit call holding this write waits while its `Recorder` is told to hold.
+const HOLD: u64 = 777;
 
 /// The values written, in the order this replica applied them.
 #[derive(Default, Clone)]
@@ -58,6 +60,10 @@ struct Recorder {
     calls: Mutex<Vec<(u64, Vec<u64>)>>,
     in_call: AtomicBool,
     on_fail: OnFail,
+    /// While set, a call holding the write `HOLD` waits inside the hook (with the commit turn)
+    /// until the test clears it; `held` says that such a call is waiting.
+    hold: AtomicBool,
+    held: AtomicBool,
 }
 
 impl Recorder {
@@ -66,6 +72,8 @@ impl Recorder {
             calls: Mutex::new(Vec::new()),
             in_call: AtomicBool::new(false),
             on_fail,
+            hold: AtomicBool::new(false),
+            held: AtomicBool::new(false),
         })
     }
 
@@ -82,6 +90,12 @@ impl CommitLog<u64> for Recorder {
         );
         assert!(!ops.is_empty(), "an empty commit");
         let ops: Vec<u64> = ops.iter().map(|&&v| v).collect();
+        if ops.contains(&HOLD) {
+            self.held.store(true, Ordering::SeqCst);
+            while self.hold.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+        }
         let failed = ops.contains(&FAIL);
         if !failed {
             self.calls.lock().unwrap().push((first, ops));
@@ -199,30 +213,50 @@ fn commit_sees_every_index_once_in_order() {
     }
 }
 
-/// Group commit: with several threads writing, some commit call carries more than one write.
-/// Retried over rounds, since a round may by chance never overlap two writers.
+/// Group commit: writes of other replicas' combiners that are in the log when a combiner takes
+/// the commit turn go into its one `commit` call. Made deterministic: the writer on replica 0
+/// holds the turn inside the hook (write `HOLD`) while the writers on replicas 1 and 2 put
+/// their entries into the log and wait for the turn; once it is given back, the next turn
+/// holder must commit both entries in one call. Each try waits longer before giving the turn
+/// back, in case a loaded machine has not run the two writers that far yet.
 #[test]
 fn commits_are_grouped() {
-    for round in 0..50 {
-        let log = Recorder::new(OnFail::Err);
-        let nr = build(2, log.clone());
-        std::thread::scope(|s| {
-            for t in 0..4u64 {
-                let nr = &nr;
-                s.spawn(move || {
-                    let mut h = nr.register(t as usize % 2).unwrap();
-                    for i in 0..200 {
-                        h.execute_mut(t * 1000 + i).unwrap();
-                    }
-                });
+    with_deadlock_watchdog(120, || {
+        for wait_ms in [20u64, 80, 320, 1280] {
+            let log = Recorder::new(OnFail::Err);
+            let nr = build(3, log.clone());
+            log.hold.store(true, Ordering::SeqCst);
+            std::thread::scope(|s| {
+                let holder = s.spawn(|| nr.register(0).unwrap().execute_mut(HOLD).unwrap());
+                while !log.held.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                let writers: Vec<_> = (1..3u64)
+                    .map(|r| {
+                        let nr = &nr;
+                        s.spawn(move || nr.register(r as usize).unwrap().execute_mut(r).unwrap())
+                    })
+                    .collect();
+                std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+                log.hold.store(false, Ordering::SeqCst);
+                holder.join().unwrap();
+                for w in writers {
+                    w.join().unwrap();
+                }
+            });
+            let calls = log.calls();
+            assert_eq!(
+                calls[0],
+                (0, vec![HOLD]),
+                "the held call commits the first write alone"
+            );
+            if calls.iter().any(|(_, ops)| ops.len() > 1) {
+                return;
             }
-        });
-        if log.calls().iter().any(|(_, ops)| ops.len() > 1) {
-            return;
+            eprintln!("waited {wait_ms} ms: every call held one write: {calls:?}");
         }
-        eprintln!("round {round}: every call held one write");
-    }
-    panic!("no commit call ever held more than one write");
+        panic!("two writers' entries waiting for the commit turn were never committed in one call");
+    });
 }
 
 /// Threads write on 2 replicas until one writes `FAIL` (`Err` or panic in the hook): every
