@@ -24,11 +24,7 @@ impl<'a, D: ConcurrentDispatch> LogGuard<'a, D> {
         cnr: &'a ConcurrentReplicated<D>,
         lock: &'a Combining<D>,
     ) -> Option<Self> {
-        lock.try_lock_combiner(false).then(|| Self {
-            cnr,
-            lock,
-            panicking: panicking(),
-        })
+        Self::try_lock(cnr, lock, panicking)
     }
 
     /// `try_new` for a caller that ends every successful path with [`release`](Self::release),
@@ -42,12 +38,22 @@ impl<'a, D: ConcurrentDispatch> LogGuard<'a, D> {
         cnr: &'a ConcurrentReplicated<D>,
         lock: &'a Combining<D>,
     ) -> Option<Self> {
+        Self::try_lock(cnr, lock, || false)
+    }
+
+    /// The guard of `lock` if the lock was free; `panicking_before` runs only then.
+    #[inline]
+    fn try_lock(
+        cnr: &'a ConcurrentReplicated<D>,
+        lock: &'a Combining<D>,
+        panicking_before: impl FnOnce() -> bool,
+    ) -> Option<Self> {
         // `then`, never `then_some`: a guard made eagerly would unlock another holder's lock
         // when dropped.
         lock.try_lock_combiner(false).then(|| Self {
             cnr,
             lock,
-            panicking: false,
+            panicking: panicking_before(),
         })
     }
 

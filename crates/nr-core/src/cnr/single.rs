@@ -40,7 +40,7 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
         let area = &rep.combining[l];
         match LogGuard::try_new_released_on_success(self, area) {
             Some(guard) => self.apply_single(rep, area, guard, op),
-            None => self.write_single_contended(l, slot, op),
+            None => self.write_single_contended(rep, area, slot, op),
         }
     }
 
@@ -62,7 +62,7 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
         Ok(response)
     }
 
-    /// `write_single` when `l`'s lock is busy: retries it before posting, as NR's
+    /// `write_single` when `area`'s lock is busy: retries it before posting, as NR's
     /// single-replica write does (`wait::retry_lock`): the holder applies one write or a short
     /// batch, and a waiter that spins, then yields, takes the lock itself rather than handing
     /// its write across cores.
@@ -70,12 +70,11 @@ impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
     #[inline(never)]
     fn write_single_contended(
         &self,
-        l: usize,
+        rep: &CnrReplica<D>,
+        area: &Combining<D>,
         slot: usize,
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
-        let rep = &self.replicas[0];
-        let area = &rep.combining[l];
         let mut taken = None;
         retry_lock(|| {
             taken = LogGuard::try_new_released_on_success(self, area);
