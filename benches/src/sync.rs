@@ -167,10 +167,6 @@ impl AtomicU64 {
         self.0.store(v, o)
     }
     #[inline(always)]
-    pub(crate) fn swap(&self, v: u64, o: Ordering) -> u64 {
-        self.0.swap(v, o)
-    }
-    #[inline(always)]
     pub(crate) fn fetch_add(&self, v: u64, o: Ordering) -> u64 {
         self.0.fetch_add(v, o)
     }

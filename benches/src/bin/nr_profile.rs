@@ -22,7 +22,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use benches::{HashMapWorkload, Op, Rng, Workload};
+use benches::method::peers::{Cnr, CnrCratePeer, PartitionedMap};
+use benches::{Handle, HashMapWorkload, Method, Op, Replicas, Rng, Setup, Workload};
 use clap::{Parser, ValueEnum};
 use nr_core::{Dispatch, NodeReplicated};
 use seqds::{MapWrite, Stack, StackRead, StackWrite};
@@ -54,6 +55,22 @@ enum Case {
     NrStack,
     /// The same under `parking_lot::RwLock` (write lock).
     RwlStack,
+    /// Hash map `Put`s on the bare partitioned map of the CNR benchmark, 4 partitions
+    /// (`benches::method::peers::PartitionedMap`).
+    BarePartPut,
+    /// The same through CNR (`nr_core::cnr`) with 1 log, 1 replica, 1 thread (the runner's
+    /// `CNR-1log` method).
+    Cnr1MapPut,
+    /// The same with 4 logs (`CNR-4log`).
+    Cnr4MapPut,
+    /// The same through the `cnr` crate (0.1.0) with 4 logs (`cnr-crate-4log`).
+    Crate4MapPut,
+    /// `CNR-4log` with 2 replicas: one thread alternates between a handle on each, as two
+    /// threads with one replica each would (every write appended, the other replica's
+    /// entries replayed), without their contention.
+    Cnr4TwoReplicasPut,
+    /// The same through the `cnr` crate with 4 logs.
+    Crate4TwoReplicasPut,
 }
 
 /// Single-thread operation loops for instruction counting.
@@ -186,6 +203,17 @@ fn run(a: &Args) {
                 black_box(l.write().dispatch_mut(StackWrite::Pop));
             }
         }
+        Case::BarePartPut => {
+            let d = PartitionedMap::with_prefill(&w.prefill(), 4);
+            for _ in 0..a.ops {
+                black_box(d.write(put()));
+            }
+        }
+        Case::Cnr1MapPut => peer_puts::<Cnr<1>>(&w, 1, a.ops, &mut put),
+        Case::Cnr4MapPut => peer_puts::<Cnr<4>>(&w, 1, a.ops, &mut put),
+        Case::Crate4MapPut => peer_puts::<CnrCratePeer<4>>(&w, 1, a.ops, &mut put),
+        Case::Cnr4TwoReplicasPut => peer_puts::<Cnr<4>>(&w, 2, a.ops, &mut put),
+        Case::Crate4TwoReplicasPut => peer_puts::<CnrCratePeer<4>>(&w, 2, a.ops, &mut put),
         Case::NrStack => {
             let nr = nr_single(Stack::default());
             let mut h = nr.register(0).expect("slot");
@@ -194,5 +222,32 @@ fn run(a: &Args) {
                 black_box(h.execute_mut(StackWrite::Pop).expect("not poisoned"));
             }
         }
+    }
+}
+
+/// `ops` puts through a runner method built for `replicas` threads on `replicas` replicas (1 or
+/// 2), from one thread that takes every thread index's handle and uses them in turn.
+fn peer_puts<M: Method<seqds::HashMapKv>>(
+    w: &HashMapWorkload,
+    replicas: usize,
+    ops: u64,
+    put: &mut impl FnMut() -> MapWrite,
+) {
+    let topology = nr_core::Topology::single_node(vec![0]).expect("one CPU");
+    let (make, prefill) = (|| w.make(), w.prefill());
+    let setup = Setup {
+        make: &make,
+        prefill: &prefill,
+        threads: replicas,
+        topology: &topology,
+        replicas: Replicas::Exactly(replicas),
+    };
+    let method = M::build(&setup).expect("valid configuration");
+    let mut handles: Vec<_> = (0..replicas)
+        .map(|t| method.handle(t, replicas).expect("slot"))
+        .collect();
+    for i in 0..ops {
+        let h = &mut handles[i as usize & (replicas - 1)];
+        black_box(h.write(put()).expect("not poisoned"));
     }
 }

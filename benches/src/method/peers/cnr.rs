@@ -72,7 +72,7 @@ impl Partition {
 
     fn get(&self, key: u64) -> Option<u64> {
         match self.find(key) {
-            // Acquire: pairs with the Release swaps in `put` and `remove`.
+            // Acquire: pairs with the Release store in `replace` (from `put` and `remove`).
             (i, true) => self.values[i].load(Ordering::Acquire).checked_sub(1),
             (_, false) => None,
         }
@@ -84,10 +84,7 @@ impl Partition {
             .checked_add(1)
             .expect("bench values are below u64::MAX");
         match self.find(key) {
-            // Release: pairs with the Acquire load in `get`.
-            (i, true) => self.values[i]
-                .swap(stored, Ordering::Release)
-                .checked_sub(1),
+            (i, true) => Self::replace(&self.values[i], stored),
             (i, false) => {
                 // Relaxed: published by the Release store of the key below.
                 self.values[i].store(stored, Ordering::Relaxed);
@@ -101,10 +98,21 @@ impl Partition {
     /// Only the partition's single writer calls this.
     fn remove(&self, key: u64) -> Option<u64> {
         match self.find(key) {
-            // Release: as in `put`.
-            (i, true) => self.values[i].swap(0, Ordering::Release).checked_sub(1),
+            (i, true) => Self::replace(&self.values[i], 0),
             (_, false) => None,
         }
+    }
+
+    /// The single writer's swap of a value word: a load and a store, not an atomic
+    /// read-modify-write (nobody else writes the word, so none is needed, and a locked
+    /// instruction would stall on the line's miss, where a store waits in the store buffer).
+    fn replace(word: &AtomicU64, stored: u64) -> Option<u64> {
+        // Relaxed: only this partition's writer stores to the word (the caller's contract), so
+        // this reads its own last store or one it synchronized with through the log's lock.
+        let old = word.load(Ordering::Relaxed);
+        // Release: pairs with the Acquire load in `get`.
+        word.store(stored, Ordering::Release);
+        old.checked_sub(1)
     }
 
     fn len(&self) -> usize {
@@ -117,7 +125,18 @@ impl Partition {
 }
 
 impl PartitionedMap {
-    fn with_prefill(prefill: &[MapWrite], parts: usize) -> Self {
+    /// A map of `parts` partitions holding `prefill`'s writes (applied in order).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use benches::method::peers::PartitionedMap;
+    /// use seqds::{MapResponse, MapWrite};
+    ///
+    /// let map = PartitionedMap::with_prefill(&[MapWrite::Put(1, 2)], 4);
+    /// assert_eq!(map.write(MapWrite::Put(1, 3)), MapResponse::Put(Some(2)));
+    /// ```
+    pub fn with_prefill(prefill: &[MapWrite], parts: usize) -> Self {
         let map = Self {
             parts: (0..parts)
                 .map(|_| CachePadded::new(Partition::new(4 * (prefill.len() / parts + 1))))
@@ -137,7 +156,12 @@ impl PartitionedMap {
         }
     }
 
-    fn write(&self, op: MapWrite) -> MapResponse {
+    /// Applies `op`. Each partition must have one writer at a time (see [`PartitionedMap`]).
+    ///
+    /// # Examples
+    ///
+    /// See [`with_prefill`](Self::with_prefill).
+    pub fn write(&self, op: MapWrite) -> MapResponse {
         match op {
             MapWrite::Put(k, v) => MapResponse::Put(self.part(k).put(k, v)),
             MapWrite::Remove(k) => MapResponse::Removed(self.part(k).remove(k)),

@@ -143,6 +143,7 @@ impl<D: ConcurrentDispatch> CnrHandle<'_, D> {
     /// # Examples
     ///
     /// See [`ConcurrentReplicated`].
+    #[inline]
     pub fn execute_mut(&mut self, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
         self.cnr.write(self.replica, &self.slots, op)
     }

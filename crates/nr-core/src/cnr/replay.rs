@@ -24,11 +24,46 @@ impl<'a, D: ConcurrentDispatch> LogGuard<'a, D> {
         cnr: &'a ConcurrentReplicated<D>,
         lock: &'a Combining<D>,
     ) -> Option<Self> {
+        Self::try_lock(cnr, lock, panicking)
+    }
+
+    /// `try_new` for a caller that ends every successful path with [`release`](Self::release),
+    /// so that the guard is dropped only by a panic unwinding out of the hold or on an
+    /// `Err(Poisoned)` return: it skips `try_new`'s `panicking()` query (a call into std on
+    /// every uncontended write), as NR's `CombinerGuard::new_released_on_success` does, with the
+    /// same one difference: a panic in user code that starts while the thread was already
+    /// unwinding (only a `catch_unwind` inside a `Drop` survives it) poisons here.
+    #[inline]
+    pub(super) fn try_new_released_on_success(
+        cnr: &'a ConcurrentReplicated<D>,
+        lock: &'a Combining<D>,
+    ) -> Option<Self> {
+        Self::try_lock(cnr, lock, || false)
+    }
+
+    /// The guard of `lock` if the lock was free; `panicking_before` runs only then.
+    #[inline]
+    fn try_lock(
+        cnr: &'a ConcurrentReplicated<D>,
+        lock: &'a Combining<D>,
+        panicking_before: impl FnOnce() -> bool,
+    ) -> Option<Self> {
+        // `then`, never `then_some`: a guard made eagerly would unlock another holder's lock
+        // when dropped.
         lock.try_lock_combiner(false).then(|| Self {
             cnr,
             lock,
-            panicking: panicking(),
+            panicking: panicking_before(),
         })
+    }
+
+    /// Unlocks on the normal path, without asking whether the thread is panicking.
+    #[inline]
+    pub(super) fn release(self) {
+        // SAFETY: the guard exists only while its `try_lock_combiner` succeeded and was not
+        // unlocked; this consumes it without running `drop`, so it is unlocked exactly once.
+        unsafe { self.lock.unlock_combiner() };
+        std::mem::forget(self);
     }
 }
 
@@ -38,7 +73,7 @@ impl<D: ConcurrentDispatch> Drop for LogGuard<'_, D> {
             self.cnr.poison();
         }
         // SAFETY: the guard exists only while its `try_lock_combiner` succeeded and was not
-        // unlocked (only here).
+        // unlocked (only here or in `release`, which does not run this).
         unsafe { self.lock.unlock_combiner() };
     }
 }
@@ -52,38 +87,69 @@ enum Combined<W, R> {
 }
 
 impl<D: ConcurrentDispatch> ConcurrentReplicated<D> {
-    /// A write from the owner of slot `slot` of replica `r`'s combining area of its log.
+    /// A write from the owner of `slots[l]` of replica `r`'s combining area of each log `l`.
+    ///
+    /// The routing is inlined into the caller; the single-replica write (`write_single`) is
+    /// too, and the several-replica one is a call.
+    #[inline(always)]
     pub(super) fn write(
         &self,
         r: usize,
         slots: &[usize],
         op: D::WriteOperation,
     ) -> Result<D::Response, Poisoned> {
-        self.check()?;
-        let single = self.replicas.len() == 1;
-        let l = match op.route(self.logs.len()) {
-            Route::Log(l) => l % self.logs.len(),
-            Route::Scan if single => return self.scan_single(op),
-            Route::Scan => return self.scan(r, op),
+        let logs = self.logs.len();
+        let l = match op.route(logs) {
+            // Most mappers already return an index below `logs`: no division for them.
+            Route::Log(l) if l < logs => l,
+            Route::Log(l) => l % logs,
+            Route::Scan => return self.scan_any(r, op),
         };
-        if single {
+        if self.replicas.len() == 1 {
+            // No early poison check: `write_single` checks under the lock, and before posting.
             return self.write_single(l, slots[l], op);
         }
+        self.write_replicated(r, l, slots[l], op)
+    }
+
+    /// A write routed to every log, from replica `r`.
+    #[cold]
+    #[inline(never)]
+    fn scan_any(&self, r: usize, op: D::WriteOperation) -> Result<D::Response, Poisoned> {
+        self.check()?;
+        if self.replicas.len() == 1 {
+            self.scan_single(op)
+        } else {
+            self.scan(r, op)
+        }
+    }
+
+    /// A write to log `l` from the owner of slot `slot` of replica `r`'s combining area of `l`,
+    /// with several replicas.
+    #[inline(never)]
+    fn write_replicated(
+        &self,
+        r: usize,
+        l: usize,
+        slot: usize,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
+        self.check()?;
         let area = &self.replicas[r].combining[l];
-        let slot = slots[l];
         // A thread that finds the lock free combines at once, its own write included without
         // posting it (no slot hand-off, no wake-up fence for it).
-        let op = match LogGuard::try_new(self, area) {
+        let op = match LogGuard::try_new_released_on_success(self, area) {
             None => op,
             Some(guard) => {
                 // Acquire (in `is_poisoned`): a poisoner released this lock after its store.
                 self.check()?;
                 match self.combine_own(r, l, op)? {
                     Combined::Done(response) => {
-                        return Ok(response.expect("invariant: our own write was applied"))
+                        guard.release();
+                        return Ok(response.expect("invariant: our own write was applied"));
                     }
                     Combined::Full(op) => {
-                        drop(guard);
+                        guard.release();
                         self.help_laggards(l)?;
                         op.expect("invariant: a full log gives our write back")
                     }
