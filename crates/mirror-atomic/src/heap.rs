@@ -436,7 +436,7 @@ impl<P: Persist> Space<P> {
 /// finds objects through the `Space` ([`Heap::get`]) reads the start address (and Mirror's
 /// CPU check) from memory again at every node. A `Base` is a `Copy` value that the compiler
 /// keeps in registers for the whole search ([`get`](Self::get),
-/// [`Flavor::load_from`](crate::flavor::Flavor::load_from)).
+/// [`Flavor::load_from`]).
 ///
 /// # Examples
 ///

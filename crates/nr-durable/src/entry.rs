@@ -363,11 +363,11 @@ mod tests {
         for shift in (0..ZERO_BLOCK).step_by(ALIGN) {
             let mut bytes = log(0, &[&[0]]);
             let bad = bytes.len();
-            bytes.extend(std::iter::repeat(0).take(FRAME_HEADER + (64 << 10) + shift));
+            bytes.extend(std::iter::repeat_n(0, FRAME_HEADER + (64 << 10) + shift));
             bytes[bad] = 1; // a header whose length runs past the end: a bad entry 1
             let at = bytes.len();
             bytes.extend(&later);
-            bytes.extend(std::iter::repeat(0).take(100));
+            bytes.extend(std::iter::repeat_n(0, 100));
             let err = scan(&bytes, 0, 0, Path::new("x"), 0)
                 .unwrap_err()
                 .to_string();
