@@ -1,8 +1,8 @@
 //! The one place that names `std::sync` and `std::thread`.
 //!
 //! nr-durable has no lock-free protocol of its own (the group-commit handshake is nr-core's,
-//! model-checked there; its one lock of its own, [`SpinLock`], is a test-and-test-and-set
-//! lock, tested at run time below), so it has no loom build: the shim keeps every lock, atomic and thread
+//! model-checked there; its one lock of its own, [`SpinLock`], is a test-and-test-and-set lock,
+//! tested at run time below), so it has no loom build: the shim keeps every lock, atomic and thread
 //! of the crate in one file, as the house style asks (`clippy.toml` forbids the std types
 //! elsewhere), so that one can be added without touching the rest.
 
@@ -34,15 +34,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A spin lock whose release is a plain `Release` store (on x86 a `mov`, no locked
 /// instruction), for the persistent-memory medium's state.
 ///
-/// Why not [`Mutex`]: a commit ends with `psync` (x86: `sfence`) while it holds the state, and
-/// on the CPUs measured the wait for the write-backs' drain is paid by the next *locked*
-/// instruction, which with std's mutex is the unlock's `xchg` right after the fence. Released
-/// by a store, the drain overlaps with the work that follows (nr-core's replay and apply of
-/// the write, which hold no lock of this crate and use no locked instruction until the
-/// combiner publishes the batch). Waiting spins, then yields: a holder holds it for one
-/// commit's copy and drain, or a checkpoint's copy of the live log; no holder waits for
-/// anything while holding it. A panic while holding it releases it (like [`lock`], no
-/// poisoning).
+/// Why not [`Mutex`]: a commit ends with `psync` (x86: `sfence`) while it holds the state, and on
+/// the CPUs measured the wait for the write-backs' drain is paid by the next *locked* instruction,
+/// which with std's mutex is the unlock's `xchg` right after the fence. Released by a store, the
+/// drain overlaps with the work that follows (nr-core's replay and apply of the write, which hold
+/// no lock of this crate and use no locked instruction until the combiner publishes the batch).
+/// Waiting spins, then yields, then sleeps for bounded times: a holder holds it for one commit's
+/// copy and drain, or a checkpoint's copy of the live log; no holder waits for anything while
+/// holding it. A panic while holding it releases it (like [`lock`], no poisoning).
 pub(crate) struct SpinLock<T> {
     held: std::sync::atomic::AtomicBool,
     data: std::cell::UnsafeCell<T>,
@@ -59,6 +58,11 @@ impl<T> std::fmt::Debug for SpinLock<T> {
     }
 }
 
+/// Tries of [`SpinLock::lock`] that spin before it yields.
+const SPIN_TRIES: u32 = 64;
+/// Tries that yield before it sleeps.
+const YIELD_TRIES: u32 = 64;
+
 /// The holder of a [`SpinLock`]; releases it when dropped.
 pub(crate) struct SpinGuard<'a, T>(&'a SpinLock<T>);
 
@@ -70,7 +74,8 @@ impl<T> SpinLock<T> {
         }
     }
 
-    /// Takes the lock: spins a few times, then yields between tries.
+    /// Takes the lock: spins a few times, then yields between tries, then sleeps between
+    /// them (spin, yield, park, as the house style asks of every wait).
     #[inline]
     pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
         let mut tries = 0u32;
@@ -90,11 +95,17 @@ impl<T> SpinLock<T> {
             {
                 return SpinGuard(self);
             }
-            tries += 1;
-            if tries < 64 {
+            tries = tries.saturating_add(1);
+            if tries < SPIN_TRIES {
                 std::hint::spin_loop();
-            } else {
+            } else if tries < SPIN_TRIES + YIELD_TRIES {
                 std::thread::yield_now();
+            } else {
+                // A long hold (a checkpoint copying the live log) or a descheduled holder:
+                // sleep, 10 µs doubling up to 1 ms. Bounded, so no wake-up is needed: a release
+                // costs a sleeping waiter latency, never progress.
+                let doublings = (tries - SPIN_TRIES - YIELD_TRIES).min(7);
+                std::thread::park_timeout(std::time::Duration::from_micros(10 << doublings));
             }
         }
     }
@@ -195,5 +206,31 @@ mod tests {
             }
         });
         assert_eq!(*counter.lock(), 2 * ADDS);
+    }
+
+    /// A waiter that reaches the sleeping phase (the holder keeps the lock for 200 ms, far past
+    /// the spins and yields) still takes the lock once it is released, and sees the holder's
+    /// change. Hangs if a sleep is not bounded (nobody wakes a sleeping waiter).
+    #[test]
+    fn a_waiter_past_its_spins_and_yields_still_takes_the_lock() {
+        let lock = SpinLock::new(0u64);
+        let held = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut g = lock.lock();
+                held.wait();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                *g = 7;
+            });
+            // The waiter is a thread of its own: the scope's owner is unparked when a scoped
+            // thread ends, which would hide an unbounded sleep.
+            s.spawn(|| {
+                held.wait();
+                let mut g = lock.lock();
+                assert_eq!(*g, 7, "the waiter took the lock before its holder let go");
+                *g += 1;
+            });
+        });
+        assert_eq!(*lock.lock(), 8);
     }
 }
