@@ -302,8 +302,9 @@ impl<D: Dispatch> Replica<D> {
         self.handles.load(Ordering::Relaxed) & DORMANT != 0
     }
 
-    /// Clears `DORMANT` (the replica has been rebuilt and has joined the log). The caller holds
-    /// `Places::changing` and saw `is_dormant()`, so the flag is set and nobody else clears it.
+    /// Clears `DORMANT` (the replica has been rebuilt and has joined the log, or a sleep gave up
+    /// before it left the log). The caller holds `Places::changing` and saw `is_dormant()` (or
+    /// set the flag itself), so the flag is set and nobody else clears it.
     pub(crate) fn wake(&self) {
         debug_assert!(self.is_dormant());
         // Relaxed: as in `enter`; the rebuilt state is published to the registrants by

@@ -385,3 +385,33 @@ fn registrations_racing_with_drops_and_writes_lose_no_write() {
         }
     });
 }
+
+/// A handle dropped inside `with_replica_state`'s closure, as the last one on its replica: the
+/// closure holds that replica's combiner lock, so the sleep that the drop starts cannot take
+/// it. The sleep gives up (the replica stays awake, in the log) instead of waiting for this
+/// very thread forever. Hangs (the watchdog fails it) if the sleep waits for the lock
+/// without a bound.
+#[test]
+fn a_handle_dropped_inside_with_replica_state_leaves_its_replica_awake() {
+    common::with_deadlock_watchdog(120, || {
+        let (nr, counts, _) = object(2, 2, 16);
+        let mut h0 = nr.register(0).expect("register");
+        let mut h1 = nr.register(1).expect("wakes replica 1");
+        assert_eq!(h0.execute_mut(1), Ok(1));
+        let seen = nr
+            .with_replica_state(0, move |c, _| {
+                drop(h0);
+                c.counted.value
+            })
+            .expect("state");
+        assert_eq!(seen, 1);
+        // Replica 0 stayed in the log: it follows replica 1's writes (replayed when the log
+        // fills), and a new handle on it sees them all.
+        for i in 2..=100 {
+            assert_eq!(h1.execute_mut(1), Ok(i));
+        }
+        assert!(applied(&counts)[0] >= 100 - 16, "{:?}", applied(&counts));
+        let mut h0 = nr.register(0).expect("register again");
+        assert_eq!(h0.execute(()), Ok(100));
+    });
+}

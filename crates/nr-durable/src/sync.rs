@@ -63,8 +63,14 @@ const SPIN_TRIES: u32 = 64;
 /// Tries that yield before it sleeps.
 const YIELD_TRIES: u32 = 64;
 
-/// The holder of a [`SpinLock`]; releases it when dropped.
-pub(crate) struct SpinGuard<'a, T>(&'a SpinLock<T>);
+/// The holder of a [`SpinLock`]; releases it when dropped. Like std's `MutexGuard`, it is
+/// `Sync` only for `T: Sync` (a shared guard hands out `&T`) and never `Send` (the raw-pointer
+/// marker): the auto traits would otherwise make it `Sync` for any `T: Send`.
+pub(crate) struct SpinGuard<'a, T>(&'a SpinLock<T>, std::marker::PhantomData<*const ()>);
+
+// SAFETY: a shared `SpinGuard` gives only `&T` (`Deref`), so sharing it shares `&T` between
+// threads, which `T: Sync` allows.
+unsafe impl<T: Sync> Sync for SpinGuard<'_, T> {}
 
 impl<T> SpinLock<T> {
     pub(crate) const fn new(value: T) -> Self {
@@ -93,7 +99,7 @@ impl<T> SpinLock<T> {
                     )
                     .is_ok()
             {
-                return SpinGuard(self);
+                return SpinGuard(self, std::marker::PhantomData);
             }
             tries = tries.saturating_add(1);
             if tries < SPIN_TRIES {
@@ -102,9 +108,9 @@ impl<T> SpinLock<T> {
                 std::thread::yield_now();
             } else {
                 // A long hold (a checkpoint copying the live log) or a descheduled holder:
-                // sleep, 10 µs doubling up to 1 ms. Bounded, so no wake-up is needed: a release
+                // sleep, 10 µs doubling up to 640 µs. Bounded, so no wake-up is needed: a release
                 // costs a sleeping waiter latency, never progress.
-                let doublings = (tries - SPIN_TRIES - YIELD_TRIES).min(7);
+                let doublings = (tries - SPIN_TRIES - YIELD_TRIES).min(6);
                 std::thread::park_timeout(std::time::Duration::from_micros(10 << doublings));
             }
         }

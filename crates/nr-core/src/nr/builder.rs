@@ -474,6 +474,9 @@ impl<D: Dispatch + Clone> Builder<D> {
     /// idle replica"); costly when threads register and drop often on a replica that is
     /// otherwise empty (each registration copies the whole structure). Needs `D: Clone`.
     /// [`NodeReplicated::with_replica_state`] on a dormant replica answers from a live one.
+    /// Its closure must not register handles of the same object (a registration on a dormant
+    /// replica waits for the combiner lock the closure holds); a handle dropped inside it
+    /// leaves its replica awake if that lock stays taken.
     ///
     /// # Examples
     ///

@@ -39,6 +39,10 @@ use crate::replica::{Entered, Replica};
 use crate::wait::Waiter;
 use crate::{Dispatch, Poisoned, RegisterError};
 
+/// Tries `sleep` makes for the combiner lock of the replica it puts to sleep before it leaves
+/// the replica awake (the waits grow from spins to bounded parks: a few milliseconds in all).
+const SLEEP_LOCK_TRIES: u32 = 200;
+
 /// Gives back a combiner lock on every exit, a panic included, without poisoning: for a hold
 /// that changes only a dormant replica, whose state no reader sees.
 struct Unlock<'a, D: Dispatch>(&'a Replica<D>);
@@ -107,9 +111,19 @@ where
         // Its combiner lock, so that no helper is replaying it (or `with_replica_state`
         // reading it) while its local tail changes; a helper that takes the lock afterwards
         // finds `NO_REPLICA` and replays nothing. Such holds are short, and no thread of `r`
-        // is left to hold it long.
+        // is left to hold it long, but the holder may be this very thread (a handle dropped
+        // inside `with_replica_state`'s closure): so the wait is bounded, and a lock that stays
+        // taken leaves the replica awake, in the log, for a later drop to try again.
         let mut waiter = Waiter::new();
+        let mut tries = 0;
         while !replica.try_lock_combiner(false) {
+            tries += 1;
+            if tries > SLEEP_LOCK_TRIES {
+                // Under `changing`, so no wake saw the flag yet: a registration that counted
+                // itself meanwhile finds the replica awake once it gets `changing`.
+                self.replicas[r].wake();
+                return false;
+            }
             waiter.snooze();
         }
         let _unlock = Unlock(replica);
