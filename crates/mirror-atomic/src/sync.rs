@@ -2,7 +2,7 @@
 //!
 //! Normally: the standard library, plus [`AtomicPair`], a 16-byte word over `portable-atomic`'s
 //! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes; its
-//! low half is the value half by default) or, with the `value-half-load` feature, `mov` (the
+//! low half is the value half by default, predicted by an 8-byte load that decides nothing) or, with the `value-half-load` feature, `mov` (the
 //! 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see `imp::x86`
 //! for why those loads are atomic loads of the pair, and what the 8-byte one assumes). Under
 //! `--cfg loom`: loom's replacements, and an `AtomicPair` (and `AtomicWord`) whose bits stay in
@@ -207,7 +207,10 @@ mod imp {
     ///   `portable-atomic`'s own load (a `lock cmpxchg16b`).
     /// - **The value half, default build**: the same `movdqa`, keeping the low 8 bytes
     ///   (`movq`), so the traversal path pays one check of the cached AVX bit per load (none
-    ///   when AVX is enabled at compile time) and a move from a vector register.
+    ///   when AVX is enabled at compile time); beside it an 8-byte `mov` of the same half,
+    ///   kept only when it equals the `movdqa`'s half (`low_half_hinted`):
+    ///   the result is always the 16-byte load's, and a search's next address waits only for
+    ///   the `mov` (the equality branch is predicted).
     /// - **The value half with the `value-half-load` feature** (`mov`, the Figure 5 load on
     ///   the traversal path, with no CPU check): one aligned 8-byte load of the low half.
     ///   What it **assumes**: that an aligned 8-byte load racing with a `lock cmpxchg16b` on
@@ -337,7 +340,7 @@ mod imp {
         }
 
         /// The low half of a pair at `base + off`: by default the low 8 bytes of one atomic
-        /// 16-byte load (`movdqa`), predicted by an 8-byte load ([`low_half_hinted`]); with
+        /// 16-byte load (`movdqa`), predicted by an 8-byte load (`low_half_hinted`); with
         /// the `value-half-load` feature one aligned 8-byte `mov` (module docs for what it
         /// assumes).
         ///
@@ -690,7 +693,7 @@ mod tests {
     }
 
     /// The default value-half load returns the pair's low half whatever its 8-byte
-    /// prediction read ([`x86::low_half_hinted`](super::imp::x86::low_half_hinted)): the
+    /// prediction read (`x86::low_half_hinted`): the
     /// prediction when it is equal, the 16-byte load's half when it is not. The hint is
     /// pointed at another word here so that it disagrees (in the crate it is the pair's own
     /// low half, which disagrees only when a CAS lands between the two loads); returning it
