@@ -2,9 +2,10 @@
 //!
 //! Normally: the standard library, plus [`AtomicPair`], a 16-byte word over `portable-atomic`'s
 //! `AtomicU128` (lock-free `cmpxchg16b` on x86_64), loaded with inline `movdqa` (16 bytes; its
-//! low half is the value half by default, predicted by an 8-byte load that decides nothing) or, with the `value-half-load` feature, `mov` (the
-//! 8-byte value half) where every write is known to be a `lock cmpxchg16b` (see `imp::x86`
-//! for why those loads are atomic loads of the pair, and what the 8-byte one assumes). Under
+//! low half is the value half by default, predicted by an 8-byte load that decides nothing)
+//! or, with the `value-half-load` feature, `mov` (the 8-byte value half) where every write is
+//! known to be a `lock cmpxchg16b` (see `imp::x86` for why those loads are atomic loads of
+//! the pair, and what the 8-byte one assumes). Under
 //! `--cfg loom`: loom's replacements, and an `AtomicPair` (and `AtomicWord`) whose bits stay in
 //! the object, each operation one step under a loom mutex that every word shares, behind the
 //! same functions (the feature changes nothing there).
@@ -344,6 +345,17 @@ mod imp {
         /// the `value-half-load` feature one aligned 8-byte `mov` (module docs for what it
         /// assumes).
         ///
+        /// `base` is passed in `r12`, named in the asm (in both forms): a load address
+        /// `[base + index]` whose base is `r13` or `rbp` must be encoded with a displacement byte
+        /// (`[r13 + index + 0]`), and on the Zen 2 VM of the crate README a load with base,
+        /// index and displacement takes one cycle more than one with base and index (a
+        /// pointer chase over 64 nodes in L1: 1.42 against 1.18 ns a hop, with any
+        /// displacement; `rbx` or `r12` as base, no displacement, 1.18). The register
+        /// allocator chose `r13` for the list's search through a `Base` (issue 23): one
+        /// cycle more on every hop's critical load, 15 % slower lookups. Naming the register
+        /// takes the choice away (`Base` in the list then ran as fast as `Heap::get`; crate
+        /// README, run 13).
+        ///
         /// # Safety
         ///
         /// - `base + off` is a pair: valid for reads of 16 bytes and 16-aligned;
@@ -358,7 +370,7 @@ mod imp {
                 // - the pair at `base + off` is readable and 16-aligned, and the hint is its
                 //   own low half (readable, 8-aligned) (caller);
                 // - `wide_loads_known_atomic()` holds (caller).
-                lo = unsafe { low_half_hinted(base, off, base, off) };
+                lo = unsafe { low_half_hinted(base, off, off) };
             }
             // SAFETY:
             // - `base + off` is readable and 8-aligned (caller);
@@ -368,8 +380,8 @@ mod imp {
             #[cfg(feature = "value-half-load")]
             unsafe {
                 core::arch::asm!(
-                    "mov {lo}, qword ptr [{b} + {o}]",
-                    b = in(reg) base,
+                    "mov {lo}, qword ptr [r12 + {o}]",
+                    in("r12") base,
                     o = in(reg) off,
                     lo = out(reg) lo,
                     options(nostack, preserves_flags),
@@ -379,8 +391,8 @@ mod imp {
         }
 
         /// The default value-half load: the low half of one atomic 16-byte load (`movdqa`)
-        /// of the pair at `base + off`, with an 8-byte load at `hint_base + hint_off` (the
-        /// pair's own low half, in the crate) as a **prediction** of it.
+        /// of the pair at `base + off`, with an 8-byte load at `base + hint_off` (the pair's
+        /// own low half, `hint_off == off`, in the crate) as a **prediction** of it.
         ///
         /// The result is always the 16-byte load's low half: the hint is returned only when
         /// it is equal to it, bit for bit, and the 16-byte load's own low half otherwise. So
@@ -398,36 +410,35 @@ mod imp {
         ///
         /// # Safety
         ///
-        /// - `base + off` and `hint_base + hint_off` are readable for 16 and 8 bytes; `base +
-        ///   off` is a pair, 16-aligned, and `hint_base + hint_off` 8-aligned;
+        /// - `base + off` and `base + hint_off` are readable for 16 and 8 bytes; `base + off`
+        ///   is a pair, 16-aligned, and `base + hint_off` 8-aligned;
         /// - [`wide_loads_known_atomic`] (or [`wide_loads_are_atomic`]) holds.
         #[cfg(not(feature = "value-half-load"))]
         #[inline(always)]
         pub(in crate::sync) unsafe fn low_half_hinted(
             base: *const u8,
             off: usize,
-            hint_base: *const u8,
             hint_off: usize,
         ) -> u64 {
             let lo: u64;
             // SAFETY:
-            // - both addresses are readable and aligned as each instruction requires (caller);
+            // - `base + off` and `base + hint_off` are readable and aligned as each
+            //   instruction requires (caller);
             // - every write to the pair is one `lock cmpxchg16b` and AVX makes `movdqa` one
             //   atomic 16-byte access (caller; module docs), so the result, always the
             //   `movdqa`'s low half (the `mov` is kept only when equal to it), is the pair's
             //   atomic 16-byte load in the memory model; the `mov` only reads.
             unsafe {
                 core::arch::asm!(
-                    "mov {lo}, qword ptr [{hb} + {ho}]",
-                    "movdqa {x}, xmmword ptr [{b} + {o}]",
+                    "mov {lo}, qword ptr [r12 + {ho}]",
+                    "movdqa {x}, xmmword ptr [r12 + {o}]",
                     "movq {t}, {x}",
                     "cmp {t}, {lo}",
                     "je 2f",
                     "mov {lo}, {t}",
                     "2:",
-                    b = in(reg) base,
+                    in("r12") base,
                     o = in(reg) off,
-                    hb = in(reg) hint_base,
                     ho = in(reg) hint_off,
                     x = out(xmm_reg) _,
                     t = out(reg) _,
@@ -708,13 +719,16 @@ mod tests {
         }
         let pair = AtomicPair::new((0x2222_u128 << 64) | 0x1111);
         let other = AtomicPair::new((0x4444_u128 << 64) | 0x3333);
-        let at = |p: &AtomicPair| (p as *const AtomicPair).cast::<u8>();
-        // SAFETY: both are valid, 16-aligned pairs written only by CAS (none here), and the
-        // CPU has AVX and `cmpxchg16b` (checked above).
+        let base = (&pair as *const AtomicPair).cast::<u8>();
+        // The prediction read from `other`, addressed from the pair (as the crate addresses
+        // every load from the space's start).
+        let wrong_off = ((&other as *const AtomicPair) as usize).wrapping_sub(base as usize);
+        // SAFETY: `base` and `base + wrong_off` are valid, 16-aligned pairs written only by
+        // CAS (none here), and the CPU has AVX and `cmpxchg16b` (checked above).
         let (wrong, right) = unsafe {
             (
-                super::imp::x86::low_half_hinted(at(&pair), 0, at(&other), 0),
-                super::imp::x86::low_half_hinted(at(&pair), 0, at(&pair), 0),
+                super::imp::x86::low_half_hinted(base, 0, wrong_off),
+                super::imp::x86::low_half_hinted(base, 0, 0),
             )
         };
         assert_eq!(wrong, 0x1111, "the wrong prediction was returned");
@@ -723,7 +737,7 @@ mod tests {
             .compare_exchange(pair.load(), (0x2223_u128 << 64) | 0x5555)
             .is_ok());
         // SAFETY: as above.
-        let after = unsafe { super::imp::x86::low_half_hinted(at(&pair), 0, at(&other), 0) };
+        let after = unsafe { super::imp::x86::low_half_hinted(base, 0, wrong_off) };
         assert_eq!(
             after, 0x5555,
             "the wrong prediction was returned after a CAS"
