@@ -93,6 +93,8 @@ pub(crate) fn room(buf: &mut Vec<u8>, n: usize) {
     }
 }
 
+/// [`room`]'s slow path: at least doubles the room, so a thread's batch grows a few times, then
+/// never again.
 #[cold]
 fn grow(buf: &mut Vec<u8>, n: usize) {
     buf.resize(n.max(2 * buf.len()).max(256), 0);
