@@ -7,24 +7,14 @@
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
 
 use pcomb::objects::Counter;
 use pcomb::pmem::{Persist, Region};
 use pcomb::PWFComb1;
 use proptest::prelude::*;
-use testkit::lin::{check, Recorder};
-use testkit::models::{Counter as CounterModel, CounterOp, CounterRet};
 
-/// One thread's script: `None` reads, `Some(k)` adds `k`.
-type Script = Vec<Option<u64>>;
-
-fn scripts() -> impl Strategy<Value = Vec<Script>> {
-    prop::collection::vec(
-        prop::collection::vec(prop::option::weighted(0.8, 1u64..4), 1..12),
-        2..=4,
-    )
-}
+mod lin_common;
+use lin_common::{check_counter, record_scripts, scripts, Script};
 
 /// Overlapping and total operations over the cases of one test.
 type Tally = [AtomicU64; 2];
@@ -40,37 +30,13 @@ fn check_history<P: Persist>(
     scripts: &[Script],
     tally: &Tally,
 ) -> Result<f64, TestCaseError> {
-    let recorder = Recorder::new();
-    let start = Barrier::new(scripts.len());
-    std::thread::scope(|s| {
-        for script in scripts {
-            let mut rec = recorder.thread();
-            let start = &start;
-            s.spawn(move || {
-                let mut h = obj.register().expect("one slot per script");
-                start.wait();
-                for op in script {
-                    if let Some(k) = *op {
-                        let id = rec.invoke(CounterOp::Add(k));
-                        let r = h.execute_mut(k);
-                        rec.complete(id, CounterRet::Previous(r));
-                    } else {
-                        let id = rec.invoke(CounterOp::Get);
-                        let r = h.execute(());
-                        rec.complete(id, CounterRet::Value(r));
-                    }
-                }
-            });
-        }
-    });
-    let history = recorder.into_history();
+    let history = record_scripts!(obj, scripts);
     let share = history.overlap_share();
     let ops = scripts.iter().map(Vec::len).sum::<usize>() as u64;
     tally[0].fetch_add((share * ops as f64).round() as u64, Ordering::Relaxed);
     tally[1].fetch_add(ops, Ordering::Relaxed);
-    check(CounterModel::default(), &history).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let total: u64 = scripts.iter().flatten().flatten().sum();
-    prop_assert_eq!(obj.register().expect("threads are done").execute(()), total);
+    let last = obj.register().expect("threads are done").execute(());
+    check_counter(&history, scripts, last)?;
     Ok(share)
 }
 
@@ -99,20 +65,29 @@ proptest! {
 }
 
 /// More contention (4 threads on 2 cores, 500 operations each, a fifth of them reads) on a
-/// file-backed region with real flushes; some operations must overlap.
+/// file-backed region with real flushes; some operations must overlap. On a loaded machine
+/// the 4 threads can happen to run one after another, so a round that saw no overlap is
+/// repeated (a fresh object), up to 5 rounds.
 #[test]
 fn on_a_file_with_real_flushes() {
     let dir = std::env::temp_dir().join(format!("pwfcomb1-lin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let region = Region::create(dir.join("obj"), 0xC0B2, 1 << 16).expect("file region");
-    let obj = PWFComb1::create(region, Counter::default(), 4).expect("valid");
     let script: Script = (0..500).map(|i| (i % 5 != 0).then_some(1)).collect();
-    let share = check_history(&obj, &vec![script; 4], &ON_FILE).expect("linearizable");
-    eprintln!("PWFComb1 on a file: overlap share {share:.3}");
+    let mut shares = Vec::new();
+    for round in 0..5 {
+        let path = dir.join(format!("obj-{round}"));
+        let region = Region::create(&path, 0xC0B2, 1 << 16).expect("file region");
+        let obj = PWFComb1::create(region, Counter::default(), 4).expect("valid");
+        let share = check_history(&obj, &vec![script.clone(); 4], &ON_FILE).expect("linearizable");
+        shares.push(share);
+        if share > 0.0 {
+            break;
+        }
+    }
+    eprintln!("PWFComb1 on a file: overlap share per round {shares:?}");
     assert!(
-        share > 0.0,
-        "no operation overlapped: the check proved nothing"
+        shares.iter().any(|&s| s > 0.0),
+        "no operation overlapped in 5 rounds: the check proved nothing"
     );
-    drop(obj);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,9 +6,5 @@
 pub(crate) mod pb;
 pub(crate) mod pwf;
 
-/// Loom models of private protocol steps (`--cfg loom`, in-crate because they drive the engine
-/// directly).
-#[cfg(all(test, loom))]
-mod tests {
-    mod loom_pwf_stamp;
-}
+#[cfg(test)]
+mod tests;

@@ -661,25 +661,8 @@ fn pwb_record<P: Persist, S: Pod, R: Pod>(persist: &P, rec: &Record<'_, S, R>) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::engine::tests::Add;
     use pmem::Hardware;
-
-    /// A counter: each request adds its operand and gets the value before.
-    struct Add;
-
-    impl WfBatch for Add {
-        type State = u64;
-        type Op = u64;
-        type Ret = u64;
-
-        fn apply(&self, _me: usize, st: &mut u64, reqs: &[(usize, u64)], rets: &mut [u64]) {
-            for (&(_, op), ret) in reqs.iter().zip(rets) {
-                *ret = *st;
-                *st += op;
-            }
-        }
-
-        fn installed(&self, _me: usize, _st: &u64) {}
-    }
 
     type Inst<const STAMPED: bool = false> = WfInstance<u64, u64, u64, STAMPED>;
 

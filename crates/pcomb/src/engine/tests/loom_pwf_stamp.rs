@@ -20,28 +20,11 @@
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
-use crate::engine::pwf::{WfBatch, WfInstance};
+use super::Add;
+use crate::engine::pwf::WfInstance;
 use crate::sync::{AtomicU64, Ordering};
 use crate::words;
 use pmem::Persist;
-
-/// A counter: each request adds its operand and gets the value before.
-struct Add;
-
-impl WfBatch for Add {
-    type State = u64;
-    type Op = u64;
-    type Ret = u64;
-
-    fn apply(&self, _me: usize, st: &mut u64, reqs: &[(usize, u64)], rets: &mut [u64]) {
-        for (&(_, op), ret) in reqs.iter().zip(rets) {
-            *ret = *st;
-            *st += op;
-        }
-    }
-
-    fn installed(&self, _me: usize, _st: &u64) {}
-}
 
 type Inst = WfInstance<u64, u64, u64, true>;
 
