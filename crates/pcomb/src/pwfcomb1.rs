@@ -59,6 +59,22 @@ object_api! {
     /// assert_eq!(c.register()?.execute(()), 600);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// The object is `Send + Sync` (shared by reference between threads, as above); a handle
+    /// borrows it, so it cannot outlive it:
+    ///
+    /// ```
+    /// fn shared<T: Send + Sync>() {}
+    /// shared::<pcomb::PWFComb1<pcomb::objects::Counter, pcomb::pmem::Hardware>>();
+    /// ```
+    ///
+    /// ```compile_fail
+    /// use pcomb::{objects::Counter, PWFComb1};
+    /// let h = {
+    ///     let c = PWFComb1::new(Counter::default(), 1).unwrap();
+    ///     c.register().unwrap()
+    /// };
+    /// ```
     PWFComb1,
     PWFComb1Handle,
     [D::WriteOperation: Pod,]
