@@ -1,5 +1,5 @@
 //! The heap's block allocator: size classes in chunks (powers of two, and 224 bytes for the
-//! Mirror skip-list tower), sharded free lists.
+//! tallest Mirror skip-list towers), sharded free lists.
 //!
 //! Scaling: each thread uses the shard its thread hash picks (8 shards, each behind its own
 //! cache-padded lock), so threads rarely share a lock; a block freed by reclamation goes to the
@@ -22,8 +22,9 @@ pub(crate) const CHUNK_TAG: u64 = pmem::kinds::MIRROR_CHUNK_TAG;
 /// Tag of a format-1 chunk header ("MIRRORCK": list nodes `{key, next}`), recognized only to
 /// name the problem ([`HeapError::OldFormat`](crate::HeapError::OldFormat)).
 pub(crate) const OLD_CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
-/// Block sizes: the powers of two from 16 B to 32 KiB, plus 224 B, the Mirror skip-list tower
-/// (224 bytes, in a 256-byte block before issue 23). Chunks start at a 64-byte boundary and
+/// Block sizes: the powers of two from 16 B to 32 KiB, plus 224 B, the Mirror skip-list node of
+/// 7 to 12 levels (every node had a 12-level, 224-byte tower, in a 256-byte block before issue
+/// 23; nodes now take the block of their height). Chunks start at a 64-byte boundary and
 /// their first block 64 bytes in, so a block of a class is aligned to the largest power of two
 /// dividing its size, capped at 64: 32 for 224. A 48-byte class for the Mirror BST node was
 /// measured and dropped: half its blocks straddle two cache lines, which cost 0.5 write-backs
@@ -112,15 +113,35 @@ impl Alloc {
         space: &Space<P>,
     ) -> Result<u64, HeapAllocError> {
         let block = block_of(class);
-        let mut shard = lock(self.shard());
-        shard.live += 1;
-        let c = &mut shard.classes[class];
-        if let Some(off) = c.free.pop() {
+        // A block of this shard's free list or of its current chunk.
+        let take = |shard: &mut Shard| {
+            let c = &mut shard.classes[class];
+            c.free.pop().or_else(|| {
+                let off = c.next;
+                (off + block <= c.end).then(|| {
+                    c.next += block;
+                    off
+                })
+            })
+        };
+        let own = self.shard();
+        {
+            let mut shard = lock(own);
+            shard.live += 1;
+            if let Some(off) = take(&mut shard) {
+                return Ok(off);
+            }
+        }
+        // Before a new chunk, a free block of another shard (recovery hands each chunk's free
+        // blocks to one shard, and the skip list's nodes use several classes, so a small heap
+        // would otherwise run out of chunks with free blocks left). One lock at a time: no
+        // lock order to keep.
+        if let Some(off) = self.steal(own, class) {
             return Ok(off);
         }
-        if c.next + block <= c.end {
-            let off = c.next;
-            c.next += block;
+        let mut shard = lock(own);
+        // Another thread of this shard may have claimed a chunk meanwhile.
+        if let Some(off) = take(&mut shard) {
             return Ok(off);
         }
         let spare = lock(&self.spare).pop();
@@ -142,6 +163,15 @@ impl Alloc {
         c.next = chunk + CHUNK_HEADER + block;
         c.end = chunk + CHUNK;
         Ok(chunk + CHUNK_HEADER)
+    }
+
+    /// A free block of `class` from a shard other than `own`, if one has any.
+    #[cold]
+    fn steal(&self, own: &Mutex<Shard>, class: usize) -> Option<u64> {
+        self.shards
+            .iter()
+            .filter(|s| !core::ptr::eq::<Mutex<Shard>>(&***s, own))
+            .find_map(|s| lock(s).classes[class].free.pop()) // alloc-steal
     }
 
     /// Returns a block to the calling thread's shard.
