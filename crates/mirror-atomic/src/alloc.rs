@@ -85,6 +85,22 @@ struct Shard {
     live: i64,
 }
 
+impl Shard {
+    /// A block of `class` from this shard's free list or its current chunk.
+    fn take(&mut self, class: usize) -> Option<u64> {
+        let block = block_of(class);
+        let c = &mut self.classes[class];
+        if let Some(off) = c.free.pop() {
+            return Some(off);
+        }
+        let off = c.next;
+        (off + block <= c.end).then(|| {
+            c.next += block;
+            off
+        })
+    }
+}
+
 /// The allocator state (DRAM only; rebuilt by recovery).
 pub(crate) struct Alloc {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
@@ -113,35 +129,24 @@ impl Alloc {
         space: &Space<P>,
     ) -> Result<u64, HeapAllocError> {
         let block = block_of(class);
-        // A block of this shard's free list or of its current chunk.
-        let take = |shard: &mut Shard| {
-            let c = &mut shard.classes[class];
-            c.free.pop().or_else(|| {
-                let off = c.next;
-                (off + block <= c.end).then(|| {
-                    c.next += block;
-                    off
-                })
-            })
-        };
         let own = self.shard();
         {
             let mut shard = lock(own);
             shard.live += 1;
-            if let Some(off) = take(&mut shard) {
+            if let Some(off) = shard.take(class) {
                 return Ok(off);
             }
         }
-        // Before a new chunk, a free block of another shard (recovery hands each chunk's free
+        // Before a new chunk, a block of another shard (recovery hands each chunk's free
         // blocks to one shard, and the skip list's nodes use several classes, so a small heap
-        // would otherwise run out of chunks with free blocks left). One lock at a time: no
+        // would otherwise run out of chunks with room left in others). One lock at a time: no
         // lock order to keep.
         if let Some(off) = self.steal(own, class) {
             return Ok(off);
         }
         let mut shard = lock(own);
         // Another thread of this shard may have claimed a chunk meanwhile.
-        if let Some(off) = take(&mut shard) {
+        if let Some(off) = shard.take(class) {
             return Ok(off);
         }
         let spare = lock(&self.spare).pop();
@@ -165,13 +170,14 @@ impl Alloc {
         Ok(chunk + CHUNK_HEADER)
     }
 
-    /// A free block of `class` from a shard other than `own`, if one has any.
+    /// A block of `class` from a shard other than `own` (its free list or its current
+    /// chunk), if one has any.
     #[cold]
     fn steal(&self, own: &Mutex<Shard>, class: usize) -> Option<u64> {
         self.shards
             .iter()
             .filter(|s| !core::ptr::eq::<Mutex<Shard>>(&***s, own))
-            .find_map(|s| lock(s).classes[class].free.pop()) // alloc-steal
+            .find_map(|s| lock(s).take(class)) // alloc-steal
     }
 
     /// Returns a block to the calling thread's shard.
@@ -214,5 +220,35 @@ impl Alloc {
             }
         }
         alloc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recovery hands each chunk's free blocks to one shard (chunk `i` to shard `i % SHARDS`);
+    /// a thread of another shard must find them before it claims a new chunk (a small heap
+    /// would otherwise run out of chunks with free blocks left). The same holds for the rest
+    /// of another shard's current chunk.
+    #[test]
+    fn a_shard_takes_free_blocks_of_another_before_a_new_chunk() {
+        let class = class_of_block(64).expect("a 64-byte class");
+        let alloc = Alloc::rebuild(0, &[64], |_| false);
+        let off = alloc
+            .steal(&alloc.shards[1], class)
+            .expect("a block of shard 0");
+        assert!((CHUNK_HEADER..CHUNK).contains(&off), "{off}");
+        assert_eq!(alloc.steal(&alloc.shards[0], class), None, "its own shard");
+        let mut other = lock(&alloc.shards[2]);
+        other.classes[class].next = 5 * CHUNK + CHUNK_HEADER;
+        other.classes[class].end = 6 * CHUNK;
+        drop(other);
+        while alloc.steal(&alloc.shards[2], class).is_some() {} // empties shard 0
+        assert_eq!(
+            alloc.steal(&alloc.shards[0], class),
+            Some(5 * CHUNK + CHUNK_HEADER),
+            "shard 2's current chunk"
+        );
     }
 }

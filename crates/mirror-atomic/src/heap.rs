@@ -128,7 +128,7 @@ struct TailAligned<N, T>(PhantomData<(N, T)>);
 
 impl<N, T> TailAligned<N, T> {
     const OK: () = assert!(
-        size_of::<N>() % core::mem::align_of::<T>() == 0,
+        size_of::<N>().is_multiple_of(core::mem::align_of::<T>()),
         "an object's tail would be misaligned after its head"
     );
 }
@@ -1152,7 +1152,7 @@ impl Tracer<'_> {
         let fits = len
             .checked_mul(size_of::<T>())
             .and_then(|t| t.checked_add(size_of::<N>()))
-            .filter(|_| size_of::<N>() % core::mem::align_of::<T>() == 0);
+            .filter(|_| size_of::<N>().is_multiple_of(core::mem::align_of::<T>()));
         let Some(size) = fits else {
             self.fail(off, "object's tail past the end of its block");
             return None;
@@ -1161,7 +1161,14 @@ impl Tracer<'_> {
             // A block too small for the tail is a corrupt length; anything else means `obj`
             // is not a block of this region (not reached through this tracer).
             let too_small = reason == "block too small for the type";
-            self.fail(off, if too_small { "object's tail past the end of its block" } else { reason });
+            self.fail(
+                off,
+                if too_small {
+                    "object's tail past the end of its block"
+                } else {
+                    reason
+                },
+            );
             return None;
         }
         let at = self.base.wrapping_add(off as usize + size_of::<N>());

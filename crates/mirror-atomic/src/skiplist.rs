@@ -17,27 +17,28 @@
 //! comment), so no new reader can reach it when it is retired.
 //!
 //! **Persistence** comes from the flavor, as for the list, at level 0: with Mirror every
-//! level-0 CAS is durable before it is visible, and a new node (the bytes of its used levels)
-//! is durable before the CAS that links it. The upper levels are shortcuts, and their CASes
-//! (tower links, upper marks, upper unlinks) are neither written back nor fenced
-//! ([`Flavor::compare_exchange_unpersisted`]; issue 23, lever L4), so after a crash they hold
-//! whatever those writes reached the media. Recovery ([`SkipList::recover`]) therefore unlinks
-//! the nodes marked at level 0, rebuilds every upper level from level 0 and the heights, resets
-//! the handshake, and rebuilds the free space from what is linked after that, so nothing a
-//! crash left behind stays allocated.
+//! level-0 CAS is durable before it is visible, and a new node is durable before the CAS that
+//! links it. The upper levels are shortcuts with DRAM semantics: 8-byte words ([`VAtomic`]) in
+//! every flavor, read and CASed by [`Volatile`]'s plain operations, never written back nor
+//! fenced (issue 23, lever L4, and then its second skip-list lever: no Mirror pair for them).
+//! Recovery ([`SkipList::recover`]) therefore traces level 0 only, unlinks the nodes marked
+//! at level 0, rebuilds every upper level from level 0 and the heights, resets the handshake,
+//! and rebuilds the free space from what is linked after that, so nothing a crash left behind
+//! stays allocated.
 //!
-//! **Layout.** A node's block holds its header, level 0 and then only the levels it uses, in
-//! the smallest size class that holds them (issue 23, lever "blocks sized by height": in
-//! Mirror a node of height 1 or 2 takes a 64-byte block, one cache line, instead of a 224-byte
-//! tower of `MAX_LEVEL` levels). So a `&SkipNode` covers the header and level 0 only; the
-//! levels above are reached through a [`Tower`], a pointer derived from the heap's base (never
-//! from a `&SkipNode`, whose borrow does not extend past level 0). Recovery traces a node by
-//! its height, read before the tower, and refuses a node whose height does not fit its block
-//! ([`HeapError::BadPointer`]). Files of format 2 (every node in a 224-byte block) are read as
-//! they are: a block goes back to the class of its chunk.
+//! **Layout.** A node's block holds its header and level 0 ([`SkipNode`]), then only the upper
+//! levels it uses, in the smallest size class that holds them (issue 23: in Mirror a node of
+//! height 1 to 3 takes a 64-byte block, one cache line, instead of a 224-byte tower of
+//! `MAX_LEVEL` levels). So a `&SkipNode` covers the header and level 0 only; the levels above
+//! are reached through a `Tower`, a pointer derived from the heap's base (never from a
+//! `&SkipNode`, whose borrow does not extend past level 0). Recovery reads a node's height
+//! and refuses a node whose height does not fit its block ([`HeapError::BadPointer`]). Files
+//! of format 2 (every node in a 224-byte block, 16-byte upper levels) are read: level 0 is
+//! where it was, the upper levels are rebuilt whatever their bytes, and a block goes back to
+//! the class of its chunk.
 
 use crate::error::{HeapAllocError, HeapError};
-use crate::flavor::{Flavor, VAtomic};
+use crate::flavor::{Flavor, VAtomic, Volatile};
 use crate::heap::{Base, Guard, Heap, Object, Space, Trace, Tracer};
 use crate::patomic::PConst;
 use crate::sync::{thread_random, AtomicWord, Ordering};
@@ -55,14 +56,18 @@ pub const SKIP_ROOT_SLOT: usize = 2;
 /// Handshake value once the inserter is done with a node (the remover adds one more).
 const TOWER_DONE: u64 = 1;
 
+/// Level 0's forward pointer: the flavor's atomic (durable in Mirror and Izraelevitz).
 type Link<F> = <F as Flavor>::Atomic<PPtr<SkipNode<F>>>;
+/// An upper level's forward pointer: a DRAM-semantics word in every flavor (see the module
+/// docs), used through [`Volatile`]'s operations.
+type UpLink<F> = VAtomic<PPtr<SkipNode<F>>>;
 
 /// A skip-list node's header and level 0: an immutable key and height, the handshake counter
 /// (DRAM semantics: never written back, reset by recovery), the flavor's zero [`Flavor::Pad`]
 /// (in Mirror the 8 bytes before the 16-aligned link, written as zeros) and the level-0
-/// forward pointer. Levels 1 to `height - 1` follow it in the same block (the block is of the
-/// smallest class that holds them: [`block_size`](crate::block_size) of this type is the
-/// block of a node of height 1).
+/// forward pointer. Levels 1 to `height - 1` follow it in the same block, 8 bytes each (the
+/// block is of the smallest class that holds them: [`block_size`](crate::block_size) of this
+/// type is the block of a node of height 1).
 #[repr(C)]
 pub struct SkipNode<F: Flavor> {
     key: PConst<u64>,
@@ -82,9 +87,11 @@ unsafe impl<F: Flavor> Object for SkipNode<F> {
         + size_of::<Link<F>>();
 }
 
-// SAFETY: an array of flavor atomics of `PPtr`s.
+// SAFETY: a flavor atomic of a `PPtr`, an array of 8-byte atomics of `PPtr`s and the flavor's
+// pad (which fills Mirror's 16-byte alignment), all fields.
 unsafe impl<F: Flavor> Object for SkipRoot<F> {
-    const FIELD_BYTES: usize = size_of::<[Link<F>; MAX_LEVEL]>();
+    const FIELD_BYTES: usize =
+        size_of::<Link<F>>() + size_of::<[UpLink<F>; MAX_LEVEL - 1]>() + size_of::<F::Pad>();
 }
 
 crate::heap::assert_padding_free!(SkipNode<F>, SkipRoot<F>);
@@ -98,7 +105,7 @@ impl<F: Flavor> SkipNode<F> {
     /// Bytes of a node of `height` levels (header, level 0 and the levels above).
     #[cfg(test)]
     fn used_len(height: usize) -> usize {
-        size_of::<Self>() + (height - 1) * size_of::<Link<F>>()
+        size_of::<Self>() + (height - 1) * size_of::<UpLink<F>>()
     }
 }
 
@@ -114,22 +121,20 @@ impl<F: Flavor> core::fmt::Debug for SkipNode<F> {
 
 impl<F: Flavor> Trace for SkipNode<F> {
     fn trace(&self, t: &mut Tracer<'_>) {
-        t.visit(F::peek(&self.next).unmarked());
-        // The height first, then only the levels it names, and only if they fit the block
-        // (`tail` records a bad pointer otherwise).
-        let Some(upper) = t.tail::<_, Link<F>>(self, self.levels() - 1) else {
-            return;
-        };
-        for l in upper {
-            t.visit(F::peek(l).unmarked());
+        // Level 0 only: the upper levels are DRAM-only and rebuilt by recovery (the file's
+        // bytes there are whatever the node was published with). The height must still fit
+        // the block (`tail` records a bad pointer otherwise): the node's upper levels are
+        // read and written after recovery.
+        if t.tail::<_, UpLink<F>>(self, self.levels() - 1).is_some() {
+            t.visit(F::peek(&self.next).unmarked());
         }
     }
 }
 
 /// A tower of forward pointers: the head's (`MAX_LEVEL` levels) or a node's (its height),
-/// as a pointer to level 0 with the levels above following it. Derived from the heap's base
-/// pointer or from the whole head array, never from a `&SkipNode`, so it may address the
-/// levels past the node's header.
+/// as a pointer to level 0 with the upper levels following it. Derived from the heap's base
+/// pointer or from the whole root, never from a `&SkipNode`, so it may address the levels past
+/// the node's header.
 struct Tower<'g, F: Flavor> {
     first: *const Link<F>,
     _g: PhantomData<&'g Link<F>>,
@@ -147,8 +152,9 @@ impl<'g, F: Flavor> Tower<'g, F> {
     /// The head's tower.
     fn head(root: &'g SkipRoot<F>) -> Self {
         Self {
-            // From the whole array: its provenance covers every level.
-            first: (&root.head as *const [Link<F>; MAX_LEVEL]).cast(),
+            // From the whole root (level 0 is its first field): its provenance covers every
+            // level.
+            first: (root as *const SkipRoot<F>).cast(),
             _g: PhantomData,
         }
     }
@@ -166,33 +172,93 @@ impl<'g, F: Flavor> Tower<'g, F> {
         }
     }
 
-    /// Level `level` of the tower.
+    /// Level 0 of the tower.
+    ///
+    /// # Safety
+    ///
+    /// The tower is the head's, or a node's that is live for `'g` (as for [`Base::get`]).
+    #[inline(always)]
+    unsafe fn at(self, level: usize) -> &'g Link<F> {
+        debug_assert_eq!(level, 0);
+        // SAFETY: by the contract, level 0 lies in the live root or node, derived from a
+        // pointer whose provenance covers it, aligned; a flavor atomic: shared access only.
+        unsafe { &*self.first }
+    }
+
+    /// Upper level `level` (>= 1) of the tower.
     ///
     /// # Safety
     ///
     /// - the tower is the head's, or a node's that is live for `'g` (as for [`Base::get`]);
-    /// - `level` is below its height (`MAX_LEVEL` for the head, [`SkipNode::levels`] for a
-    ///   node: its block holds that many levels, allocated so or checked by recovery).
+    /// - `1 <= level` and `level` is below its height (`MAX_LEVEL` for the head,
+    ///   [`SkipNode::levels`] for a node: its block holds that many levels, allocated so or
+    ///   checked by recovery).
     #[inline(always)]
-    unsafe fn at(self, level: usize) -> &'g Link<F> {
-        // SAFETY: by the contract, level `level` lies in the head array or in the node's live
-        // block, derived from a pointer whose provenance covers it, aligned (the levels follow
-        // each other in an aligned block), and a flavor atomic: shared access only.
-        unsafe { &*self.first.wrapping_add(level) }
+    unsafe fn up(self, level: usize) -> &'g UpLink<F> {
+        debug_assert!(level >= 1);
+        let at = self
+            .first
+            .cast::<u8>()
+            .wrapping_add(size_of::<Link<F>>() + (level - 1) * size_of::<UpLink<F>>());
+        // SAFETY: by the contract, level `level` lies in the live root or node block right
+        // after level 0 (`SkipRoot`'s `up`, or the node's tail written by `alloc_with_tail`),
+        // derived from a pointer whose provenance covers it, 8-aligned (level 0's size is a
+        // multiple of 8); an 8-byte atomic: shared access only.
+        unsafe { &*at.cast::<UpLink<F>>() }
+    }
+
+    /// Level `level`'s pointer, read through `base` (the search loops).
+    ///
+    /// # Safety
+    ///
+    /// As [`up`](Self::up) for `level >= 1`, as [`at`](Self::at) for level 0.
+    #[inline(always)]
+    unsafe fn load<P: Persist>(self, level: usize, base: Base<'_, P>) -> PPtr<SkipNode<F>> {
+        if level == 0 {
+            // SAFETY: the caller's contract.
+            F::load_from(unsafe { self.at(0) }, base)
+        } else {
+            // SAFETY: the caller's contract.
+            Volatile::load_from(unsafe { self.up(level) }, base)
+        }
+    }
+
+    /// A CAS of level `level`'s pointer: durable (the flavor's) at level 0, a plain one above.
+    ///
+    /// # Safety
+    ///
+    /// As [`load`](Self::load).
+    #[inline(always)]
+    unsafe fn cas<P: Persist>(
+        self,
+        level: usize,
+        current: PPtr<SkipNode<F>>,
+        new: PPtr<SkipNode<F>>,
+        space: &Space<P>,
+    ) -> Result<PPtr<SkipNode<F>>, PPtr<SkipNode<F>>> {
+        if level == 0 {
+            // SAFETY: the caller's contract.
+            F::compare_exchange(unsafe { self.at(0) }, current, new, space)
+        } else {
+            // SAFETY: the caller's contract.
+            Volatile::compare_exchange(unsafe { self.up(level) }, current, new, space)
+        }
     }
 }
 
-/// The root object of a [`SkipList`]: the head tower.
+/// The root object of a [`SkipList`]: the head tower (level 0, then the upper levels, laid out
+/// as a node's from its level 0 on).
 #[repr(C)]
 pub struct SkipRoot<F: Flavor> {
-    head: [Link<F>; MAX_LEVEL],
+    head: Link<F>,
+    up: [UpLink<F>; MAX_LEVEL - 1],
+    _pad: F::Pad,
 }
 
 impl<F: Flavor> Trace for SkipRoot<F> {
     fn trace(&self, t: &mut Tracer<'_>) {
-        for l in &self.head {
-            t.visit(F::peek(l).unmarked());
-        }
+        // Level 0 only (see `SkipNode`'s `trace`).
+        t.visit(F::peek(&self.head).unmarked());
     }
 }
 
@@ -270,7 +336,9 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     /// [`HeapError::Alloc`] if the root does not fit.
     pub fn new(mut heap: Heap<F, P>) -> Result<Self, HeapError> {
         let root = heap.alloc(SkipRoot::<F> {
-            head: core::array::from_fn(|_| F::atomic(PPtr::null())),
+            head: F::atomic(PPtr::null()),
+            up: core::array::from_fn(|_| VAtomic::new(PPtr::null())),
+            _pad: F::Pad::default(),
         })?;
         heap.set_root(SKIP_ROOT_SLOT, root)?;
         Ok(Self {
@@ -305,11 +373,10 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         };
         list.repair()?;
         let space = list.heap.space();
-        let used = list
-            .root()
-            .head
-            .iter()
-            .rposition(|l| !F::load(l, space).is_null())
+        let head = list.head();
+        let used = (0..MAX_LEVEL)
+            // SAFETY: the head has `MAX_LEVEL` levels.
+            .rposition(|l| !unsafe { head.load(l, space.base()) }.is_null())
             .map_or(1, |l| l + 1);
         // Relaxed: single-threaded here; the list is published by moving it to the caller.
         list.top.store(used as u64, Ordering::Relaxed);
@@ -330,7 +397,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let space = self.heap.space();
         let base = space.base();
         let head = self.head();
-        // SAFETY (every `at` on `head` below): the head has `MAX_LEVEL` levels.
+        // SAFETY: the head's level 0.
         let head0 = unsafe { head.at(0) };
         let malformed = |what| Err(HeapError::Malformed { what });
         // A head never holds a marked pointer; with one, every CAS on it would fail and
@@ -380,9 +447,9 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         // entry at the level is set (to the next one, or null after the last), so no stale
         // entry below a node's height survives to keep a freed block alive; entries at or
         // above its height are never read.
-        let set = |link: &Link<F>, to: PPtr<SkipNode<F>>| {
-            let cur = F::load(link, space);
-            if cur != to && F::compare_exchange_unpersisted(link, cur, to, space).is_err() {
+        let set = |link: &UpLink<F>, to: PPtr<SkipNode<F>>| {
+            let cur = Volatile::load(link, space);
+            if cur != to && Volatile::compare_exchange(link, cur, to, space).is_err() {
                 return malformed("skip-list link changed during recovery");
             }
             Ok(())
@@ -395,12 +462,12 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                 if node.levels() > level {
                     // SAFETY: `pred` is the head or a kept node taller than `level` (checked
                     // when it was taken), live during the repair.
-                    set(unsafe { pred.at(level) }, p)?;
+                    set(unsafe { pred.up(level) }, p)?;
                     pred = Tower::of(base, p);
                 }
             }
             // SAFETY: as above.
-            set(unsafe { pred.at(level) }, PPtr::null())?;
+            set(unsafe { pred.up(level) }, PPtr::null())?;
         }
         for &p in &kept {
             // SAFETY: as above.
@@ -460,8 +527,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                 // SAFETY: `pred` is the head or a node reached at a level >= `level` (so
                 // taller than `level`: a node is linked only at levels below its height), live
                 // under `_guard` (see below).
-                let pred_link = unsafe { pred.at(level) };
-                let mut curr = F::load_from(pred_link, base).unmarked();
+                let mut curr = unsafe { pred.load(level, base) }.unmarked();
                 while !curr.is_null() {
                     // SAFETY: read from a live node or the head under `_guard`: not reclaimed
                     // before the guard ends (nodes are retired only once on no level).
@@ -469,11 +535,10 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                     let tower = Tower::of(base, curr);
                     // SAFETY: `curr` is live (as above) and was reached at `level`, so it is
                     // taller than `level`.
-                    let succ = F::load_from(unsafe { tower.at(level) }, base);
+                    let succ = unsafe { tower.load(level, base) };
                     if succ.is_marked() {
-                        // SAFETY: as for `pred_link` (`pred` may have moved since).
-                        let link = unsafe { pred.at(level) };
-                        if !unlink_at::<F, P>(space, link, level, curr, succ) {
+                        // SAFETY: as for `pred` above (it may have moved since).
+                        if !unsafe { unlink_at::<F, P>(space, pred, level, curr, succ) } {
                             continue 'retry;
                         }
                         curr = succ.unmarked();
@@ -524,17 +589,16 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                 let mut pred = below;
                 // SAFETY: as in `find` (`below` is the head or a node reached at a level >=
                 // `level`).
-                let mut curr = F::load(unsafe { pred.at(level) }, space).unmarked();
+                let mut curr = unsafe { pred.load(level, base) }.unmarked();
                 while !curr.is_null() {
                     // SAFETY: as in `find`.
                     let node = unsafe { self.heap.get(curr) };
                     let tower = Tower::of(base, curr);
                     // SAFETY: as in `find`.
-                    let succ = F::load(unsafe { tower.at(level) }, space);
+                    let succ = unsafe { tower.load(level, base) };
                     if succ.is_marked() {
                         // SAFETY: as in `find`.
-                        let link = unsafe { pred.at(level) };
-                        if !unlink_at::<F, P>(space, link, level, curr, succ) {
+                        if !unsafe { unlink_at::<F, P>(space, pred, level, curr, succ) } {
                             continue 'retry;
                         }
                         curr = succ.unmarked();
@@ -610,11 +674,11 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                 height: PConst::new(height as u64),
                 // A single-level node has no tower to build: the inserter is done.
                 state: VAtomic::new(if height == 1 { TOWER_DONE } else { 0 }),
-                _pad: F::Pad::default(),
+                _pad: F::Pad::default(), // node-pad
                 next: F::atomic(pos.succs[0]),
             },
             height - 1, // tower-used-levels
-            |l| F::atomic(pos.succs[l + 1]),
+            |l| UpLink::<F>::new(pos.succs[l + 1]),
         )?;
         // SAFETY: `find` left at `preds[0]` the head or a node reached at level 0, live under
         // the caller's guard.
@@ -644,21 +708,20 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let tower = Tower::of(space.base(), node);
         'tower: for level in 1..n.levels() {
             // SAFETY: `node` is live (above) and `level` below its height.
-            let link = unsafe { tower.at(level) };
+            let link = unsafe { tower.up(level) };
             loop {
                 let succ = pos.succs[level];
-                let cur = F::load(link, space);
+                let cur = Volatile::load(link, space);
                 if cur.is_marked() {
                     break 'tower; // being removed: stop building
                 }
-                if cur != succ && F::compare_exchange_unpersisted(link, cur, succ, space).is_err()
-                {
+                if cur != succ && Volatile::compare_exchange(link, cur, succ, space).is_err() {
                     break 'tower; // only the remover's mark changes it meanwhile
                 }
                 // SAFETY: `find` left at `preds[level]` the head or a node reached at
                 // `level` (taller than it), live under `guard`.
-                let pred = unsafe { pos.preds[level].at(level) };
-                if F::compare_exchange_unpersisted(pred, succ, node, space).is_ok() {
+                let pred = unsafe { pos.preds[level].up(level) };
+                if Volatile::compare_exchange(pred, succ, node, space).is_ok() {
                     break;
                 }
                 pos = self.find(key, guard);
@@ -696,10 +759,10 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let tower = Tower::of(space.base(), node);
         for level in (1..n.levels()).rev() {
             // SAFETY: `node` is live (above) and `level` below its height.
-            let link = unsafe { tower.at(level) };
-            let mut succ = F::load(link, space);
+            let link = unsafe { tower.up(level) };
+            let mut succ = Volatile::load(link, space);
             while !succ.is_marked() {
-                match F::compare_exchange_unpersisted(link, succ, succ.with_mark(), space) {
+                match Volatile::compare_exchange(link, succ, succ.with_mark(), space) {
                     Ok(_) => break,
                     Err(seen) => succ = seen,
                 }
@@ -735,13 +798,13 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let mut curr = PPtr::null();
         for level in (0..self.levels()).rev() {
             // SAFETY: as in `find`.
-            curr = F::load_from(unsafe { pred.at(level) }, base).unmarked();
+            curr = unsafe { pred.load(level, base) }.unmarked();
             while !curr.is_null() {
                 // SAFETY: as in `find`.
                 let node = unsafe { base.get(curr) };
                 let tower = Tower::of(base, curr);
                 // SAFETY: as in `find`.
-                let succ = F::load_from(unsafe { tower.at(level) }, base);
+                let succ = unsafe { tower.load(level, base) };
                 if succ.is_marked() {
                     curr = succ.unmarked();
                     continue;
@@ -767,8 +830,10 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let mut keys = Vec::new();
         let mut ok = true;
         let mut level0 = std::collections::HashSet::new();
-        for (level, slot) in self.root().head.iter().enumerate() {
-            let mut curr = F::load(slot, space).unmarked();
+        let head = self.head();
+        for level in 0..MAX_LEVEL {
+            // SAFETY: the head has `MAX_LEVEL` levels.
+            let mut curr = unsafe { head.load(level, base) }.unmarked();
             let mut last: Option<u64> = None;
             while !curr.is_null() {
                 // SAFETY: as in `find`.
@@ -779,7 +844,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                     break;
                 }
                 // SAFETY: live (as in `find`), and `level` is below its height (checked).
-                let next = F::load(unsafe { Tower::of(base, curr).at(level) }, space);
+                let next = unsafe { Tower::of(base, curr).load(level, base) };
                 last = Some(k);
                 if level == 0 {
                     level0.insert(curr.offset());
@@ -800,13 +865,12 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
         let _guard = self.heap.pin();
         let space = self.heap.space();
         let base = space.base();
-        self.root()
-            .head
-            .iter()
-            .enumerate()
-            .map(|(level, slot)| {
+        let head = self.head();
+        (0..MAX_LEVEL)
+            .map(|level| {
                 let mut n = 0;
-                let mut curr = F::load(slot, space).unmarked();
+                // SAFETY: the head has `MAX_LEVEL` levels.
+                let mut curr = unsafe { head.load(level, base) }.unmarked();
                 while !curr.is_null() && n <= space.len() {
                     n += 1;
                     // SAFETY: as in `find`.
@@ -814,7 +878,7 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
                         break; // linked above its height: counted, not followed
                     }
                     // SAFETY: live (as in `find`), and `level` is below its height (checked).
-                    curr = F::load(unsafe { Tower::of(base, curr).at(level) }, space).unmarked();
+                    curr = unsafe { Tower::of(base, curr).load(level, base) }.unmarked();
                 }
                 n
             })
@@ -827,30 +891,31 @@ impl<F: Flavor, P: Persist> SkipList<F, P> {
     }
 }
 
-/// Deterministic replays of two interleavings of an insert and a remove of the same key that
-/// the concurrent tests do not reach (they need both threads between two of their steps). Each
-/// runs the real steps of both operations in the order of the interleaving, in one thread, and
-/// checks that the removed node is on no level when it is retired.
-/// Unlinks the marked node `curr` (whose next pointer at `level` is `succ`) from `pred`, that
-/// level's link: whether the CAS succeeded. Level 0 is durable, the upper levels are not
+/// Unlinks the marked node `curr` (whose next pointer at `level` is `succ`) from `pred`'s
+/// level `level`: whether the CAS succeeded. Level 0 is durable, the upper levels are not
 /// (recovery rebuilds them). Out of line and cold, so the search loops carry none of the CAS's
 /// address computations (a marked node is met rarely).
+///
+/// # Safety
+///
+/// As [`Tower::load`] for `pred` and `level`.
 #[cold]
 #[inline(never)]
-fn unlink_at<F: Flavor, P: Persist>(
+unsafe fn unlink_at<F: Flavor, P: Persist>(
     space: &Space<P>,
-    pred: &Link<F>,
+    pred: Tower<'_, F>,
     level: usize,
     curr: PPtr<SkipNode<F>>,
     succ: PPtr<SkipNode<F>>,
 ) -> bool {
-    if level == 0 {
-        F::compare_exchange(pred, curr, succ.unmarked(), space).is_ok()
-    } else {
-        F::compare_exchange_unpersisted(pred, curr, succ.unmarked(), space).is_ok()
-    }
+    // SAFETY: the caller's contract.
+    unsafe { pred.cas(level, curr, succ.unmarked(), space) }.is_ok()
 }
 
+/// Deterministic replays of two interleavings of an insert and a remove of the same key that
+/// the concurrent tests do not reach (they need both threads between two of their steps). Each
+/// runs the real steps of both operations in the order of the interleaving, in one thread, and
+/// checks that the removed node is on no level when it is retired.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1046,26 +1111,26 @@ mod tests {
             blocks.push(unsafe { list.heap.block_len(node) });
         }
         assert_eq!(check_blocks(&list), MAX_LEVEL);
-        assert_eq!(
-            on_levels(&list),
-            (1..=MAX_LEVEL).rev().collect::<Vec<_>>()
-        );
+        assert_eq!(on_levels(&list), (1..=MAX_LEVEL).rev().collect::<Vec<_>>());
         blocks
     }
 
     #[test]
     fn a_nodes_block_follows_its_height_mirror() {
-        // Header 32 bytes and 16 per level: 48 and 64 bytes fit one cache line.
+        // Header 32 bytes, level 0 16 and 8 per upper level: up to 3 levels fit one line.
         assert_eq!(
             a_nodes_block_follows_its_height::<Mirror>(),
-            [64, 64, 128, 128, 128, 128, 224, 224, 224, 224, 224, 224]
+            [64, 64, 64, 128, 128, 128, 128, 128, 128, 128, 128, 224]
         );
     }
 
     #[test]
     fn a_nodes_block_follows_its_height_volatile() {
         let blocks = a_nodes_block_follows_its_height::<Volatile>();
-        assert_eq!(blocks[0], 32, "a one-level Volatile node (32 bytes): {blocks:?}");
+        assert_eq!(
+            blocks[0], 32,
+            "a one-level Volatile node (32 bytes): {blocks:?}"
+        );
     }
 
     #[test]
@@ -1124,8 +1189,8 @@ mod tests {
         assert_eq!(check_blocks(&list), 3000);
     }
 
-    /// A node of the format before issue 23's blocks by height: a `MAX_LEVEL` tower whatever
-    /// the height (224 bytes in Mirror).
+    /// A node of the format before issue 23's blocks by height: a `MAX_LEVEL` tower of the
+    /// flavor's atomics whatever the height (224 bytes in Mirror).
     #[repr(C)]
     struct FullNode<F: Flavor> {
         key: PConst<u64>,
@@ -1143,10 +1208,22 @@ mod tests {
             + size_of::<[Link<F>; MAX_LEVEL]>();
     }
 
-    /// Files written before blocks followed heights (every node in a 224-byte block) are read
-    /// as they are: traced by height, and a removed node's block goes back to the 224-byte
-    /// class (its chunk's), not to the class of its height, where a new short node would take
-    /// a 224-byte block.
+    /// The root of that format: `MAX_LEVEL` of the flavor's atomics.
+    #[repr(C)]
+    struct FullRoot<F: Flavor> {
+        head: [Link<F>; MAX_LEVEL],
+    }
+
+    // SAFETY: an array of flavor atomics.
+    unsafe impl<F: Flavor> Object for FullRoot<F> {
+        const FIELD_BYTES: usize = size_of::<[Link<F>; MAX_LEVEL]>();
+    }
+
+    /// Files written before blocks followed heights (every node and the root in a 224-byte
+    /// block, 16-byte upper levels) are read: level 0 is where it was, the upper levels are
+    /// rebuilt from the heights, and a removed node's block goes back to the 224-byte class
+    /// (its chunk's), not to the class of its height, where a new short node would take a
+    /// 224-byte block.
     #[test]
     fn a_file_of_full_towers_is_read_and_its_blocks_go_back_to_their_class() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -1154,32 +1231,46 @@ mod tests {
         let heights = [1, 2, 3, 12, 1, 5, 7, 2, 1, 4];
         let keys: Vec<u64> = (1..=heights.len() as u64).map(|k| 10 * k).collect();
         {
-            let heap = Heap::<Mirror, _>::create(&path, LAYOUT, 256 + 8 * 65536).expect("create");
-            let list = SkipList::new(heap).expect("list");
-            let space = list.heap.space();
-            // SAFETY: the head has `MAX_LEVEL` levels.
-            let head0 = unsafe { list.head().at(0) };
-            // Pushed in front, largest key first: level 0 in order, upper levels empty (a
-            // crash image: recovery rebuilds them from the heights).
+            let mut heap =
+                Heap::<Mirror, _>::create(&path, LAYOUT, 256 + 8 * 65536).expect("create");
+            // Level 0 built back to front; upper levels with stale bytes (all ones: any
+            // offset), as a crash could leave them: recovery rebuilds them from the heights.
+            let stale = || Mirror::atomic(PPtr::from_offset(!0 << 4));
+            let mut first = PPtr::null();
             for (&key, &h) in keys.iter().zip(&heights).rev() {
-                let first = Mirror::load(head0, space);
-                let node = list
-                    .heap
+                let node = heap
                     .alloc(FullNode::<Mirror> {
                         key: PConst::new(key),
                         height: PConst::new(h),
                         state: VAtomic::new(0),
                         _pad: Default::default(),
                         next: core::array::from_fn(|l| {
-                            Mirror::atomic(if l == 0 { first } else { PPtr::null() })
+                            if l == 0 {
+                                Mirror::atomic(first)
+                            } else {
+                                stale()
+                            }
                         }),
                     })
                     .expect("room");
                 // SAFETY: allocated above.
-                assert_eq!(unsafe { list.heap.block_len(node) }, 224);
-                let node = PPtr::from_offset(node.offset());
-                assert!(Mirror::compare_exchange(head0, first, node, space).is_ok());
+                assert_eq!(unsafe { heap.block_len(node) }, 224);
+                first = PPtr::from_offset(node.offset());
             }
+            let root = heap
+                .alloc(FullRoot::<Mirror> {
+                    head: core::array::from_fn(|l| {
+                        if l == 0 {
+                            Mirror::atomic(first)
+                        } else {
+                            stale()
+                        }
+                    }),
+                })
+                .expect("room");
+            // SAFETY: allocated above.
+            assert_eq!(unsafe { heap.block_len(root) }, 224);
+            heap.set_root(SKIP_ROOT_SLOT, root).expect("root");
         }
         let list = reopen(&path);
         assert_eq!(list.snapshot(), (keys.clone(), true));
@@ -1209,7 +1300,37 @@ mod tests {
         drop(guard);
         assert_eq!(check_blocks(&list), 4 * MAX_LEVEL);
         drop(list);
-        assert_eq!(check_blocks(&reopen(&path)), 4 * MAX_LEVEL);
+        let list = reopen(&path);
+        assert_eq!(check_blocks(&list), 4 * MAX_LEVEL);
+        assert!(list.snapshot().1);
+    }
+
+    /// A node whose link CAS failed goes back to the class of its block (not of its type, the
+    /// one-level node's), where the next node of its height takes it.
+    #[test]
+    fn an_unpublished_node_goes_back_to_its_blocks_class() {
+        let list = SkipList::<Mirror, _>::anonymous(1 << 20).expect("heap");
+        let guard = list.heap.pin();
+        list.raise_levels(MAX_LEVEL);
+        let stale = list.find(K, &guard);
+        assert!(list.insert(K - 1).expect("room")); // changes the link `stale` saw
+        assert!(list
+            .link_level0(K, MAX_LEVEL, stale)
+            .expect("room")
+            .is_none());
+        for (i, h) in [1, MAX_LEVEL].into_iter().enumerate() {
+            let key = K + 1 + i as u64;
+            let (node, pos) = list
+                .link_level0(key, h, list.find(key, &guard))
+                .expect("room")
+                .expect("nothing raced the link");
+            // SAFETY: allocated above.
+            assert_eq!(unsafe { list.heap.block_len(node) }, block_for::<Mirror>(h));
+            list.build_tower(node, pos, key, &guard);
+            if h > 1 {
+                list.release(node, key, &guard);
+            }
+        }
     }
 
     #[test]

@@ -455,18 +455,21 @@ fn a_skip_list_height_past_its_block_is_a_typed_error() {
         .find(|&at| word(at) & !63 == BASE && word(at + 8) == 1)
         .expect("a node of height 1 among 64");
     let open = || SkipList::<Mirror, _>::recover(Region::open(&path, LAYOUT).expect("open"));
-    // (A height of 2 fits: 64 bytes, the block.)
-    for height in [3, 12, 13, u64::MAX] {
+    // (Heights 2 and 3 fit: 56 and 64 bytes, the block.)
+    for height in [4, 12, 13, u64::MAX] {
         common::patch(&path, node as u64 + 8, &height.to_le_bytes());
         match open() {
             Err(HeapError::BadPointer { offset, reason }) => {
-                assert_eq!((offset, reason), (node as u64, "object's tail past the end of its block"));
+                assert_eq!(
+                    (offset, reason),
+                    (node as u64, "object's tail past the end of its block")
+                );
             }
             other => panic!("height {height} in a one-level block: {other:?}"),
         }
     }
-    // Height 0 is clamped to one level, and 2 fits the block: the node is read.
-    for height in [0u64, 2] {
+    // Height 0 is clamped to one level, and 2 and 3 fit the block: the node is read.
+    for height in [0u64, 2, 3] {
         common::patch(&path, node as u64 + 8, &height.to_le_bytes());
         let set = open().unwrap_or_else(|e| panic!("height {height}: {e}"));
         assert_eq!(set.snapshot(), ((0..64).map(|k| BASE + k).collect(), true));
