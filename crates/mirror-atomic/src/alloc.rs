@@ -3,7 +3,9 @@
 //!
 //! Scaling: each thread uses the shard its thread hash picks (8 shards, each behind its own
 //! cache-padded lock), so threads rarely share a lock; a block freed by reclamation goes to the
-//! shard of the thread that runs the deferred free. Chunks are claimed from `pmem`'s durable
+//! shard of the thread that runs the deferred free; a shard with no block of a class takes one
+//! of another shard (a free one, or the rest of its current chunk) before claiming a chunk, so
+//! a heap needs one chunk per class in use, not one per class and shard. Chunks are claimed from `pmem`'s durable
 //! high-water mark (one CAS, `pwb` + `psync`), then their header is made durable, so recovery
 //! can always tell which class a chunk holds.
 
@@ -22,9 +24,9 @@ pub(crate) const CHUNK_TAG: u64 = pmem::kinds::MIRROR_CHUNK_TAG;
 /// Tag of a format-1 chunk header ("MIRRORCK": list nodes `{key, next}`), recognized only to
 /// name the problem ([`HeapError::OldFormat`](crate::HeapError::OldFormat)).
 pub(crate) const OLD_CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
-/// Block sizes: the powers of two from 16 B to 32 KiB, plus 224 B, the Mirror skip-list node of
-/// 7 to 12 levels (every node had a 12-level, 224-byte tower, in a 256-byte block before issue
-/// 23; nodes now take the block of their height). Chunks start at a 64-byte boundary and
+/// Block sizes: the powers of two from 16 B to 32 KiB, plus 224 B, the Mirror skip-list tower
+/// before its blocks followed a node's height (in a 256-byte block before issue 23; still the
+/// block of a 12-level node, 136 bytes, and of files of format 2). Chunks start at a 64-byte boundary and
 /// their first block 64 bytes in, so a block of a class is aligned to the largest power of two
 /// dividing its size, capped at 64: 32 for 224. A 48-byte class for the Mirror BST node was
 /// measured and dropped: half its blocks straddle two cache lines, which cost 0.5 write-backs

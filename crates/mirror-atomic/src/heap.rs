@@ -35,7 +35,7 @@ pub const MAX_OBJECT: usize = 32 * 1024;
 /// use mirror_atomic::{block_size, flavor::Mirror, BstNode, Node, SkipNode};
 /// assert_eq!(block_size::<Node<Mirror>>(), 32);
 /// assert_eq!(block_size::<BstNode<Mirror>>(), 64);
-/// assert_eq!(block_size::<SkipNode<Mirror>>(), 224);
+/// assert_eq!(block_size::<SkipNode<Mirror>>(), 64); // a one-level node (see `SkipNode`)
 /// ```
 pub const fn block_size<N: Object>() -> usize {
     crate::alloc::block_of(class_of(

@@ -1063,6 +1063,24 @@ mod tests {
         );
     }
 
+    /// A whole insert of `key` with a tower of `height` levels: the node.
+    fn insert_of_height<F: Flavor, P: Persist>(
+        list: &SkipList<F, P>,
+        key: u64,
+        height: usize,
+        guard: &Guard,
+    ) -> PPtr<SkipNode<F>> {
+        let (node, pos) = list
+            .link_level0(key, height, list.find(key, guard))
+            .expect("room")
+            .expect("nothing raced the link");
+        list.build_tower(node, pos, key, guard);
+        if height > 1 {
+            list.release(node, key, guard);
+        }
+        node
+    }
+
     /// The block a node of `height` levels takes: the smallest class that holds them.
     fn block_for<F: Flavor>(height: usize) -> u64 {
         crate::alloc::block_of(crate::alloc::class_of(
@@ -1098,15 +1116,7 @@ mod tests {
         list.raise_levels(MAX_LEVEL);
         let mut blocks = Vec::new();
         for h in 1..=MAX_LEVEL {
-            let key = h as u64;
-            let (node, pos) = list
-                .link_level0(key, h, list.find(key, &guard))
-                .expect("room")
-                .expect("nothing raced the link");
-            list.build_tower(node, pos, key, &guard);
-            if h > 1 {
-                list.release(node, key, &guard);
-            }
+            let node = insert_of_height(&list, h as u64, h, &guard);
             // SAFETY: allocated above, linked.
             blocks.push(unsafe { list.heap.block_len(node) });
         }
@@ -1235,7 +1245,15 @@ mod tests {
                 Heap::<Mirror, _>::create(&path, LAYOUT, 256 + 8 * 65536).expect("create");
             // Level 0 built back to front; upper levels with stale bytes (all ones: any
             // offset), as a crash could leave them: recovery rebuilds them from the heights.
-            let stale = || Mirror::atomic(PPtr::from_offset(!0 << 4));
+            let tower = |first| -> [Link<Mirror>; MAX_LEVEL] {
+                core::array::from_fn(|l| {
+                    Mirror::atomic(if l == 0 {
+                        first
+                    } else {
+                        PPtr::from_offset(!0 << 4)
+                    })
+                })
+            };
             let mut first = PPtr::null();
             for (&key, &h) in keys.iter().zip(&heights).rev() {
                 let node = heap
@@ -1244,13 +1262,7 @@ mod tests {
                         height: PConst::new(h),
                         state: VAtomic::new(0),
                         _pad: Default::default(),
-                        next: core::array::from_fn(|l| {
-                            if l == 0 {
-                                Mirror::atomic(first)
-                            } else {
-                                stale()
-                            }
-                        }),
+                        next: tower(first),
                     })
                     .expect("room");
                 // SAFETY: allocated above.
@@ -1258,15 +1270,7 @@ mod tests {
                 first = PPtr::from_offset(node.offset());
             }
             let root = heap
-                .alloc(FullRoot::<Mirror> {
-                    head: core::array::from_fn(|l| {
-                        if l == 0 {
-                            Mirror::atomic(first)
-                        } else {
-                            stale()
-                        }
-                    }),
-                })
+                .alloc(FullRoot::<Mirror> { head: tower(first) })
                 .expect("room");
             // SAFETY: allocated above.
             assert_eq!(unsafe { heap.block_len(root) }, 224);
@@ -1286,15 +1290,7 @@ mod tests {
         list.raise_levels(MAX_LEVEL);
         for round in 0..4 {
             for h in 1..=MAX_LEVEL {
-                let key = (100 * round + h) as u64;
-                let (node, pos) = list
-                    .link_level0(key, h, list.find(key, &guard))
-                    .expect("room")
-                    .expect("nothing raced the link");
-                list.build_tower(node, pos, key, &guard);
-                if h > 1 {
-                    list.release(node, key, &guard);
-                }
+                insert_of_height(&list, (100 * round + h) as u64, h, &guard);
             }
         }
         drop(guard);
@@ -1319,17 +1315,9 @@ mod tests {
             .expect("room")
             .is_none());
         for (i, h) in [1, MAX_LEVEL].into_iter().enumerate() {
-            let key = K + 1 + i as u64;
-            let (node, pos) = list
-                .link_level0(key, h, list.find(key, &guard))
-                .expect("room")
-                .expect("nothing raced the link");
-            // SAFETY: allocated above.
+            let node = insert_of_height(&list, K + 1 + i as u64, h, &guard);
+            // SAFETY: allocated above, linked.
             assert_eq!(unsafe { list.heap.block_len(node) }, block_for::<Mirror>(h));
-            list.build_tower(node, pos, key, &guard);
-            if h > 1 {
-                list.release(node, key, &guard);
-            }
         }
     }
 
