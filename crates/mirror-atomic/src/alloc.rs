@@ -1,9 +1,11 @@
 //! The heap's block allocator: size classes in chunks (powers of two, and 224 bytes for the
-//! Mirror skip-list tower), sharded free lists.
+//! tallest Mirror skip-list towers), sharded free lists.
 //!
 //! Scaling: each thread uses the shard its thread hash picks (8 shards, each behind its own
 //! cache-padded lock), so threads rarely share a lock; a block freed by reclamation goes to the
-//! shard of the thread that runs the deferred free. Chunks are claimed from `pmem`'s durable
+//! shard of the thread that runs the deferred free; a shard with no block of a class takes one
+//! of another shard (a free one, or the rest of its current chunk) before claiming a chunk, so
+//! a heap needs one chunk per class in use, not one per class and shard. Chunks are claimed from `pmem`'s durable
 //! high-water mark (one CAS, `pwb` + `psync`), then their header is made durable, so recovery
 //! can always tell which class a chunk holds.
 
@@ -23,7 +25,8 @@ pub(crate) const CHUNK_TAG: u64 = pmem::kinds::MIRROR_CHUNK_TAG;
 /// name the problem ([`HeapError::OldFormat`](crate::HeapError::OldFormat)).
 pub(crate) const OLD_CHUNK_TAG: u64 = 0x4d49_5252_4f52_434b;
 /// Block sizes: the powers of two from 16 B to 32 KiB, plus 224 B, the Mirror skip-list tower
-/// (224 bytes, in a 256-byte block before issue 23). Chunks start at a 64-byte boundary and
+/// before its blocks followed a node's height (in a 256-byte block before issue 23; still the
+/// block of a 12-level node, 136 bytes, and of files of format 2). Chunks start at a 64-byte boundary and
 /// their first block 64 bytes in, so a block of a class is aligned to the largest power of two
 /// dividing its size, capped at 64: 32 for 224. A 48-byte class for the Mirror BST node was
 /// measured and dropped: half its blocks straddle two cache lines, which cost 0.5 write-backs
@@ -84,6 +87,22 @@ struct Shard {
     live: i64,
 }
 
+impl Shard {
+    /// A block of `class` from this shard's free list or its current chunk.
+    fn take(&mut self, class: usize) -> Option<u64> {
+        let block = block_of(class);
+        let c = &mut self.classes[class];
+        if let Some(off) = c.free.pop() {
+            return Some(off);
+        }
+        let off = c.next;
+        (off + block <= c.end).then(|| {
+            c.next += block;
+            off
+        })
+    }
+}
+
 /// The allocator state (DRAM only; rebuilt by recovery).
 pub(crate) struct Alloc {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
@@ -112,15 +131,24 @@ impl Alloc {
         space: &Space<P>,
     ) -> Result<u64, HeapAllocError> {
         let block = block_of(class);
-        let mut shard = lock(self.shard());
-        shard.live += 1;
-        let c = &mut shard.classes[class];
-        if let Some(off) = c.free.pop() {
+        let own = self.shard();
+        {
+            let mut shard = lock(own);
+            shard.live += 1;
+            if let Some(off) = shard.take(class) {
+                return Ok(off);
+            }
+        }
+        // Before a new chunk, a block of another shard (recovery hands each chunk's free
+        // blocks to one shard, and the skip list's nodes use several classes, so a small heap
+        // would otherwise run out of chunks with room left in others). One lock at a time: no
+        // lock order to keep.
+        if let Some(off) = self.steal(own, class) {
             return Ok(off);
         }
-        if c.next + block <= c.end {
-            let off = c.next;
-            c.next += block;
+        let mut shard = lock(own);
+        // Another thread of this shard may have claimed a chunk meanwhile.
+        if let Some(off) = shard.take(class) {
             return Ok(off);
         }
         let spare = lock(&self.spare).pop();
@@ -142,6 +170,16 @@ impl Alloc {
         c.next = chunk + CHUNK_HEADER + block;
         c.end = chunk + CHUNK;
         Ok(chunk + CHUNK_HEADER)
+    }
+
+    /// A block of `class` from a shard other than `own` (its free list or its current
+    /// chunk), if one has any.
+    #[cold]
+    fn steal(&self, own: &Mutex<Shard>, class: usize) -> Option<u64> {
+        self.shards
+            .iter()
+            .filter(|s| !core::ptr::eq::<Mutex<Shard>>(&***s, own))
+            .find_map(|s| lock(s).take(class)) // alloc-steal
     }
 
     /// Returns a block to the calling thread's shard.
@@ -184,5 +222,35 @@ impl Alloc {
             }
         }
         alloc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recovery hands each chunk's free blocks to one shard (chunk `i` to shard `i % SHARDS`);
+    /// a thread of another shard must find them before it claims a new chunk (a small heap
+    /// would otherwise run out of chunks with free blocks left). The same holds for the rest
+    /// of another shard's current chunk.
+    #[test]
+    fn a_shard_takes_free_blocks_of_another_before_a_new_chunk() {
+        let class = class_of_block(64).expect("a 64-byte class");
+        let alloc = Alloc::rebuild(0, &[64], |_| false);
+        let off = alloc
+            .steal(&alloc.shards[1], class)
+            .expect("a block of shard 0");
+        assert!((CHUNK_HEADER..CHUNK).contains(&off), "{off}");
+        assert_eq!(alloc.steal(&alloc.shards[0], class), None, "its own shard");
+        let mut other = lock(&alloc.shards[2]);
+        other.classes[class].next = 5 * CHUNK + CHUNK_HEADER;
+        other.classes[class].end = 6 * CHUNK;
+        drop(other);
+        while alloc.steal(&alloc.shards[2], class).is_some() {} // empties shard 0
+        assert_eq!(
+            alloc.steal(&alloc.shards[0], class),
+            Some(5 * CHUNK + CHUNK_HEADER),
+            "shard 2's current chunk"
+        );
     }
 }

@@ -35,7 +35,7 @@ pub const MAX_OBJECT: usize = 32 * 1024;
 /// use mirror_atomic::{block_size, flavor::Mirror, BstNode, Node, SkipNode};
 /// assert_eq!(block_size::<Node<Mirror>>(), 32);
 /// assert_eq!(block_size::<BstNode<Mirror>>(), 64);
-/// assert_eq!(block_size::<SkipNode<Mirror>>(), 224);
+/// assert_eq!(block_size::<SkipNode<Mirror>>(), 64); // a one-level node (see `SkipNode`)
 /// ```
 pub const fn block_size<N: Object>() -> usize {
     crate::alloc::block_of(class_of(
@@ -119,6 +119,17 @@ impl<N: Object> PaddingFree<N> {
         padding_free::<N>(),
         "a heap object type has padding (its size is not the sum of its field sizes): add an \
          explicit padding field (see `Object`)"
+    );
+}
+
+/// Compile-time check that a tail of `T`s can follow an `N` ([`Heap::alloc_with_tail`]):
+/// `size_of::<N>()` is a multiple of `align_of::<T>()`.
+struct TailAligned<N, T>(PhantomData<(N, T)>);
+
+impl<N, T> TailAligned<N, T> {
+    const OK: () = assert!(
+        size_of::<N>().is_multiple_of(core::mem::align_of::<T>()),
+        "an object's tail would be misaligned after its head"
     );
 }
 
@@ -664,36 +675,76 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// [`HeapAllocError::TooLarge`] above [`MAX_OBJECT`] bytes or 64-byte alignment;
     /// [`HeapAllocError::Exhausted`] when the region is full.
     pub fn alloc<N: Object>(&self, value: N) -> Result<PPtr<N>, HeapAllocError> {
-        self.alloc_prefix(value, core::mem::size_of::<N>())
+        self.alloc_with_tail::<N, u8>(value, 0, |_| 0)
     }
 
-    /// [`alloc`](Self::alloc), publishing only the first `publish_len` bytes of the object
-    /// (clamped to its size): for objects whose tail is never read (the unused levels of a
-    /// skip-list tower), so a new node costs the write-backs of the bytes it uses.
-    pub(crate) fn alloc_prefix<N: Object>(
+    /// [`alloc`](Self::alloc) of `head` followed in the same block by `tail_len` values of
+    /// `T` (`tail(i)` the `i`-th, at `size_of::<N>() + i * size_of::<T>()`): for an object
+    /// whose length varies (a skip-list node: its header and level 0, then the levels above).
+    /// The block is of the smallest class that holds both, and only those bytes are published,
+    /// so a short node costs the blocks and write-backs of the bytes it uses (issue 23).
+    pub(crate) fn alloc_with_tail<N: Object, T: Object>(
         &self,
-        value: N,
-        publish_len: usize,
+        head: N,
+        tail_len: usize,
+        mut tail: impl FnMut(usize) -> T,
     ) -> Result<PPtr<N>, HeapAllocError> {
         let () = PaddingFree::<N>::OK;
-        let size = core::mem::size_of::<N>();
-        if size > MAX_OBJECT || core::mem::align_of::<N>() > 64 {
+        let () = PaddingFree::<T>::OK;
+        let () = TailAligned::<N, T>::OK;
+        let size = tail_len
+            .checked_mul(size_of::<T>())
+            .and_then(|t| t.checked_add(size_of::<N>()))
+            .unwrap_or(usize::MAX);
+        let align = core::mem::align_of::<N>().max(core::mem::align_of::<T>());
+        if size > MAX_OBJECT || align > 64 {
             return Err(HeapAllocError::TooLarge { requested: size });
         }
-        let class = class_of(size, core::mem::align_of::<N>());
-        let off = self.alloc.alloc(class, &self.space)?;
+        let off = self.alloc.alloc(class_of(size, align), &self.space)?;
+        let at = self.space.primary_at(off);
         // SAFETY:
         // - `off` is a free block of at least `size` bytes, aligned (`block_align`) to at least
-        //   the align
-        //   of `N`, inside the primary memory; no other thread can reach it (it is not yet
-        //   published and was reclaimed only after a grace period).
-        // (`N` has no padding, checked above: every byte this writes, and `publish` copies to
-        // the region, is initialized. The rest of the block is not written, copied or
-        // written back here: it holds bytes of earlier objects, or zeros.)
-        unsafe { self.space.primary_at(off).cast::<N>().write(value) };
-        // SAFETY: the object at `off` is this heap's and unpublished.
-        unsafe { F::publish(&self.space, off, publish_len.min(size)) };
+        //   `align`, inside the primary memory; no other thread can reach it (it is not yet
+        //   published and was reclaimed only after a grace period);
+        // - `N` has no padding (checked above): every byte this writes is initialized.
+        unsafe { at.cast::<N>().write(head) };
+        for i in 0..tail_len {
+            // SAFETY: as above, for the `i`-th `T` after `head`: inside the block (`size`
+            // covers it), aligned (`size_of::<N>()` is a multiple of `align_of::<T>()`, checked
+            // by `TailAligned`, and the block is aligned to `align`), and `T` has no padding.
+            unsafe {
+                at.wrapping_add(size_of::<N>() + i * size_of::<T>())
+                    .cast::<T>()
+                    .write(tail(i))
+            };
+        }
+        // (The rest of the block is not written, copied or written back here: it holds bytes
+        // of earlier objects, or zeros, and nothing reads it.)
+        // SAFETY: the object at `off` is this heap's and unpublished; `size` bytes of it are
+        // initialized.
+        unsafe { F::publish(&self.space, off, size) };
         Ok(PPtr::from_offset(off))
+    }
+
+    /// The size class of the block at `off`, read from its chunk's header (durable before any
+    /// block of the chunk was used): a block goes back to the class it was allocated from,
+    /// whatever the type it held (a skip-list node's block follows its height, and a file of
+    /// format 2 holds every node in a 224-byte block).
+    fn class_at(&self, off: u64) -> usize {
+        let user = self.region().user_offset().0;
+        let chunk = user + (off - user) / CHUNK * CHUNK;
+        let (_, block) = self.space.read_chunk_header(chunk);
+        class_of_block(block).expect("invariant: a used chunk's header names a class")
+    }
+
+    /// The bytes of the block `p` lives in (its chunk's class).
+    ///
+    /// # Safety
+    ///
+    /// `p` is an object of this heap (allocated, or found by recovery), not null.
+    #[cfg(test)]
+    pub(crate) unsafe fn block_len<N>(&self, p: PPtr<N>) -> u64 {
+        crate::alloc::block_of(self.class_at(p.offset()))
     }
 
     /// Frees an object that was never published (no other thread can have seen it).
@@ -703,10 +754,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
     /// `p` was returned by [`alloc`](Self::alloc) of this heap, was never stored where another
     /// thread or recovery can reach it, and is not used again.
     pub unsafe fn free_unpublished<N: Object>(&self, p: PPtr<N>) {
-        self.alloc.free(
-            p.offset(),
-            class_of(size_of::<N>(), core::mem::align_of::<N>()),
-        );
+        self.alloc.free(p.offset(), self.class_at(p.offset())); // free-class-of-block
     }
 
     /// The object `p` points to (mark bit ignored).
@@ -797,7 +845,7 @@ impl<F: Flavor, P: Persist> Heap<F, P> {
         );
         let alloc = Arc::clone(&self.alloc);
         let off = p.offset();
-        let class = class_of(size_of::<N>(), core::mem::align_of::<N>());
+        let class = self.class_at(off); // retire-class-of-block
         guard.defer(move || alloc.free(off, class)); // retire-defer
     }
 
@@ -1087,6 +1135,59 @@ impl Tracer<'_> {
             }
         }
         self.stack.push((off, trace_at::<N>));
+    }
+
+    /// The `len` values of `T` that follow `obj` in its block (see [`Heap::alloc_with_tail`]),
+    /// read from the persistent replica: for an object that says its own length (a skip-list
+    /// node's height). `None` if `obj` is not a traced block of this region, or the tail
+    /// does not fit in its block (a corrupt length); the latter records
+    /// [`HeapError::BadPointer`], so recovery fails instead of reading past the block.
+    pub(crate) fn tail<'o, N: Object, T: Object>(
+        &mut self,
+        obj: &'o N,
+        len: usize,
+    ) -> Option<&'o [T]> {
+        let off = (obj as *const N as usize).wrapping_sub(self.base as usize) as u64;
+        let align = core::mem::align_of::<N>().max(core::mem::align_of::<T>());
+        let fits = len
+            .checked_mul(size_of::<T>())
+            .and_then(|t| t.checked_add(size_of::<N>()))
+            .filter(|_| size_of::<N>().is_multiple_of(core::mem::align_of::<T>()));
+        let Some(size) = fits else {
+            self.fail(off, "object's tail past the end of its block");
+            return None;
+        };
+        if let Err(reason) = self.check(off, size, align) {
+            // A block too small for the tail is a corrupt length; anything else means `obj`
+            // is not a block of this region (not reached through this tracer).
+            let too_small = reason == "block too small for the type";
+            self.fail(
+                off,
+                if too_small {
+                    "object's tail past the end of its block"
+                } else {
+                    reason
+                },
+            );
+            return None;
+        }
+        let at = self.base.wrapping_add(off as usize + size_of::<N>());
+        // SAFETY:
+        // - `check` proved that `size` bytes from `off` are one block inside the region,
+        //   aligned to `align`, so the `len` `T`s after the `N` are in it and aligned
+        //   (`size_of::<N>()` is a multiple of `align_of::<T>()`, checked above);
+        // - `at` is derived from the region's base pointer (not from `obj`), so it may
+        //   address the bytes after `obj`; the region stays mapped while `obj` is borrowed;
+        // - `T: Object`: any bits are a valid `T`;
+        // - recovery is single-threaded: nothing writes the region meanwhile.
+        Some(unsafe { core::slice::from_raw_parts(at.cast::<T>(), len) })
+    }
+
+    /// Records a bad pointer at `offset` (the first error found is the one reported).
+    fn fail(&mut self, offset: u64, reason: &'static str) {
+        if self.error.is_none() {
+            self.error = Some(HeapError::BadPointer { offset, reason });
+        }
     }
 
     fn check(&self, off: u64, size: usize, align: usize) -> Result<(), &'static str> {

@@ -354,7 +354,7 @@ mod imp {
         /// allocator chose `r13` for the list's search through a `Base` (issue 23): one
         /// cycle more on every hop's critical load, 15 % slower lookups. Naming the register
         /// takes the choice away (`Base` in the list then ran as fast as `Heap::get`; crate
-        /// README, run 13).
+        /// README, run 18).
         ///
         /// # Safety
         ///

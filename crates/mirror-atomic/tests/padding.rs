@@ -126,16 +126,17 @@ const WORD_LIST: Nodes = Nodes {
     block: 16,
     zero: &[],
 };
-/// A Mirror skip-list node: key, height, state, pad `24..32`, tower `32..224` (block 224,
-/// its own size class).
+/// A Mirror skip-list node of 1 to 3 levels: key, height, state, pad `24..32`, level 0
+/// `32..48`, upper levels of 8 bytes from 48 (block 64: a node's block follows its height).
 const MIRROR_SKIP: Nodes = Nodes {
-    block: 224,
+    block: 64,
     zero: &[(24, 32)],
 };
-/// An 8-byte-flavor skip-list node: `0..120` (block 128).
+/// An 8-byte-flavor skip-list node of one level: key, height, state, level 0 (block 32, no
+/// gap).
 const WORD_SKIP: Nodes = Nodes {
-    block: 128,
-    zero: &[(120, 128)],
+    block: 32,
+    zero: &[],
 };
 /// A Mirror BST node: two pairs, key `32..40`, pad `40..48` (block 64).
 const MIRROR_BST: Nodes = Nodes {

@@ -430,3 +430,48 @@ fn a_pointer_misaligned_for_its_type_is_a_typed_error() {
         "{err:?}"
     );
 }
+
+/// Issue 23: a skip-list node's block follows its height, so recovery reads the height before
+/// the tower and traces only the levels it names. A corrupt height is clamped to
+/// `1..=MAX_LEVEL`; one whose levels do not fit the node's block is a typed error (before, every
+/// node had a 224-byte tower and any height fit; now reading on would leave the block).
+#[test]
+fn a_skip_list_height_past_its_block_is_a_typed_error() {
+    const BASE: u64 = 0x5EED_0000_0000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.pmem");
+    {
+        let heap = Heap::<Mirror, _>::create(&path, LAYOUT, SIZE).expect("create");
+        let set = SkipList::new(heap).expect("skip list");
+        for k in 0..64 {
+            assert!(set.insert(BASE + k).expect("room"));
+        }
+    }
+    let bytes = read(&path);
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    // A node of height 1: its key at the block start, its height right after.
+    let node = (USER as usize..bytes.len() - 16)
+        .step_by(16)
+        .find(|&at| word(at) & !63 == BASE && word(at + 8) == 1)
+        .expect("a node of height 1 among 64");
+    let open = || SkipList::<Mirror, _>::recover(Region::open(&path, LAYOUT).expect("open"));
+    // (Heights 2 and 3 fit: 56 and 64 bytes, the block.)
+    for height in [4, 12, 13, u64::MAX] {
+        common::patch(&path, node as u64 + 8, &height.to_le_bytes());
+        match open() {
+            Err(HeapError::BadPointer { offset, reason }) => {
+                assert_eq!(
+                    (offset, reason),
+                    (node as u64, "object's tail past the end of its block")
+                );
+            }
+            other => panic!("height {height} in a one-level block: {other:?}"),
+        }
+    }
+    // Height 0 is clamped to one level, and 2 and 3 fit the block: the node is read.
+    for height in [0u64, 2, 3] {
+        common::patch(&path, node as u64 + 8, &height.to_le_bytes());
+        let set = open().unwrap_or_else(|e| panic!("height {height}: {e}"));
+        assert_eq!(set.snapshot(), ((0..64).map(|k| BASE + k).collect(), true));
+    }
+}

@@ -38,6 +38,13 @@ fn a_mirror_skip_list_persists_level_0_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     let heap = Heap::<Mirror, _>::create(dir.path().join("s.pmem"), LAYOUT, 4 << 20).expect("heap");
     let list = SkipList::new(heap).expect("skip list");
+    // Nodes take the block class of their height (64 bytes for 1 to 3 levels, 128 for 4 to
+    // 11): 1,500 keys first, so that both classes have a chunk with room (about 1,477 and 23
+    // nodes, far from a chunk's end at 2,046 and 511) and no insert below claims one (a
+    // chunk's header costs its own write-backs and fences).
+    for k in 10_000..11_500u64 {
+        assert!(list.insert(k).expect("room"));
+    }
     // Insert until a node of height >= 2 is made (heights are random, 1/4 per extra level);
     // its height is the number of levels it grew. A fence follows the new node's publication
     // and the level-0 link only: the tower's links are not persisted (before L4: 1 + height).

@@ -1,4 +1,4 @@
-/* Load latency by address form (issue 23, run 13; crate mirror-atomic README, "The search loop"):
+/* Load latency by address form (issue 23, run 18; crate mirror-atomic README, "The search loop"):
  * a pointer chase over 64 nodes in L1, the same chain (load, and) with five address forms.
  * Build and run: gcc -O2 load_address_latency.c -o /tmp/lal && /tmp/lal [hops]
  * Prints ns per hop (thread CPU time) for each form, 3 times. */
