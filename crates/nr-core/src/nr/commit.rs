@@ -338,9 +338,9 @@ where
         commit.committed.store(first + n, Ordering::Relaxed);
         // Only now, durable, may the batch become visible: take the writer side (waits for the
         // readers inside to leave) and apply, in the order committed.
-        replica.lock.lock_writer(); // after the commit: readers went on meanwhile
-                                    // SAFETY: we hold the combiner lock and the writer side of the only replica: no reader
-                                    // and no other writer touches `data` until we unlock.
+        replica.lock.lock_writer();
+        // SAFETY: we hold the combiner lock and the writer side of the only replica: no reader
+        // and no other writer touches `data` until we unlock.
         let data = replica.data.with_mut(|p| unsafe { &mut *p });
         let response = own.map(|op| data.dispatch_mut(op));
         for &slot in &batch.slots {
