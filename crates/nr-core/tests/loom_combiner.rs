@@ -144,6 +144,29 @@ impl CommitLog<u64> for Durable {
     }
 }
 
+/// A `CheckedSum` on `replicas` replicas (2 threads each, a 4-entry log) whose commit log is
+/// the returned `Durable`. A std `Arc` for the log: the type `Builder::commit_log` takes (only
+/// its count is shared, which orders nothing the models check).
+type CommittedSum = (
+    Arc<NodeReplicated<CheckedSum<Durable>>>,
+    std::sync::Arc<Durable>,
+);
+
+fn committed_sum(replicas: usize) -> CommittedSum {
+    let log = std::sync::Arc::new(Durable::default());
+    let nr = NodeReplicated::builder()
+        .replicas(replicas)
+        .log_size(4)
+        .threads_per_replica(2)
+        .commit_log(log.clone())
+        .build(|_| CheckedSum {
+            sum: 0,
+            log: log.clone(),
+        })
+        .unwrap();
+    (Arc::new(nr), log)
+}
+
 /// Two threads on replicas 0 and `replicas - 1` write 1 and 2; each checks that its write was
 /// committed when it returns, the replicas check every apply, and the hook checks order and
 /// exclusion. Then both replicas show both writes.
@@ -151,21 +174,7 @@ fn commit_before_apply(replicas: usize) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(3);
     builder.check(move || {
-        // A std `Arc`: the type `Builder::commit_log` takes (only its count is shared, which
-        // orders nothing the model checks).
-        let log = std::sync::Arc::new(Durable::default());
-        let nr = Arc::new(
-            NodeReplicated::builder()
-                .replicas(replicas)
-                .log_size(4)
-                .threads_per_replica(2)
-                .commit_log(log.clone())
-                .build(|_| CheckedSum {
-                    sum: 0,
-                    log: log.clone(),
-                })
-                .unwrap(),
-        );
+        let (nr, log) = committed_sum(replicas);
         let other = {
             let (nr, log) = (nr.clone(), log.clone());
             thread::spawn(move || {
@@ -208,19 +217,7 @@ fn no_read_sees_an_uncommitted_write_on_one_replica() {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(3);
     builder.check(|| {
-        let log = std::sync::Arc::new(Durable::default());
-        let nr = Arc::new(
-            NodeReplicated::builder()
-                .replicas(1)
-                .log_size(4)
-                .threads_per_replica(2)
-                .commit_log(log.clone())
-                .build(|_| CheckedSum {
-                    sum: 0,
-                    log: log.clone(),
-                })
-                .unwrap(),
-        );
+        let (nr, log) = committed_sum(1);
         let mut h = nr.register(0).unwrap();
         // A second slot, ever registered: the writer's combiner then leaves the writer side
         // to the apply, as with several threads (alone, it takes it with the lock).

@@ -671,8 +671,8 @@ where
             return Ok(());
         }
         let single = self.single();
-        // Taken with the lock (`writer_with_lock`), or because the caller is the replica's only
-        // registered thread, in which case `min_batch` is 1 here and we returned above.
+        // Given back for the wait if taken with the lock (taken as the only registered thread,
+        // it stays held: we returned above, or one registered since and waits a bounded time).
         let holds_writer = self.writer_with_lock();
         if holds_writer {
             // SAFETY: we hold the combiner lock (the caller's contract) and have changed nothing
