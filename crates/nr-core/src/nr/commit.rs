@@ -574,6 +574,10 @@ mod tests {
     /// the shared log stays empty. With room for a second replica the log is used. Fails if the
     /// one-replica commit path is off (the shared log's tail then counts every write).
     #[test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "real threads drive the object; this module is never built under loom"
+    )]
     fn one_replica_orders_writes_by_the_commit_log_alone() {
         const THREADS: u64 = 4;
         const WRITES: u64 = 200;
