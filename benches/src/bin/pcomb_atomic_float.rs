@@ -3,8 +3,8 @@
 //! Every thread repeatedly applies `v := v * k` (returning the old value), with a local-work loop
 //! of a random 1..=512 iterations between operations: the authors' generator and volatile loop
 //! (`benches::pcomb_bench::LocalWork`; `--seed 0` draws the C benchmark's counts). Methods:
-//! PBcomb, PBcomb1 (the self-naming record) and PWFcomb persistent (a mapped file, `Hardware`
-//! flushes), PBcomb and PWFcomb volatile, a `Mutex`, and
+//! PBcomb, PBcomb1 (the self-naming record), PWFcomb and PWFcomb1 (stamped records) persistent
+//! (a mapped file, `Hardware` flushes), PBcomb and PWFcomb volatile, a `Mutex`, and
 //! `Mutex+persist` (pwb + psync after each update: durable, not detectable). Every run builds a
 //! fresh object; at each thread count every method runs once unmeasured, then `--reps` rounds
 //! with the methods interleaved and their order rotated. `--work-only` times the local work
@@ -49,7 +49,7 @@ struct Args {
     /// Seed of the per-thread local-work streams.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Only these methods (comma-separated, case-insensitive: PBcomb, PBcomb1, PWFcomb,
+    /// Only these methods (comma-separated, case-insensitive: PBcomb, PBcomb1, PWFcomb, PWFcomb1,
     /// PBcomb-volatile, PWFcomb-volatile, Mutex, Mutex+persist).
     #[arg(long, value_delimiter = ',')]
     methods: Option<Vec<String>>,

@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::sync::Mutex;
 
 use pcomb::objects::AtomicFloat;
-use pcomb::{PBComb, PBComb1, PWFComb};
+use pcomb::{PBComb, PBComb1, PWFComb, PWFComb1};
 
 use super::adapters::{built, float_op_pb, float_op_pb1, float_op_pwf, register};
 use super::baselines::MutexPersist;
@@ -23,7 +23,7 @@ const K: f64 = 1.000_000_1;
 /// ```
 /// use benches::pcomb_bench::FloatMethod;
 ///
-/// assert_eq!(FloatMethod::ALL.len(), 7);
+/// assert_eq!(FloatMethod::ALL.len(), 8);
 /// assert_eq!(FloatMethod::MutexPersist.name(), "Mutex+persist");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +35,9 @@ pub enum FloatMethod {
     PBComb1,
     /// PWFcomb on a mapped file.
     PWFComb,
+    /// PWFcomb with stamped records (`pcomb::PWFComb1`: one pwb of the record and one psync
+    /// per install, `S` not persisted) on a mapped file.
+    PWFComb1,
     /// PBcomb, volatile mode.
     PBCombVolatile,
     /// PWFcomb, volatile mode.
@@ -48,10 +51,11 @@ pub enum FloatMethod {
 
 impl FloatMethod {
     /// Every method, in table order.
-    pub const ALL: [FloatMethod; 7] = [
+    pub const ALL: [FloatMethod; 8] = [
         FloatMethod::PBComb,
         FloatMethod::PBComb1,
         FloatMethod::PWFComb,
+        FloatMethod::PWFComb1,
         FloatMethod::PBCombVolatile,
         FloatMethod::PWFCombVolatile,
         FloatMethod::Mutex,
@@ -68,6 +72,7 @@ impl FloatMethod {
             FloatMethod::PBComb => "PBcomb",
             FloatMethod::PBComb1 => "PBcomb1",
             FloatMethod::PWFComb => "PWFcomb",
+            FloatMethod::PWFComb1 => "PWFcomb1",
             FloatMethod::PBCombVolatile => "PBcomb-volatile",
             FloatMethod::PWFCombVolatile => "PWFcomb-volatile",
             FloatMethod::Mutex => "Mutex",
@@ -141,6 +146,17 @@ pub fn atomic_float(
             drive(threads, ops_per_thread, seed, |_| {
                 let mut h = register(obj.register())?;
                 Ok(Box::new(move |_| float_op_pwf(&mut h, k)))
+            })
+        }
+        FloatMethod::PWFComb1 => {
+            let (_file, region) = TempRegion::create("float", 1 << 20)?;
+            let obj = built(PWFComb1::create(region, init(), threads))?;
+            drive(threads, ops_per_thread, seed, |_| {
+                let mut h = register(obj.register())?;
+                Ok(Box::new(move |_| {
+                    black_box(h.execute_mut(k));
+                    Ok(())
+                }))
             })
         }
         FloatMethod::PBCombVolatile => {

@@ -40,49 +40,148 @@ pub(crate) const ALIGN: usize = 8;
 /// for one candidate entry.
 pub const MAX_PAYLOAD: usize = 1 << 24;
 
-/// Appends the payload of the entry at `pos` (postcard of `pos`, then of `op`) to `buf`, in one
-/// postcard call (a pair encodes as its two fields in turn) writing straight into `buf`, which
-/// the caller reuses from batch to batch.
-pub(crate) fn encode_payload<Op: Serialize>(
+/// Writes the entry at `pos` as an *unsealed* frame at `buf[start..]` and returns the frame's
+/// end: the payload (postcard of `pos`, then of `op`, in one postcard call, a pair encoding as
+/// its two fields in turn) encoded straight into `buf` after a 16-byte header that holds only
+/// the payload length so far, then the zero padding. [`seal_frames`] writes the rest of the
+/// header (write start, checksum) once the medium knows the salt.
+///
+/// `buf` is zero-initialized room that the caller reuses from batch to batch (its length is
+/// the room, not the data): the payload is written once, where the medium copies it from, with
+/// no length or capacity bookkeeping per byte, and the room grows (rarely) when an entry
+/// needs more.
+pub(crate) fn encode_frame<Op: Serialize>(
     buf: &mut Vec<u8>,
+    start: usize,
     pos: u64,
     op: &Op,
-) -> Result<(), DurableError> {
-    let start = buf.len();
-    if let Err(source) = postcard::serialize_with_flavor(&(pos, op), AppendTo(buf)) {
-        buf.truncate(start);
-        return Err(DurableError::Encode { source });
+) -> Result<usize, DurableError> {
+    let out = FrameWriter {
+        buf,
+        at: start + FRAME_HEADER,
+    };
+    let end = postcard::serialize_with_flavor(&(pos, op), out)
+        .map_err(|source| DurableError::Encode { source })?;
+    let len = end - start - FRAME_HEADER;
+    let Ok(len32) = u32::try_from(len) else {
+        return Err(too_long());
+    };
+    if len > MAX_PAYLOAD {
+        return Err(too_long());
     }
-    if buf.len() - start > MAX_PAYLOAD {
-        buf.truncate(start);
-        return Err(DurableError::Encode {
-            source: postcard::Error::SerializeBufferFull,
-        });
-    }
-    Ok(())
+    // The padding: fewer than 8 bytes after the payload (the room past the frame's end is the
+    // next frame's, or unused).
+    room(buf, end + ALIGN);
+    buf[end..end + ALIGN].copy_from_slice(&[0; ALIGN]);
+    buf[start..start + 4].copy_from_slice(&len32.to_le_bytes());
+    Ok(start + frame_size(len))
 }
 
-/// A postcard output that appends to a borrowed `Vec` a slice at a time (postcard's own
-/// `to_extend` pushes byte by byte, and takes the `Vec` by value).
-struct AppendTo<'a>(&'a mut Vec<u8>);
+/// The error of a payload over [`MAX_PAYLOAD`].
+#[cold]
+fn too_long() -> DurableError {
+    DurableError::Encode {
+        source: postcard::Error::SerializeBufferFull,
+    }
+}
 
-impl postcard::ser_flavors::Flavor for AppendTo<'_> {
-    type Output = ();
+/// Makes `buf` at least `n` bytes long (zero-filled room).
+#[inline]
+pub(crate) fn room(buf: &mut Vec<u8>, n: usize) {
+    if buf.len() < n {
+        grow(buf, n);
+    }
+}
 
-    #[inline]
+/// [`room`]'s slow path: at least doubles the room, so a thread's batch grows a few times, then
+/// never again.
+#[cold]
+fn grow(buf: &mut Vec<u8>, n: usize) {
+    buf.resize(n.max(2 * buf.len()).max(256), 0);
+}
+
+/// Seals the unsealed frames that fill `frames` (from [`encode_frame`]): each gets `write_start`
+/// and the checksum of `salt ‖ write_start ‖ payload`.
+///
+/// The three are 16 + `n` contiguous bytes once the salt is put where the length and the
+/// checksum go: one CRC pass over the frame as it lies, then the length and the checksum are
+/// written over the salt (the same value as [`checksum`], without a pass per part).
+#[inline]
+pub(crate) fn seal_frames(frames: &mut [u8], salt: u64, write_start: u64) {
+    let mut off = 0;
+    while let Some(header) = frames.get(off..off + 4) {
+        let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+        let body = FRAME_HEADER + len as usize;
+        let Some(frame) = frames.get_mut(off..off + body) else {
+            unreachable!("invariant: encode_frame wrote the whole frame");
+        };
+        frame[..8].copy_from_slice(&salt.to_le_bytes());
+        frame[8..16].copy_from_slice(&write_start.to_le_bytes());
+        let crc = crate::crc::crc32c(frame);
+        frame[..4].copy_from_slice(&len.to_le_bytes());
+        frame[4..8].copy_from_slice(&crc.to_le_bytes());
+        off += frame_size(len as usize);
+    }
+}
+
+/// A postcard output writing into zero-initialized room at a cursor: postcard hands it short
+/// slices (a varint at a time), which it copies with fixed-size moves instead of a `memcpy`
+/// call, inlined into the serializer (postcard's own `to_extend` pushes byte by byte).
+struct FrameWriter<'a> {
+    buf: &'a mut Vec<u8>,
+    at: usize,
+}
+
+impl postcard::ser_flavors::Flavor for FrameWriter<'_> {
+    /// The cursor: the end of what was written.
+    type Output = usize;
+
+    #[inline(always)]
     fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        self.0.extend_from_slice(data);
+        let at = self.at;
+        let end = at + data.len();
+        if data.len() <= 16 {
+            // Room for a 16-byte move past the cursor, so short copies need no exact bound.
+            room(self.buf, at + 16);
+            if let Some(dst) = self.buf.get_mut(at..at + 16) {
+                copy_short(dst, data);
+            }
+        } else {
+            room(self.buf, end);
+            self.buf[at..end].copy_from_slice(data);
+        }
+        self.at = end;
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn try_push(&mut self, data: u8) -> postcard::Result<()> {
-        self.0.push(data);
+        room(self.buf, self.at + 1);
+        self.buf[self.at] = data;
+        self.at += 1;
         Ok(())
     }
 
-    fn finalize(self) -> postcard::Result<()> {
-        Ok(())
+    fn finalize(self) -> postcard::Result<usize> {
+        Ok(self.at)
+    }
+}
+
+/// Copies `src` (at most 16 bytes) to the start of `dst` (16 bytes) by two overlapping
+/// fixed-size moves, as `memcpy` does for short copies, without the call.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..n].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..n].copy_from_slice(&src[n - 4..]);
+    } else if n > 0 {
+        dst[0] = src[0];
+        dst[n / 2] = src[n / 2];
+        dst[n - 1] = src[n - 1];
     }
 }
 
@@ -106,25 +205,16 @@ pub(crate) fn frame_size(payload_len: usize) -> usize {
     (FRAME_HEADER + payload_len).div_ceil(ALIGN) * ALIGN
 }
 
-/// Appends the framed entry of `payload` to `out`.
-///
-/// The checksum covers `salt ‖ write_start ‖ payload`, which are 16 + `n` contiguous bytes once
-/// the salt is put where the length and the checksum go: one CRC pass over the frame as
-/// written, then the salt is overwritten (the same value as [`checksum`], without a pass per
-/// part). The frame is grown once, padding included, and written in place (no growth check
-/// per part).
+/// Appends the sealed frame of `payload` (an entry's payload as [`encode_frame`] writes it) to
+/// `out`: a checkpoint re-frames the live entries with the new generation's salt.
 pub(crate) fn frame_into(out: &mut Vec<u8>, salt: u64, write_start: u64, payload: &[u8]) {
     let len = u32::try_from(payload.len()).expect("invariant: payloads are at most MAX_PAYLOAD");
     let start = out.len();
-    let body = FRAME_HEADER + payload.len();
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&[0; FRAME_HEADER - 4]);
+    out.extend_from_slice(payload);
     out.resize(start + frame_size(payload.len()), 0);
-    let frame = &mut out[start..];
-    frame[..8].copy_from_slice(&salt.to_le_bytes());
-    frame[8..16].copy_from_slice(&write_start.to_le_bytes());
-    frame[16..body].copy_from_slice(payload);
-    let crc = crate::crc::crc32c(&frame[..body]);
-    frame[..4].copy_from_slice(&len.to_le_bytes());
-    frame[4..8].copy_from_slice(&crc.to_le_bytes());
+    seal_frames(&mut out[start..], salt, write_start);
 }
 
 /// One valid entry found by [`scan`].
@@ -307,11 +397,13 @@ mod tests {
     fn log(salt: u64, writes: &[&[u64]]) -> Vec<u8> {
         let mut out = Vec::new();
         for w in writes {
+            let start = out.len();
+            let mut end = start;
             for &pos in *w {
-                let mut p = Vec::new();
-                encode_payload(&mut p, pos, &format!("op{pos}")).unwrap();
-                frame_into(&mut out, salt, w[0], &p);
+                end = encode_frame(&mut out, end, pos, &format!("op{pos}")).unwrap();
             }
+            out.truncate(end);
+            seal_frames(&mut out[start..], salt, w[0]);
         }
         out
     }
@@ -330,27 +422,49 @@ mod tests {
         assert_eq!(s.valid_len, bytes.len());
     }
 
-    /// The entry format is unchanged by the one-call encoding and the one-pass checksum: the
-    /// payload is postcard of the position then of the operation, and the frame's checksum is
-    /// `checksum(salt, write_start, payload)` (fails if either drifts: stores written before
-    /// would no longer recover).
+    /// The entry format is unchanged by the encoding straight into the frame and the sealing
+    /// in place: the payload is postcard of the position then of the operation, the frame's
+    /// checksum is `checksum(salt, write_start, payload)`, each frame of a sealed batch gets
+    /// the batch's write start, and a checkpoint's re-framing (`frame_into`) gives the same
+    /// bytes (fails if any drifts: stores written before would no longer recover).
     #[test]
     fn a_frame_is_the_documented_format() {
-        let op = (7u32, 300u64, String::from("op"));
-        let mut payload = Vec::new();
-        encode_payload(&mut payload, 1000, &op).unwrap();
-        let mut expected = postcard::to_allocvec(&1000u64).unwrap();
-        expected.extend(postcard::to_allocvec(&op).unwrap());
-        assert_eq!(payload, expected);
-        let mut out = vec![0xAA; 8]; // appended after the frames already there
-        frame_into(&mut out, 5, 999, &payload);
+        // Varints of 1, 2, 3, 6 and 10 bytes and strings of 2 and 34 bytes: every branch of
+        // `copy_short` and the long copy.
+        let ops = [
+            (7u32, 300u64, 70_000u64, String::from("op")),
+            (
+                8,
+                1 << 40,
+                u64::MAX,
+                "a string longer than sixteen bytes".into(),
+            ),
+        ];
+        // Appended after the frames already there, in room that held other bytes before.
+        let mut out = vec![0xAA; 300];
+        let mut end = 8;
+        for (i, op) in ops.iter().enumerate() {
+            end = encode_frame(&mut out, end, 1000 + i as u64, op).unwrap();
+        }
+        out.truncate(end);
+        seal_frames(&mut out[8..], 5, 999);
         assert_eq!(&out[..8], &[0xAA; 8]);
-        let frame = &out[8..];
-        assert_eq!(frame[0..4], (payload.len() as u32).to_le_bytes());
-        assert_eq!(frame[4..8], checksum(5, 999, &payload).to_le_bytes());
-        assert_eq!(frame[8..16], 999u64.to_le_bytes());
-        assert_eq!(&frame[16..16 + payload.len()], &payload[..]);
-        assert_eq!(frame.len(), frame_size(payload.len()));
+        let mut at = 8;
+        let mut reframed = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            let mut payload = postcard::to_allocvec(&(1000 + i as u64)).unwrap();
+            payload.extend(postcard::to_allocvec(op).unwrap());
+            let frame = &out[at..at + frame_size(payload.len())];
+            assert_eq!(frame[0..4], (payload.len() as u32).to_le_bytes());
+            assert_eq!(frame[4..8], checksum(5, 999, &payload).to_le_bytes());
+            assert_eq!(frame[8..16], 999u64.to_le_bytes());
+            assert_eq!(&frame[16..16 + payload.len()], &payload[..]);
+            assert!(frame[16 + payload.len()..].iter().all(|&b| b == 0));
+            frame_into(&mut reframed, 5, 999, &payload);
+            at += frame.len();
+        }
+        assert_eq!(at, out.len());
+        assert_eq!(reframed, out[8..]);
     }
 
     /// The probe after a bad entry skips zero blocks (`skip_zero_blocks`) but still finds an

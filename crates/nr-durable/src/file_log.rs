@@ -82,7 +82,6 @@ struct Io {
     seg: Segment,
     /// Bases of the live segments, oldest first (the last is `seg`).
     segments: Vec<(u64, PathBuf)>,
-    scratch: Vec<u8>,
 }
 
 /// The file medium.
@@ -252,7 +251,6 @@ fn recover(dir: &Path, from: u64) -> Result<(Io, RecoveredLog), DurableError> {
             Io {
                 segments: vec![(from, seg.path.clone())],
                 seg,
-                scratch: Vec::new(),
             },
             out,
         ));
@@ -284,7 +282,6 @@ fn recover(dir: &Path, from: u64) -> Result<(Io, RecoveredLog), DurableError> {
             end,
         },
         segments,
-        scratch: Vec::new(),
     };
     if end < from {
         // A relaxed-policy crash lost entries the snapshot holds: go on at the snapshot.
@@ -299,7 +296,7 @@ impl Io {
     fn write_synced(
         &mut self,
         first: u64,
-        batch: &Batch,
+        batch: &mut Batch,
         counters: &Counters,
         threshold: u64,
     ) -> Result<(), DurableError> {
@@ -316,24 +313,23 @@ impl Io {
                 ),
             ));
         }
-        self.scratch.clear();
-        for p in batch.payloads() {
-            entry::frame_into(&mut self.scratch, self.seg.base, first, p);
-        }
+        // One write for the whole batch: its entries are one write (`write_start`), even
+        // when the `Every` policy queued them from several appends.
+        entry::seal_frames(batch.frames_mut(), self.seg.base, first);
         let path = &self.seg.path;
         self.seg
             .file
-            .write_all(&self.scratch)
+            .write_all(batch.frames())
             .map_err(|e| DurableError::io("write", path, e))?;
         self.seg
             .file
             .sync_data()
             .map_err(|e| DurableError::io("fdatasync", path, e))?;
-        self.seg.len += self.scratch.len() as u64;
+        self.seg.len += batch.frames().len() as u64;
         counters.set_due(self.seg.len, threshold);
         self.seg.end += batch.len() as u64;
         counters.add(&counters.syncs, 1);
-        counters.add(&counters.bytes, self.scratch.len() as u64);
+        counters.add(&counters.bytes, batch.frames().len() as u64);
         Ok(())
     }
 
@@ -361,7 +357,7 @@ impl Shared {
             p.first = p.end;
             first
         };
-        let result = io.write_synced(first, &taken, &self.counters, self.checkpoint_bytes);
+        let result = io.write_synced(first, &mut taken, &self.counters, self.checkpoint_bytes);
         if let Err(e) = &result {
             lock(&self.pending).failed = Some(format!("a background flush failed: {e}"));
         }
@@ -389,7 +385,7 @@ impl Shared {
 }
 
 impl LogMedium for FileLog {
-    fn append(&self, first: u64, batch: &Batch) -> Result<(), DurableError> {
+    fn append(&self, first: u64, batch: &mut Batch) -> Result<(), DurableError> {
         let s = &self.shared;
         s.counters.add(&s.counters.commits, 1);
         s.counters.add(&s.counters.ops, batch.len() as u64);

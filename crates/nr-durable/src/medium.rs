@@ -5,41 +5,65 @@ use std::path::PathBuf;
 
 use crossbeam_utils::CachePadded;
 
+use crate::entry;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::DurableError;
 
-/// Payloads of consecutive entries, back to back.
+/// The unsealed frames of consecutive entries, back to back (`entry::encode_frame`): the
+/// payloads are encoded here once, and the medium seals them in place
+/// (`entry::seal_frames`) and copies them to the log as they lie.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    /// The payloads.
-    pub(crate) bytes: Vec<u8>,
-    /// The end of each payload in `bytes`.
-    pub(crate) ends: Vec<usize>,
+    /// Zero-initialized room, reused from batch to batch; the frames are `room[..used]`.
+    room: Vec<u8>,
+    /// The bytes of the frames.
+    used: usize,
+    /// How many frames there are.
+    len: usize,
 }
 
 impl Batch {
-    /// The payloads in order.
-    pub(crate) fn payloads(&self) -> impl Iterator<Item = &[u8]> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts
-            .zip(self.ends.iter().copied())
-            .map(|(s, e)| &self.bytes[s..e])
+    /// Appends the unsealed frame of the entry at `pos`.
+    #[inline]
+    pub(crate) fn push<Op: serde::Serialize>(
+        &mut self,
+        pos: u64,
+        op: &Op,
+    ) -> Result<(), DurableError> {
+        self.used = entry::encode_frame(&mut self.room, self.used, pos, op)?;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The frames.
+    #[inline]
+    pub(crate) fn frames(&self) -> &[u8] {
+        &self.room[..self.used]
+    }
+
+    /// The frames, to seal.
+    #[inline]
+    pub(crate) fn frames_mut(&mut self) -> &mut [u8] {
+        &mut self.room[..self.used]
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.len
     }
 
+    #[inline]
     pub(crate) fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
+        self.used = 0;
+        self.len = 0;
     }
 
-    /// Moves `other`'s payloads to the end of this batch.
+    /// Moves `other`'s frames to the end of this batch.
     pub(crate) fn append(&mut self, other: &Batch) {
-        let shift = self.bytes.len();
-        self.bytes.extend_from_slice(&other.bytes);
-        self.ends.extend(other.ends.iter().map(|e| e + shift));
+        let end = self.used + other.used;
+        entry::room(&mut self.room, end);
+        self.room[self.used..end].copy_from_slice(other.frames());
+        self.used = end;
+        self.len += other.len;
     }
 }
 
@@ -71,9 +95,9 @@ pub(crate) struct RecoveredLog {
 /// time); a medium serializes concurrent calls under its own lock and rejects a position out of
 /// order.
 pub(crate) trait LogMedium: Send + Sync + std::fmt::Debug {
-    /// Appends the entries `first .. first + batch.len()`; with `SyncPolicy::EveryBatch` they
-    /// are durable when it returns.
-    fn append(&self, first: u64, batch: &Batch) -> Result<(), DurableError>;
+    /// Appends the entries `first .. first + batch.len()`, sealing their frames in place (the
+    /// salt is the medium's); with `SyncPolicy::EveryBatch` they are durable when it returns.
+    fn append(&self, first: u64, batch: &mut Batch) -> Result<(), DurableError>;
     /// Makes every appended entry durable now.
     fn sync(&self) -> Result<(), DurableError>;
     /// Drops the entries before `pos` (a durable snapshot at `pos` holds them); the next

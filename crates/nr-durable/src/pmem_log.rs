@@ -15,7 +15,6 @@
 //! other half (salted with `pos`), writes them back and fences, then stores, writes back and
 //! syncs the state word naming that half.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 
 use pmem::{Offset, Persist, Region};
@@ -43,11 +42,6 @@ fn parse_state(word: u64) -> Option<(u64, u64)> {
     let low = word & ((1 << 48) - 1);
     (state_word(low & (MAX_BASE - 1), low >> 47) == word)
         .then_some((low & (MAX_BASE - 1), low >> 47))
-}
-
-thread_local! {
-    /// A commit's framed entries, one buffer per thread (reused: no allocation per commit).
-    static FRAMES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 #[derive(Debug)]
@@ -299,7 +293,7 @@ impl<P: Persist> PmemLog<P> {
 }
 
 impl<P: Persist> LogMedium for PmemLog<P> {
-    fn append(&self, first: u64, batch: &Batch) -> Result<(), DurableError> {
+    fn append(&self, first: u64, batch: &mut Batch) -> Result<(), DurableError> {
         let mut st = self.state.lock();
         let st = &mut *st;
         if first != st.end {
@@ -309,25 +303,18 @@ impl<P: Persist> LogMedium for PmemLog<P> {
                 format!("entry {first} appended where entry {} belongs", st.end),
             ));
         }
-        // The frames are built in the calling thread's buffer (as `Store::append` encodes):
-        // the committing thread changes from commit to commit.
-        let len = FRAMES.with(|cell| {
-            let mut frames = cell.borrow_mut();
-            frames.clear();
-            for p in batch.payloads() {
-                entry::frame_into(&mut frames, st.base, first, p);
-            }
-            let len = frames.len() as u64;
-            if st.tail + len > self.half_len {
-                return Err(DurableError::LogFull {
-                    path: self.path.clone(),
-                    capacity: self.half_len,
-                });
-            }
-            let off = self.area + st.half * self.half_len + st.tail;
-            self.copy_back(off, &frames);
-            Ok(len)
-        })?;
+        // The frames are in the calling thread's buffer (`Store::append` encodes into it): the
+        // committing thread changes from commit to commit. Sealed there, then copied once.
+        let len = batch.frames().len() as u64;
+        if st.tail + len > self.half_len {
+            return Err(DurableError::LogFull {
+                path: self.path.clone(),
+                capacity: self.half_len,
+            });
+        }
+        entry::seal_frames(batch.frames_mut(), st.base, first);
+        let off = self.area + st.half * self.half_len + st.tail;
+        self.copy_back(off, batch.frames());
         self.region.persist().psync(); // the commit's one durability action
         st.tail += len;
         self.counters.set_due(st.tail, self.half_len / 2);

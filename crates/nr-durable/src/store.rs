@@ -11,7 +11,6 @@ use pmem::{Persist, Region};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::entry;
 use crate::file_log::FileLog;
 use crate::medium::{Batch, LogMedium, RecoveredLog};
 use crate::pmem_log::{PmemLog, PMEM_LAYOUT};
@@ -176,7 +175,8 @@ struct Inner {
 }
 
 thread_local! {
-    /// [`Store::append`]'s encoding buffer, one per thread (reused: no allocation per commit).
+    /// [`Store::append`]'s frames, one buffer per thread (reused: no allocation per commit): the
+    /// operations are encoded straight into their frames, which the medium seals and copies.
     static ENCODED: RefCell<Batch> = RefCell::new(Batch::default());
 }
 
@@ -316,8 +316,7 @@ impl<Op: Serialize + DeserializeOwned> Store<Op> {
             let batch = &mut *cell.borrow_mut();
             batch.clear();
             for (i, op) in ops.iter().enumerate() {
-                entry::encode_payload(&mut batch.bytes, first + i as u64, op)?;
-                batch.ends.push(batch.bytes.len());
+                batch.push(first + i as u64, op)?;
             }
             self.medium.append(first, batch)
         })

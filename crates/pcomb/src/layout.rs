@@ -12,7 +12,8 @@
 //!
 //! The parts of a record are contiguous so that one pwb covers them all (persistence
 //! principle 3, paper §3 item 5); `Index` and `pid` exist only in PWFcomb records
-//! (Algorithm 3, type `StateRec`).
+//! (Algorithm 3, type `StateRec`). [`PWFComb1`](crate::PWFComb1)'s records end with two more
+//! words, `pass | check` (the stamp: `engine::pwf`, "Stamped records"), after everything else.
 //!
 //! `Seq[q]` (format 2) is the sequence number, modulo 2^32, of thread `q`'s last operation that
 //! the record has applied; the paper's `Deactivate[q]` bit is its low bit. The combiner writes
@@ -23,7 +24,7 @@
 
 use core::marker::PhantomData;
 
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU64, Ordering};
 use crate::words::{self, words_for};
 use pmem::Pod;
 
@@ -55,6 +56,8 @@ pub(crate) mod header {
 pub(crate) enum Kind {
     PBComb,
     PWFComb,
+    /// PWFcomb with stamped records ([`PWFComb1`](crate::PWFComb1)).
+    PWFComb1,
 }
 
 impl Kind {
@@ -62,6 +65,7 @@ impl Kind {
         match self {
             Kind::PBComb => pmem::kinds::PBCOMB_TAG,
             Kind::PWFComb => pmem::kinds::PWFCOMB_TAG,
+            Kind::PWFComb1 => pmem::kinds::PWFCOMB1_TAG,
         }
     }
 
@@ -71,6 +75,8 @@ impl Kind {
         match self {
             Kind::PBComb => u64::from_le_bytes(*b"PBCOMB01"),
             Kind::PWFComb => u64::from_le_bytes(*b"PWFCOMB1"),
+            // No format 1 was ever written: a magic no header holds.
+            Kind::PWFComb1 => 0,
         }
     }
 }
@@ -86,6 +92,9 @@ pub(crate) struct RecordLayout {
     pub(crate) seq_at: usize,
     /// `Index[0..n]` then `pid`, one byte each (PWFcomb).
     pub(crate) index_at: usize,
+    /// The stamp's `pass` word (`check` follows it), in stamped records only; the words
+    /// before it are the record's *content* (what a combiner copies).
+    pub(crate) stamp_at: Option<usize>,
     /// Record length in words, a multiple of [`LINE_WORDS`].
     pub(crate) len: usize,
 }
@@ -111,8 +120,24 @@ impl RecordLayout {
             ret_at,
             seq_at,
             index_at,
+            stamp_at: None,
             len,
         }
+    }
+
+    /// This layout with the stamp (`pass`, `check`) after the content (PWFComb1).
+    pub(crate) fn stamped(self) -> Self {
+        let end = self.index_at + (self.threads + 1).div_ceil(8);
+        Self {
+            stamp_at: Some(end),
+            len: (end + 2).div_ceil(LINE_WORDS) * LINE_WORDS,
+            ..self
+        }
+    }
+
+    /// Words a combiner copies from the current record: all but the stamp.
+    fn content_len(&self) -> usize {
+        self.stamp_at.unwrap_or(self.len)
     }
 
     /// Total words of an object with `records` records.
@@ -213,10 +238,72 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
         );
     }
 
-    /// Line 15 (PBcomb) / line 13 (PWFcomb): `*self := *src`.
+    /// Line 15 (PBcomb) / line 13 (PWFcomb): `*self := *src` (the content: a stamp is the
+    /// record's own).
     #[inline]
     pub(crate) fn copy_from(&self, src: &Record<'_, D, R>) {
-        words::copy(self.words, src.words);
+        let n = self.layout.content_len();
+        words::copy(&self.words[..n], &src.words[..n]);
+    }
+
+    /// The stamp's words `(pass, check)` (stamped layouts only).
+    #[inline]
+    fn stamp_words(&self) -> (&'a AtomicU64, &'a AtomicU64) {
+        let at = self.layout.stamp_at.expect("invariant: a stamped layout");
+        (&self.words[at], &self.words[at + 1])
+    }
+
+    /// Starts building the record of pass `pass` in this slot: `check := pass` first (the
+    /// *mark*: no record's check, whose top bit is set), then `pass`. A helper stamps a record
+    /// only by a CAS from its mark, so a stale helper cannot stamp a later build of the slot;
+    /// and a reader that sees any word written after this (Release stores) sees the mark.
+    #[inline]
+    pub(crate) fn begin(&self, pass: u64) {
+        let (p, c) = self.stamp_words();
+        // Release: pairs with the Acquire CAS in `stamp_from_mark` (the mark is seen by a
+        // helper that saw anything of this build, through the Release content stores too).
+        c.store(pass, Ordering::Release);
+        // Release: as in `words::store`.
+        p.store(pass, Ordering::Release);
+    }
+
+    /// The stamp's `pass` word.
+    #[inline]
+    pub(crate) fn pass(&self) -> u64 {
+        // Acquire: as in `words::load`.
+        self.stamp_words().0.load(Ordering::Acquire)
+    }
+
+    /// The check this record's content and pass call for (top bit set, so never a mark).
+    #[inline]
+    pub(crate) fn expected_check(&self) -> u64 {
+        let n = self.layout.stamp_at.expect("invariant: a stamped layout") + 1;
+        // Acquire: as in `words::load`.
+        words::seal(self.words[..n].iter().map(|w| w.load(Ordering::Acquire))) | 1 << 63
+    }
+
+    /// The owner's stamp after its install: `check := expected_check()`.
+    #[inline]
+    pub(crate) fn stamp(&self, check: u64) {
+        // Release: pairs with the Acquire loads of the check (`stamp_from_mark`, `is_sealed`).
+        self.stamp_words().1.store(check, Ordering::Release);
+    }
+
+    /// A helper's stamp: `check := check` if the slot still holds the mark of pass `pass`
+    /// (the build that was installed); otherwise the owner stamped it already or has begun a
+    /// later build.
+    #[inline]
+    pub(crate) fn stamp_from_mark(&self, pass: u64, check: u64) {
+        let word = self.stamp_words().1;
+        // AcqRel: the Acquire half pairs with `begin`'s Release store of a later mark; the
+        // Release half with the Acquire loads of the check.
+        let _ = word.compare_exchange(pass, check, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Whether the stamp matches the record (single-threaded use: `open`).
+    pub(crate) fn is_sealed(&self) -> bool {
+        // Acquire: pairs with the Release stores of `stamp`.
+        self.stamp_words().1.load(Ordering::Acquire) == self.expected_check()
     }
 
     /// Start address and byte length, for a pwb of the whole record (line 22 / line 28).

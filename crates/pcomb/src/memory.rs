@@ -155,7 +155,7 @@ impl<P: Persist> Memory<P> {
         let records = match values[header::MAGIC] {
             m if m == Kind::PBComb.magic() => 2,
             // Checked: `threads` is read from the region (a damaged one may hold anything).
-            m if m == Kind::PWFComb.magic() => threads
+            m if m == Kind::PWFComb.magic() || m == Kind::PWFComb1.magic() => threads
                 .checked_add(1)
                 .and_then(|n| n.checked_mul(2))
                 .ok_or(CombBuildError::LayoutMismatch {
@@ -257,6 +257,7 @@ impl<P: Persist> Memory<P> {
         let name = match kind {
             Kind::PBComb => "PBComb",
             Kind::PWFComb => "PWFComb",
+            Kind::PWFComb1 => "PWFComb1",
         };
         let mismatch = |detail| Err(CombBuildError::LayoutMismatch { kind: name, detail });
         // Relaxed: reopening is single-threaded.

@@ -30,7 +30,8 @@ pub(crate) trait Protocol: Sized {
     fn new(threads: usize) -> Self;
     /// Writes the initial record holding `init` (the header write persists it).
     fn init(&self, words: &[AtomicU64], init: &Self::State);
-    /// Whether the persisted index and the current record's flags are in range.
+    /// Whether the persisted index and the current record's flags are in range (PWFComb1:
+    /// after finding the current record, the valid one with the largest pass).
     fn valid(&self, words: &[AtomicU64]) -> bool;
     /// `max_threads`.
     fn threads(&self) -> usize;
@@ -66,21 +67,25 @@ where
     }
 }
 
-impl<S, O, R> Protocol for WfInstance<S, O, R>
+impl<S, O, R, const STAMPED: bool> Protocol for WfInstance<S, O, R, STAMPED>
 where
     S: Pod,
     O: Pod,
     R: Pod,
 {
     type State = S;
-    const KIND: Kind = Kind::PWFComb;
-    const NAME: &'static str = "PWFComb";
+    const KIND: Kind = if STAMPED {
+        Kind::PWFComb1
+    } else {
+        Kind::PWFComb
+    };
+    const NAME: &'static str = if STAMPED { "PWFComb1" } else { "PWFComb" };
 
     fn layout(threads: usize) -> RecordLayout {
-        WfInstance::<S, O, R>::layout(threads)
+        WfInstance::<S, O, R, STAMPED>::layout(threads)
     }
     fn words(threads: usize) -> usize {
-        WfInstance::<S, O, R>::words(threads)
+        WfInstance::<S, O, R, STAMPED>::words(threads)
     }
     fn new(threads: usize) -> Self {
         WfInstance::new(0, threads)

@@ -103,22 +103,6 @@ impl Layout {
     }
 }
 
-/// The 64-bit check of a record whose words before `check` are `words` (pass included).
-///
-/// A multiply-xorshift mix per word, then a final avalanche: every word (and its position)
-/// changes the result, so a record mixing words of two different records fails with
-/// probability about `1 - 2^-64`. The seed makes an all-zero record invalid.
-fn seal(words: impl Iterator<Item = u64>) -> u64 {
-    let mut h: u64 = 0x243F_6A88_85A3_08D3;
-    for w in words {
-        h = (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        h ^= h >> 29;
-    }
-    h = (h ^ (h >> 33)).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-    h = (h ^ (h >> 33)).wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-    h ^ (h >> 33)
-}
-
 /// A view of one record slot.
 #[derive(Clone, Copy)]
 struct Rec<'a, D, R> {
@@ -191,7 +175,7 @@ impl<'a, D: Pod, R: Pod> Rec<'a, D, R> {
     /// The check the record's words call for.
     fn expected_check(&self) -> u64 {
         // Acquire: as in `words::load`.
-        seal(
+        words::seal(
             self.words[..self.layout.check_at]
                 .iter()
                 .map(|w| w.load(Ordering::Acquire)),
@@ -1411,6 +1395,7 @@ fn region_err(e: pmem::RegionError) -> CombBuildError {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::words::seal;
 
     #[test]
     fn zero_records_are_invalid() {

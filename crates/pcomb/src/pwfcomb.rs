@@ -20,7 +20,7 @@ use pmem::{NoPersist, Persist, Pod, Region};
 /// The batch of a `PWFComb` attempt: `dispatch_mut` on each request in thread order
 /// (Algorithm 4 lines 21-22); nothing to persist besides the record, nothing to do once the
 /// install is durable.
-struct Dispatcher<D>(PhantomData<fn() -> D>);
+pub(crate) struct Dispatcher<D>(pub(crate) PhantomData<fn() -> D>);
 
 impl<D> WfBatch for Dispatcher<D>
 where
@@ -100,101 +100,112 @@ object_api! {
     [D::WriteOperation: Pod,]
 }
 
-impl<D, P> PWFComb<D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    /// The header's sizes: state, response, operation.
-    fn sizes() -> [usize; 3] {
-        [
-            core::mem::size_of::<D>(),
-            core::mem::size_of::<D::Response>(),
-            core::mem::size_of::<D::WriteOperation>(),
-        ]
-    }
+/// The parts of [`PWFComb`] and [`PWFComb1`](crate::PWFComb1) beyond `object_api!`: the
+/// header's sizes, the handle type (`handle_api!`) and its operations, written once. The
+/// module using it has `Inst<D>` (the protocol instance) and `Dispatcher` in scope.
+macro_rules! pwf_ops {
+    ($T:ident, $H:ident) => {
+        impl<D, P> $T<D, P>
+        where
+            D: Dispatch + Pod,
+            D::Response: Pod,
+            D::WriteOperation: Pod,
+            P: Persist,
+        {
+            /// The header's sizes: state, response, operation.
+            fn sizes() -> [usize; 3] {
+                [
+                    core::mem::size_of::<D>(),
+                    core::mem::size_of::<D::Response>(),
+                    core::mem::size_of::<D::WriteOperation>(),
+                ]
+            }
+        }
+
+        handle_api!($T, $H, [D::WriteOperation: Pod,]);
+
+        impl<D, P> $H<'_, D, P>
+        where
+            D: Dispatch + Pod,
+            D::Response: Pod,
+            D::WriteOperation: Pod,
+            P: Persist,
+        {
+            /// Applies the write operation `op` and returns its response (Algorithm 3 `PWFcomb`,
+            /// lines 1-3, with `seq() + 1`). Wait-free; returns once the operation is persisted.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("# use pcomb::{objects::Counter, ", stringify!($T), "};")]
+            #[doc = concat!("let c = ", stringify!($T), "::new(Counter::default(), 1)?;")]
+            /// let mut h = c.register()?;
+            /// assert_eq!(h.execute_mut(3), 0);
+            /// assert_eq!(h.execute_mut(3), 3);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn execute_mut(&mut self, op: D::WriteOperation) -> D::Response {
+                self.seq += 1;
+                let obj = &self.obj.obj;
+                let persist = obj.persist();
+                obj.inst.execute(
+                    obj.words(),
+                    persist,
+                    &Dispatcher(PhantomData),
+                    self.seat.id,
+                    op,
+                    self.seq,
+                )
+            }
+
+            /// Runs the read operation `op` on a validated, persisted snapshot of the state
+            /// (lock-free).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("# use pcomb::{objects::Counter, ", stringify!($T), "};")]
+            #[doc = concat!("let c = ", stringify!($T), "::new(Counter::new(4), 1)?;")]
+            /// assert_eq!(c.register()?.execute(()), 4);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn execute(&mut self, op: D::ReadOperation<'_>) -> D::Response {
+                let obj = &self.obj.obj;
+                obj.inst.read(obj.words(), obj.persist()).dispatch(op)
+            }
+
+            /// Recovery function (Algorithm 3 `Recover`, lines 4-7) for this thread's operation
+            /// `op` with sequence number `seq`, pending at the crash. Same contract as
+            /// [`PBCombHandle::recover`](crate::PBCombHandle::recover).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("use pcomb::{objects::Counter, ", stringify!($T), ", Recovered};")]
+            ///
+            #[doc = concat!("let c = ", stringify!($T), "::new(Counter::default(), 1)?;")]
+            /// let mut h = c.register()?;
+            /// h.execute_mut(5); // seq 1
+            /// assert_eq!(h.recover(5, 1), Recovered::Applied(0));
+            /// assert_eq!(h.recover(1, 2), Recovered::Reexecuted(5));
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
+                self.seq = seq;
+                let obj = &self.obj.obj;
+                let persist = obj.persist();
+                obj.inst.recover(
+                    obj.words(),
+                    persist,
+                    &Dispatcher(PhantomData),
+                    self.seat.id,
+                    op,
+                    seq,
+                )
+            }
+        }
+    };
 }
+pub(crate) use pwf_ops;
 
-handle_api!(PWFComb, PWFCombHandle, [D::WriteOperation: Pod,]);
-
-impl<D, P> PWFCombHandle<'_, D, P>
-where
-    D: Dispatch + Pod,
-    D::Response: Pod,
-    D::WriteOperation: Pod,
-    P: Persist,
-{
-    /// Applies the write operation `op` and returns its response (Algorithm 3 `PWFcomb`,
-    /// lines 1-3, with `seq() + 1`). Wait-free; returns once the operation is persisted.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PWFComb};
-    /// let c = PWFComb::new(Counter::default(), 1)?;
-    /// let mut h = c.register()?;
-    /// assert_eq!(h.execute_mut(3), 0);
-    /// assert_eq!(h.execute_mut(3), 3);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn execute_mut(&mut self, op: D::WriteOperation) -> D::Response {
-        self.seq += 1;
-        let obj = &self.obj.obj;
-        let persist = obj.persist();
-        obj.inst.execute(
-            obj.words(),
-            persist,
-            &Dispatcher(PhantomData),
-            self.seat.id,
-            op,
-            self.seq,
-        )
-    }
-
-    /// Runs the read operation `op` on a validated, persisted snapshot of the state (lock-free).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use pcomb::{objects::Counter, PWFComb};
-    /// let c = PWFComb::new(Counter::new(4), 1)?;
-    /// assert_eq!(c.register()?.execute(()), 4);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn execute(&mut self, op: D::ReadOperation<'_>) -> D::Response {
-        let obj = &self.obj.obj;
-        obj.inst.read(obj.words(), obj.persist()).dispatch(op)
-    }
-
-    /// Recovery function (Algorithm 3 `Recover`, lines 4-7) for this thread's operation `op`
-    /// with sequence number `seq`, pending at the crash. Same contract as
-    /// [`PBCombHandle::recover`](crate::PBCombHandle::recover).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use pcomb::{objects::Counter, PWFComb, Recovered};
-    ///
-    /// let c = PWFComb::new(Counter::default(), 1)?;
-    /// let mut h = c.register()?;
-    /// h.execute_mut(5); // seq 1
-    /// assert_eq!(h.recover(5, 1), Recovered::Applied(0));
-    /// assert_eq!(h.recover(1, 2), Recovered::Reexecuted(5));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn recover(&mut self, op: D::WriteOperation, seq: u64) -> Recovered<D::Response> {
-        self.seq = seq;
-        let obj = &self.obj.obj;
-        let persist = obj.persist();
-        obj.inst.recover(
-            obj.words(),
-            persist,
-            &Dispatcher(PhantomData),
-            self.seat.id,
-            op,
-            seq,
-        )
-    }
-}
+pwf_ops!(PWFComb, PWFCombHandle);

@@ -178,3 +178,20 @@ mod tests {
         }
     }
 }
+
+/// A 64-bit check of `words` (a self-naming record's words before its check: pass included).
+///
+/// A multiply-xorshift mix per word, then a final avalanche: every word (and its position)
+/// changes the result, so a record mixing words of two different records fails with
+/// probability about `1 - 2^-64`. The seed makes an all-zero record invalid. Used by
+/// [`PBComb1`](crate::PBComb1) and [`PWFComb1`](crate::PWFComb1).
+pub(crate) fn seal(words: impl Iterator<Item = u64>) -> u64 {
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    for w in words {
+        h = (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 29;
+    }
+    h = (h ^ (h >> 33)).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h = (h ^ (h >> 33)).wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}

@@ -17,7 +17,9 @@
 //!   the thread's operations in the recovered state and `last_applied()` the last one's
 //!   response, and threads that resume from `seq() + 1` end with exactly `OPS` operations.
 //!
-//! `PCOMB_CRASH_POINTS` (default 750, so 3,000 per run over the 2 protocols x 2 objects) sets
+//! PWFComb1 (stamped records) runs the same checks.
+//!
+//! `PCOMB_CRASH_POINTS` (default 750, so 4,500 per run over the 3 protocols x 2 objects) sets
 //! the random crash points per protocol and object; a systematic sweep crashes a short
 //! single-threaded run at every one of its events.
 #![allow(clippy::disallowed_types, clippy::disallowed_methods)]
@@ -27,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pcomb::objects::{AtomicFloat, Counter};
 use pcomb::pmem::sim::{SimConfig, Simulated};
 use pcomb::pmem::Region;
-use pcomb::{Dispatch, PBComb, PWFComb, Pod, Recovered};
+use pcomb::{Dispatch, PBComb, PWFComb, PWFComb1, Pod, Recovered};
 
 const LAYOUT: u64 = 0x5043_4F4D;
 const SIZE: u64 = 1 << 16;
@@ -146,6 +148,7 @@ macro_rules! protocol {
 
 protocol!(Pb, PBComb);
 protocol!(Pwf, PWFComb);
+protocol!(Pwf1, PWFComb1);
 
 fn crash_points() -> u64 {
     std::env::var("PCOMB_CRASH_POINTS")
@@ -210,6 +213,16 @@ fn pwfcomb_counter_random_crashes() {
 }
 
 #[test]
+fn pwfcomb1_counter_random_crashes() {
+    random_crashes::<Counter, Pwf1>("PWFComb1 counter", 5);
+}
+
+#[test]
+fn pwfcomb1_atomic_float_random_crashes() {
+    random_crashes::<AtomicFloat, Pwf1>("PWFComb1 AtomicFloat", 6);
+}
+
+#[test]
 fn pbcomb_atomic_float_random_crashes() {
     random_crashes::<AtomicFloat, Pb>("PBComb AtomicFloat", 3);
 }
@@ -251,4 +264,6 @@ fn systematic_single_thread_runs() {
     systematic::<Counter, Pwf>("PWFComb counter");
     systematic::<AtomicFloat, Pb>("PBComb AtomicFloat");
     systematic::<AtomicFloat, Pwf>("PWFComb AtomicFloat");
+    systematic::<Counter, Pwf1>("PWFComb1 counter");
+    systematic::<AtomicFloat, Pwf1>("PWFComb1 AtomicFloat");
 }

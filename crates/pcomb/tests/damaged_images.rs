@@ -20,7 +20,7 @@ use pcomb::objects::Counter;
 use pcomb::pmem::sim::{Image, SimConfig, Simulated};
 use pcomb::pmem::Region;
 use pcomb::structures::{Options, PBHeap, PBQueue, PBStack, PWFQueue, PWFStack};
-use pcomb::{PBComb, PWFComb};
+use pcomb::{PBComb, PWFComb, PWFComb1};
 use struct_common::{env_or, mix, scripts, Subject, HEAP_CAP};
 
 const LAYOUT: u64 = 0xDA3A_6ED0;
@@ -198,6 +198,7 @@ macro_rules! comb_test {
 
 comb_test!(pbcomb_damaged_images_never_panic, PBComb);
 comb_test!(pwfcomb_damaged_images_never_panic, PWFComb);
+comb_test!(pwfcomb1_damaged_images_never_panic, PWFComb1);
 
 #[test]
 fn pbstack_damaged_images_never_panic() {

@@ -7,51 +7,17 @@ use pcomb::objects::Counter;
 use pcomb::pmem::Region;
 use pcomb::{PBComb, PWFComb};
 use proptest::prelude::*;
-use testkit::lin::{check, Recorder};
-use testkit::models::{Counter as CounterModel, CounterOp, CounterRet};
 
-/// One thread's script: `None` reads, `Some(k)` adds `k`.
-type Script = Vec<Option<u64>>;
+mod lin_common;
+use lin_common::{check_counter, record_scripts, scripts, Script};
 
-fn scripts() -> impl Strategy<Value = Vec<Script>> {
-    prop::collection::vec(
-        prop::collection::vec(prop::option::weighted(0.8, 1u64..4), 1..12),
-        2..=4,
-    )
-}
-
-/// Runs `scripts` on one thread each, through `run_op(handle, op)`, and checks the history.
+/// Runs `scripts` on one thread each (started together) and checks the history and the total.
 macro_rules! check_object {
     ($obj:expr, $scripts:expr) => {{
         let obj = $obj;
-        let recorder = Recorder::new();
-        std::thread::scope(|s| {
-            for script in &$scripts {
-                let mut rec = recorder.thread();
-                let obj = &obj;
-                s.spawn(move || {
-                    let mut h = obj.register().expect("one slot per script");
-                    for op in script {
-                        match *op {
-                            Some(k) => {
-                                let id = rec.invoke(CounterOp::Add(k));
-                                let r = h.execute_mut(k);
-                                rec.complete(id, CounterRet::Previous(r));
-                            }
-                            None => {
-                                let id = rec.invoke(CounterOp::Get);
-                                let r = h.execute(());
-                                rec.complete(id, CounterRet::Value(r));
-                            }
-                        }
-                    }
-                });
-            }
-        });
-        let history = recorder.into_history();
-        check(CounterModel::default(), &history).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let total: u64 = $scripts.iter().flatten().flatten().sum();
-        prop_assert_eq!(obj.register().expect("threads are done").execute(()), total);
+        let history = record_scripts!(obj, $scripts);
+        let last = obj.register().expect("threads are done").execute(());
+        check_counter(&history, &$scripts, last)?;
     }};
 }
 

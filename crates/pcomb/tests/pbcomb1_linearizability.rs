@@ -8,49 +8,18 @@ use pcomb::objects::Counter;
 use pcomb::pmem::{Persist, Region};
 use pcomb::PBComb1;
 use proptest::prelude::*;
-use testkit::lin::{check, Recorder};
-use testkit::models::{Counter as CounterModel, CounterOp, CounterRet};
 
-/// One thread's script: `None` reads, `Some(k)` adds `k`.
-type Script = Vec<Option<u64>>;
-
-fn scripts() -> impl Strategy<Value = Vec<Script>> {
-    prop::collection::vec(
-        prop::collection::vec(prop::option::weighted(0.8, 1u64..4), 1..12),
-        2..=4,
-    )
-}
+mod lin_common;
+use lin_common::{check_counter, record_scripts, scripts, Script};
 
 /// Runs each script on its own thread and checks the recorded history and the final value.
 fn check_history<P: Persist>(
     obj: &PBComb1<Counter, P>,
     scripts: &[Script],
 ) -> Result<(), TestCaseError> {
-    let recorder = Recorder::new();
-    std::thread::scope(|s| {
-        for script in scripts {
-            let mut rec = recorder.thread();
-            s.spawn(move || {
-                let mut h = obj.register().expect("one slot per script");
-                for op in script {
-                    if let Some(k) = *op {
-                        let id = rec.invoke(CounterOp::Add(k));
-                        let r = h.execute_mut(k);
-                        rec.complete(id, CounterRet::Previous(r));
-                    } else {
-                        let id = rec.invoke(CounterOp::Get);
-                        let r = h.execute(());
-                        rec.complete(id, CounterRet::Value(r));
-                    }
-                }
-            });
-        }
-    });
-    check(CounterModel::default(), &recorder.into_history())
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let total: u64 = scripts.iter().flatten().flatten().sum();
-    prop_assert_eq!(obj.register().expect("threads are done").execute(()), total);
-    Ok(())
+    let history = record_scripts!(obj, scripts);
+    let last = obj.register().expect("threads are done").execute(());
+    check_counter(&history, scripts, last)
 }
 
 proptest! {

@@ -8,7 +8,7 @@ mod sim_region;
 use pcomb::objects::{AtomicFloat, Counter};
 use pcomb::pmem;
 use pcomb::pmem::sim::SimConfig;
-use pcomb::{PBComb, PWFComb};
+use pcomb::{PBComb, PWFComb, PWFComb1};
 
 const OPS: u64 = 100;
 
@@ -62,6 +62,35 @@ fn one_record_line_and_the_index_per_pass_up_to_4_threads() {
             for x in c {
                 assert_eq!(x, (2.0, 1.0, 1.0), "max_threads {t}");
             }
+        }
+    }
+}
+
+/// PWFComb1 (stamped records): one write-back of the record and one psync per install, no
+/// pfence and no write-back of `S`; the record is two words longer than PWFComb's, so the
+/// AtomicFloat's spans one line up to 2 threads (the counter's too) and two at 3-4.
+#[test]
+fn pwfcomb1_one_record_write_back_and_one_psync_per_pass() {
+    for t in [1, 2, 3, 4, 8, 16] {
+        let region = || sim_region::simulated(0xC0, 1 << 18, SimConfig::new(1)).expect("region");
+        let c = PWFComb1::create(region(), Counter::default(), t).expect("room");
+        let mut h = c.register().expect("slot");
+        let counter = per_op(|| {
+            h.execute_mut(1);
+        });
+        let c = PWFComb1::create(region(), AtomicFloat::new(1.0), t).expect("room");
+        let mut h = c.register().expect("slot");
+        let float = per_op(|| {
+            h.execute_mut(1.0f64.to_bits());
+        });
+        eprintln!(
+            "max_threads {t:2}: PWFComb1 pwb/pfence/psync per op: counter {counter:?}, \
+             AtomicFloat {float:?}"
+        );
+        let lines = if t <= 2 { 1.0 } else { 2.0 };
+        if t <= 4 {
+            assert_eq!(counter, (lines, 0.0, 1.0), "max_threads {t}");
+            assert_eq!(float, (lines, 0.0, 1.0), "max_threads {t}");
         }
     }
 }

@@ -62,6 +62,8 @@ const fn tag(bytes: &[u8; 8]) -> u64 {
 pub const PBCOMB_TAG: u64 = tag(b"PBCOMB02");
 /// pcomb's `PWFComb` objects, format 2.
 pub const PWFCOMB_TAG: u64 = tag(b"PWFCOMB2");
+/// pcomb's `PWFComb1` objects (PWFcomb with stamped records).
+pub const PWFCOMB1_TAG: u64 = tag(b"PWFCOM1S");
 /// pcomb's `PBComb1` objects, format 2 (format 1, `"PBCOMB1L"`, had no sequence numbers).
 pub const PBCOMB1_TAG: u64 = tag(b"PBCOM1L2");
 /// pcomb's `PBStack`, format 2.
@@ -90,6 +92,7 @@ pub const KNOWN_KINDS: &[FileKind] = &[
     root_tag("pcomb PBComb object", PBCOMB_TAG),
     root_tag("pcomb PWFComb object", PWFCOMB_TAG),
     root_tag("pcomb PBComb1 object", PBCOMB1_TAG),
+    root_tag("pcomb PWFComb1 object", PWFCOMB1_TAG),
     root_tag("pcomb PBStack", PBSTACK_TAG),
     root_tag("pcomb PWFStack", PWFSTACK_TAG),
     root_tag("pcomb PBQueue", PBQUEUE_TAG),

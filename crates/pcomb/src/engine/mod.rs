@@ -5,3 +5,6 @@
 
 pub(crate) mod pb;
 pub(crate) mod pwf;
+
+#[cfg(test)]
+mod tests;

@@ -41,6 +41,59 @@
 //!   psync) per operation however many requests an install served.
 //! - `Backoff` (lines 2, 36) is empty.
 //!
+//! # Stamped records (`STAMPED = true`, [`PWFComb1`](crate::PWFComb1); beyond the paper)
+//!
+//! The published protocol waits for two write-backs per install: the new record's (line 28,
+//! before the SC) and `S`'s (line 32, after it). With `STAMPED`, each record says by itself
+//! whether it was installed, and `S` is never persisted: one write-back wait per install.
+//!
+//! - A record ends with a *stamp*, `pass | check`: `pass` is the number of the `S` version the
+//!   record is (to be) installed as (`S = pass << 16 | record`), `check` a 64-bit hash of
+//!   every word before it with its top bit set. Building a record starts with `check := pass`
+//!   (the slot's *mark*: never a hash) and `pass` (`Record::begin`), then the content, as
+//!   before, **without a write-back**. After a successful SC the installer writes the check
+//!   (`stamp`), writes the record back and fences once (one pwb of the record's lines, one
+//!   psync), then publishes `Durable[p] := pass` (volatile, one per thread, only `p` writes
+//!   it). An attempt whose SC fails never stamps.
+//! - *Valid record*: its check matches. Only installed records are ever stamped (by the
+//!   installer, or by a helper for the record `S` names, below), so a valid record is an
+//!   installed one, and a pass is installed once, so it has one content. A torn record (any
+//!   word mix of two builds of the slot) or a build whose SC failed (its check still a mark
+//!   or an older stamp over a different pass word) fails the check (false accept about
+//!   2^-64).
+//! - *Recovery* (`open`): the valid record with the largest pass is the state; `S` and every
+//!   `Durable[q]` are set from it. Each record is a copy of the state installed before it plus
+//!   a batch, so the newest valid record holds every operation of every older one.
+//! - *The newest durable record is never overwritten.* A thread builds only in the slot that
+//!   `Index[p]` of the current record names, which it flipped when it last installed: so it
+//!   rebuilds the slot holding its install of pass `j` only after installing its other slot
+//!   at a pass `j' > j`, and that install was stamped, written back and fenced before its
+//!   operation returned. So when a slot's old record is destroyed, a durable valid record
+//!   with a larger pass exists; by induction (the same holds for that one) a durable valid
+//!   record with a pass at least as large exists at every later point. (After `open`, no
+//!   thread's `Index` names the recovered record's slot, and it has the largest pass.)
+//! - *Returning only once durable.* An operation (or a read) that got its response from the
+//!   record `S = cur` names (pass `k`, owner `c`) returns once `Durable[c] >= k`, or after
+//!   helping (`ensure_persisted`): it computes the check from the record as it reads it,
+//!   stamps by a CAS from the mark `k` (`Record::stamp_from_mark`), writes the record back
+//!   and psyncs. At the psync's end a durable valid record of pass `>= k` exists: either `c`
+//!   had not begun to rebuild the slot before the helper's pwb, and then what the helper read
+//!   was the record of pass `k` (a build starts with a new mark, which the helper's CAS would
+//!   have seen, since the content stores are Release and its loads Acquire), stamped (by the
+//!   owner or by the CAS) and written back; or `c` had begun, and then (previous item) a
+//!   durable record of a larger pass existed. A stale helper's CAS expects the mark of its
+//!   pass, which a later build of the slot never holds (passes grow), so it cannot stamp a
+//!   later build with a wrong check; the installer's stamp is a plain store.
+//! - Detectability and sequence numbers are as in the published protocol (`Seq[q]` in the
+//!   content). `S` keeps its version counter (the pass), 48 bits.
+//!
+//! What it costs: one pwb of the record's lines and one psync per install, no pfence (the SC
+//! no longer waits for a write-back: on AMD a locked instruction issued while a write-back is
+//! in flight waits for it, so the write-back comes after the SC); a helper pays one pwb and
+//! one psync when the installer has not yet published `Durable`. The record is two words
+//! longer (one line more for AtomicFloat at 4 threads). Structures keep the published
+//! protocol.
+//!
 //! # Hooks
 //!
 //! [`WfInstance`] runs the protocol; a user plugs in ([`WfBatch`]) the batch an attempt
@@ -127,12 +180,15 @@ struct Scratch<O, R> {
 
 /// One PWFcomb instance at word `at` of a structure's words: an unused line, `S`'s line and the
 /// records `MemState[0..n][0..1]` and the two dummies `MemState[n][*]` (record `2q + i` is
-/// `MemState[q][i]`).
-pub(crate) struct WfInstance<S, O, R> {
+/// `MemState[q][i]`). `STAMPED`: the records carry stamps and `S` is not persisted (module
+/// docs, "Stamped records").
+pub(crate) struct WfInstance<S, O, R, const STAMPED: bool = false> {
     at: usize,
     layout: RecordLayout,
     requests: Box<[CachePadded<Request>]>,
-    /// `Flush[p]`: odd while `p`'s latest install of `S` is not known to be persisted.
+    /// Published: `Flush[p]`, odd while `p`'s latest install of `S` is not known to be
+    /// persisted. Stamped: `Durable[p]`, the pass of `p`'s latest install that it wrote back
+    /// and fenced (only `p` writes it; after `open`, the recovered pass).
     flush: Box<[CachePadded<AtomicU64>]>,
     scratch: Box<[ScratchCell<O, R>]>,
     _state: core::marker::PhantomData<fn() -> S>,
@@ -143,11 +199,11 @@ pub(crate) struct WfInstance<S, O, R> {
 //   `p` is `&mut` in every operation that reaches `perform`/`recover`); it holds `O: Pod` and
 //   `R: Pod` values (`Send`);
 // - everything else is atomics.
-unsafe impl<S, O: Pod, R: Pod> Send for WfInstance<S, O, R> {}
+unsafe impl<S, O: Pod, R: Pod, const STAMPED: bool> Send for WfInstance<S, O, R, STAMPED> {}
 // SAFETY: as for `Send`.
-unsafe impl<S, O: Pod, R: Pod> Sync for WfInstance<S, O, R> {}
+unsafe impl<S, O: Pod, R: Pod, const STAMPED: bool> Sync for WfInstance<S, O, R, STAMPED> {}
 
-impl<S, O, R> core::fmt::Debug for WfInstance<S, O, R> {
+impl<S, O, R, const STAMPED: bool> core::fmt::Debug for WfInstance<S, O, R, STAMPED> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("WfInstance")
             .field("at", &self.at)
@@ -155,9 +211,14 @@ impl<S, O, R> core::fmt::Debug for WfInstance<S, O, R> {
     }
 }
 
-impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
+impl<S: Pod, O: Pod, R: Pod, const STAMPED: bool> WfInstance<S, O, R, STAMPED> {
     pub(crate) fn layout(threads: usize) -> RecordLayout {
-        RecordLayout::new::<S, R>(threads, true)
+        let layout = RecordLayout::new::<S, R>(threads, true);
+        if STAMPED {
+            layout.stamped()
+        } else {
+            layout
+        }
     }
 
     fn records(threads: usize) -> usize {
@@ -207,21 +268,58 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
         &words[self.at..self.at + Self::words(self.layout.threads)]
     }
 
-    /// Initial values: `S := &MemState[n][0]` holding `init` (the caller persists).
+    /// Initial values: `S := &MemState[n][0]` holding `init` (the caller persists); stamped,
+    /// as pass 0.
     pub(crate) fn init(&self, words: &[AtomicU64], init: &S) {
         let w = self.mine(words);
         let dummy = 2 * self.layout.threads;
-        Record::<S, R>::at(w, &self.layout, dummy).set_state(init);
+        let rec = Record::<S, R>::at(w, &self.layout, dummy);
+        if STAMPED {
+            rec.begin(0);
+        }
+        rec.set_state(init);
+        if STAMPED {
+            rec.stamp(rec.expected_check());
+        }
         // Relaxed: not shared yet; the structure's `init` persists, the hand-over publishes.
         w[INDEX_WORD].store(dummy as u64, Ordering::Relaxed);
     }
 
     /// Whether the persisted `S` names a record whose flags are 0 or 1 (checked by `open`).
+    /// Stamped: first sets `S` (and every `Durable[q]`) to the valid record with the largest
+    /// pass (module docs, "Stamped records"); false if no record is valid.
     pub(crate) fn valid(&self, words: &[AtomicU64]) -> bool {
+        if STAMPED && !self.find_current(words) {
+            return false;
+        }
         // Relaxed: single-threaded reopening.
         let s = self.mine(words)[INDEX_WORD].load(Ordering::Relaxed);
         ((s & RECORD_MASK) as usize) < Self::records(self.layout.threads)
             && self.current(words).1.flags_valid(true)
+    }
+
+    /// Stamped recovery: `S :=` the valid record with the largest pass, `Durable[q] :=` its
+    /// pass; false if no record is valid (single-threaded: `open`).
+    fn find_current(&self, words: &[AtomicU64]) -> bool {
+        let w = self.mine(words);
+        let best = (0..Self::records(self.layout.threads))
+            .map(|id| (id, Record::<S, R>::at(w, &self.layout, id)))
+            .filter(|(_, rec)| rec.is_sealed() && rec.flags_valid(true))
+            .map(|(id, rec)| (rec.pass(), id))
+            .max();
+        let Some((pass, id)) = best else {
+            return false;
+        };
+        if pass >> (64 - RECORD_BITS) != 0 {
+            return false; // not a pass `S` can hold (a damaged image)
+        }
+        // Relaxed: single-threaded reopening; handing the object over publishes it.
+        w[INDEX_WORD].store(pass << RECORD_BITS | id as u64, Ordering::Relaxed);
+        for d in self.flush.iter() {
+            // Relaxed: as above.
+            d.store(pass, Ordering::Relaxed);
+        }
+        true
     }
 
     /// The current state (single-threaded use: opening, auditing).
@@ -233,6 +331,10 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
     /// `open` normalizing a recovered state). Deactivate bits and responses are kept, so
     /// recovery of every thread's last operation is unaffected.
     pub(crate) fn rewrite_state<P: Persist>(&self, words: &[AtomicU64], persist: &P, st: &S) {
+        debug_assert!(
+            !STAMPED,
+            "a stamped record is rewritten only by a new install"
+        );
         let (_, rec) = self.current(words);
         rec.set_state(st);
         let (addr, len) = rec.span();
@@ -408,6 +510,10 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             }
             let ind = usize::from(src.index(p)); // line 11
             let dst = self.record(words, (2 * p + ind) as u64);
+            let pass = (ll >> RECORD_BITS) + 1;
+            if STAMPED {
+                dst.begin(pass); // the mark, then the pass (stamped records)
+            }
             dst.copy_from(&src); // line 13
             dst.set_pid(p); // line 14
                             // Lines 15-17 (reading Flush[p], see the module docs). Relaxed: only p and helpers
@@ -441,34 +547,42 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
             // Acquire: VL, after the Acquire loads of nodes in `apply` (a node recycled behind
             // this attempt was written after S moved on, so this sees S moved on).
             if s.load(Ordering::Acquire) == ll {
-                // Lines 28-29: the record's write-back, ordered before the SC that publishes it.
-                // The SC is a locked RMW, which orders it by itself on Intel CPUs, so line 29 is
-                // `pfence_before_rmw` (no instruction there, an `sfence` elsewhere); only the
-                // volatile `Flush[p]` is written between it and the SC.
                 dst.set_index(p, 1 - ind as u8); // line 27
-                let (addr, len) = dst.span();
-                // SAFETY:
-                // - `span` is the record's own bytes, inside the region's mapping, which lives as long
-                //   as `self`.
-                unsafe { persist.pwb(addr, len) }; // line 28
-                persist.pfence_before_rmw(); // line 29
-                                             // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`.
-                self.flush[p].store(lval, Ordering::Release);
-                let next = (((ll >> RECORD_BITS) + 1) << RECORD_BITS) | (2 * p + ind) as u64;
+                if !STAMPED {
+                    // Lines 28-29: the record's write-back, ordered before the SC that
+                    // publishes it. The SC is a locked RMW, which orders it by itself on Intel
+                    // CPUs, so line 29 is `pfence_before_rmw` (no instruction there, an `sfence`
+                    // elsewhere); only the volatile `Flush[p]` is written between it and the SC.
+                    pwb_record(persist, &dst); // line 28
+                    persist.pfence_before_rmw(); // line 29
+                                                 // Line 30. Release: pairs with the Acquire load of Flush in `ensure_persisted`.
+                    self.flush[p].store(lval, Ordering::Release);
+                }
+                let next = (pass << RECORD_BITS) | (2 * p + ind) as u64;
                 // Line 31: SC(S). AcqRel: the Release half publishes our record (and the nodes
                 // `apply` wrote) to the Acquire LLs of others.
                 if s.compare_exchange(ll, next, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
-                    persist.pwb_val(s); // line 32
-                    persist.psync(); // line 33
-                                     // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
-                    let _ = self.flush[p].compare_exchange(
-                        lval,
-                        lval + 1,
-                        Ordering::Release,
-                        Ordering::Relaxed,
-                    );
+                    if STAMPED {
+                        // The stamp, then one write-back of the record and one fence; then
+                        // `Durable[p]`. Release: pairs with the Acquire load in
+                        // `ensure_persisted`.
+                        dst.stamp(dst.expected_check()); // stamp
+                        pwb_record(persist, &dst); // stamped: pwb
+                        persist.psync(); // stamped: psync
+                        self.flush[p].store(pass, Ordering::Release); // stamped: durable
+                    } else {
+                        persist.pwb_val(s); // line 32
+                        persist.psync(); // line 33
+                                         // Line 34. Release: pairs with the Acquire load in `ensure_persisted`.
+                        let _ = self.flush[p].compare_exchange(
+                            lval,
+                            lval + 1,
+                            Ordering::Release,
+                            Ordering::Relaxed,
+                        );
+                    }
                     batch.installed(p, &st);
                     return dst.ret(p); // line 35
                 }
@@ -482,9 +596,22 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
     }
 
     /// Lines 40-48: makes sure the `S` value `cur` (or a later one) is persisted before
-    /// returning something read from it.
+    /// returning something read from it. Stamped: that a valid record of `cur`'s pass or a
+    /// later one is durable (module docs, "Stamped records").
     fn ensure_persisted<P: Persist>(&self, words: &[AtomicU64], persist: &P, cur: u64) {
         let pid = self.owner(cur);
+        if STAMPED {
+            let pass = cur >> RECORD_BITS;
+            // Acquire: pairs with the Release store of `Durable[pid]` after its psync.
+            if self.flush[pid].load(Ordering::Acquire) >= pass {
+                return;
+            }
+            let rec = self.record(words, cur);
+            rec.stamp_from_mark(pass, rec.expected_check()); // help: stamp
+            pwb_record(persist, &rec); // help: pwb
+            persist.psync(); // help: psync
+            return;
+        }
         // Line 40. Acquire: pairs with the Release stores of Flush (lines 30, 34, 48).
         let lval = self.flush[pid].load(Ordering::Acquire);
         // Line 42, without the CombRound condition (see the module docs). Even: `pid` (or a
@@ -521,36 +648,30 @@ impl<S: Pod, O: Pod, R: Pod> WfInstance<S, O, R> {
     }
 }
 
+/// A pwb of the whole record (line 28; a stamped record after its stamp).
+#[inline]
+fn pwb_record<P: Persist, S: Pod, R: Pod>(persist: &P, rec: &Record<'_, S, R>) {
+    let (addr, len) = rec.span();
+    // SAFETY:
+    // - `span` is the record's own bytes, inside the object's words (a region's mapping or
+    //   the heap), which outlive the borrow of `rec`.
+    unsafe { persist.pwb(addr, len) };
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::engine::tests::Add;
     use pmem::Hardware;
 
-    /// A counter: each request adds its operand and gets the value before.
-    struct Add;
-
-    impl WfBatch for Add {
-        type State = u64;
-        type Op = u64;
-        type Ret = u64;
-
-        fn apply(&self, _me: usize, st: &mut u64, reqs: &[(usize, u64)], rets: &mut [u64]) {
-            for (&(_, op), ret) in reqs.iter().zip(rets) {
-                *ret = *st;
-                *st += op;
-            }
-        }
-
-        fn installed(&self, _me: usize, _st: &u64) {}
-    }
-
-    type Inst = WfInstance<u64, u64, u64>;
+    type Inst<const STAMPED: bool = false> = WfInstance<u64, u64, u64, STAMPED>;
 
     /// Thread 1 announces (operand 5, its operation 1) and stalls; thread 0's operation
     /// (operand 10) serves both, its install persisted. State 100 before, 115 after.
-    fn thread_1_served_by_thread_0() -> (Inst, Box<[AtomicU64]>, Hardware) {
-        let inst = Inst::new(0, 2);
-        let words = words::zeroed(Inst::words(2));
+    fn thread_1_served_by_thread_0<const STAMPED: bool>(
+    ) -> (Inst<STAMPED>, Box<[AtomicU64]>, Hardware) {
+        let inst = Inst::<STAMPED>::new(0, 2);
+        let words = words::zeroed(Inst::<STAMPED>::words(2));
         inst.init(&words, &100);
         let hw = Hardware::new();
         assert_eq!((inst.seed(&words, 0), inst.seed(&words, 1)), (0, 0));
@@ -565,7 +686,7 @@ mod tests {
     /// own: 2 pwbs, a pfence and a psync for a pass that serves nothing.
     #[test]
     fn a_request_served_by_another_install_installs_nothing() {
-        let (inst, words, hw) = thread_1_served_by_thread_0();
+        let (inst, words, hw) = thread_1_served_by_thread_0::<false>();
         pmem::reset_stats();
         assert_eq!(inst.perform(&words, &hw, &Add, 1, 1), 110);
         let s = pmem::stats();
@@ -579,7 +700,7 @@ mod tests {
     /// itself before it returns (lines 40-48): 1 pwb and 1 psync, then `Flush[0]` even.
     #[test]
     fn a_request_served_by_an_unpersisted_install_persists_it() {
-        let (inst, words, hw) = thread_1_served_by_thread_0();
+        let (inst, words, hw) = thread_1_served_by_thread_0::<false>();
         // Relaxed: one thread. Back to the odd value thread 0 held before its line 34.
         let even = inst.flush[0].load(Ordering::Relaxed);
         inst.flush[0].store(even - 1, Ordering::Relaxed);
@@ -588,5 +709,111 @@ mod tests {
         let s = pmem::stats();
         assert_eq!((s.pwbs, s.pfences, s.psyncs), (1, 0, 1), "{s:?}");
         assert_eq!(inst.flush[0].load(Ordering::Relaxed), even);
+    }
+
+    /// The current record of a stamped instance (its `S` value and the record).
+    fn current_stamped(inst: &Inst<true>, words: &[AtomicU64]) -> (u64, bool, u64) {
+        let (s, rec) = inst.current(words);
+        (s >> RECORD_BITS, rec.is_sealed(), rec.pass())
+    }
+
+    /// PWFComb1: an install writes its stamp, then one write-back of the record and one
+    /// fence (no pfence, no write-back of `S`), then publishes `Durable[p]`.
+    #[test]
+    fn a_stamped_install_stamps_and_persists_its_record_once() {
+        let inst = Inst::<true>::new(0, 1);
+        let words = words::zeroed(Inst::<true>::words(1));
+        inst.init(&words, &100);
+        let hw = Hardware::new();
+        assert_eq!(inst.seed(&words, 0), 0);
+        pmem::reset_stats();
+        assert_eq!(inst.execute(&words, &hw, &Add, 0, 10, 1), 100);
+        let s = pmem::stats();
+        let (addr, len) = inst.current(&words).1.span();
+        let lines = (addr as usize + len - 1) / 64 - addr as usize / 64 + 1;
+        assert_eq!((s.pwbs, s.pfences, s.psyncs), (lines as u64, 0, 1), "{s:?}");
+        assert_eq!(current_stamped(&inst, &words), (1, true, 1));
+        // Relaxed: one thread.
+        assert_eq!(inst.flush[0].load(Ordering::Relaxed), 1, "Durable[0]");
+    }
+
+    /// PWFComb1: thread 1, served by thread 0's install that is already durable
+    /// (`Durable[0]` is its pass), returns without any persistence instruction.
+    #[test]
+    fn a_request_served_by_a_durable_stamped_install_persists_nothing() {
+        let (inst, words, hw) = thread_1_served_by_thread_0::<true>();
+        pmem::reset_stats();
+        assert_eq!(inst.perform(&words, &hw, &Add, 1, 1), 110);
+        let s = pmem::stats();
+        assert_eq!((s.pwbs, s.pfences, s.psyncs), (0, 0, 0), "{s:?}");
+        assert_eq!(inst.last_applied(&words, 1), (1, 110));
+    }
+
+    /// PWFComb1: thread 0 stalls right after its SC (no stamp, no write-back, `Durable[0]`
+    /// not published). Thread 1, served by that install, stamps the record itself (a CAS from
+    /// the mark), writes it back and fences: after it returns the record is valid.
+    #[test]
+    fn a_request_served_by_an_unstamped_install_stamps_and_persists_it() {
+        let (inst, words, hw) = thread_1_served_by_thread_0::<true>();
+        let (_, rec) = inst.current(&words);
+        let pass = rec.pass();
+        rec.stamp(pass); // back to the mark: as before thread 0's stamp
+                         // Relaxed: one thread.
+        inst.flush[0].store(pass - 1, Ordering::Relaxed);
+        assert_eq!(current_stamped(&inst, &words), (pass, false, pass));
+        pmem::reset_stats();
+        assert_eq!(inst.perform(&words, &hw, &Add, 1, 1), 110);
+        let s = pmem::stats();
+        assert!(s.pwbs >= 1 && s.pfences == 0 && s.psyncs == 1, "{s:?}");
+        assert_eq!(current_stamped(&inst, &words), (pass, true, pass));
+    }
+
+    /// PWFComb1: a helper's stamp is a CAS from the mark of the pass it read; once the owner
+    /// began a later build of the slot (a new mark), the stale helper's stamp does nothing.
+    #[test]
+    fn a_stale_helper_cannot_stamp_a_later_build() {
+        let (inst, words, _hw) = thread_1_served_by_thread_0::<true>();
+        let (_, rec) = inst.current(&words);
+        let old = rec.pass();
+        let check = rec.expected_check();
+        rec.begin(old + 2); // the owner rebuilds the slot for a later pass
+        rec.stamp_from_mark(old, check);
+        assert!(!rec.is_sealed());
+        // Relaxed: one thread. The slot still holds the new mark.
+        let at = inst.layout.stamp_at.expect("stamped");
+        assert_eq!(rec.words[at + 1].load(Ordering::Relaxed), old + 2);
+    }
+
+    /// PWFComb1 recovery: the valid record with the largest pass is current; a torn newest
+    /// record (one word changed) is skipped for the next one.
+    #[test]
+    fn recovery_takes_the_valid_record_with_the_largest_pass() {
+        let inst = Inst::<true>::new(0, 1);
+        let words = words::zeroed(Inst::<true>::words(1));
+        inst.init(&words, &0);
+        let hw = Hardware::new();
+        inst.seed(&words, 0);
+        for seq in 1..=3 {
+            inst.execute(&words, &hw, &Add, 0, 1, seq);
+        }
+        let fresh = Inst::<true>::new(0, 1);
+        // Relaxed: one thread. S is not persisted: a reopened image holds anything there.
+        fresh.mine(&words)[INDEX_WORD].store(0, Ordering::Relaxed);
+        assert!(fresh.valid(&words));
+        assert_eq!(current_stamped(&fresh, &words), (3, true, 3));
+        assert_eq!(fresh.state_now(&words), 3);
+        // The recovered record is durable: a read after `open` persists nothing.
+        pmem::reset_stats();
+        assert_eq!(fresh.read(&words, &hw), 3);
+        let s = pmem::stats();
+        assert_eq!((s.pwbs, s.pfences, s.psyncs), (0, 0, 0), "{s:?}");
+        // Tear pass 3's record: its state word changes, its check no longer matches.
+        let (_, rec) = fresh.current(&words);
+        rec.set_state(&7);
+        let fresh = Inst::<true>::new(0, 1);
+        assert!(fresh.valid(&words));
+        assert_eq!(current_stamped(&fresh, &words), (2, true, 2));
+        assert_eq!(fresh.state_now(&words), 2);
+        assert_eq!(fresh.last_applied(&words, 0).0, 2);
     }
 }
