@@ -302,7 +302,29 @@ pub fn open(
     keys: u64,
     path: &Path,
 ) -> Result<Box<dyn Subject>, BenchError> {
-    let replicas = threads.clamp(1, 2);
+    open_with_replicas(method, threads, threads.clamp(1, 2), keys, path)
+}
+
+/// [`open`] with `replicas` replicas for the NR methods (`durable_nr --replicas`) instead of
+/// `min(threads, 2)`. One replica with `threads` threads is the configuration a one-node
+/// machine's topology gives; nr-core then uses no shared log (with nr-durable's commit log,
+/// the commit orders the writes).
+///
+/// # Errors
+///
+/// As [`open`].
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn open_with_replicas(
+    method: DurableMethod,
+    threads: usize,
+    replicas: usize,
+    keys: u64,
+    path: &Path,
+) -> Result<Box<dyn Subject>, BenchError> {
+    let replicas = replicas.max(1);
     let path = path.to_path_buf();
     Ok(match method {
         DurableMethod::VolatileNr => Box::new(Volatile(

@@ -1,6 +1,7 @@
 //! Durable NR (issue 20) against a `Mutex` + write-ahead-log baseline and volatile NR, side by
 //! side in one run, on a hash map of `--keys` keys (default 10,000): `--mix` write percentages
-//! (default 10 and 100), `--threads` (default 1, 2, 4), replicas = min(threads, 2).
+//! (default 10 and 100), `--threads` (default 1, 2, 4), replicas = min(threads, 2) (or
+//! `--replicas`).
 //!
 //! - `volatile-nr`: nr-core, no log;
 //! - `durable-file`: nr-durable, file medium, `SyncPolicy::EveryBatch` (one `write` + one
@@ -32,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use benches::durable_bench::{
-    fresh_path, measure_for, open, remove_store, run_ops, DurableMethod, Kv,
+    fresh_path, measure_for, open_with_replicas, remove_store, run_ops, DurableMethod, Kv,
 };
 use clap::Parser;
 use nr_durable::{Durable, Medium, SyncPolicy};
@@ -75,6 +76,10 @@ struct Args {
     /// with different `--ops` divided by the extra operations is the cost per operation).
     #[arg(long)]
     ops: Option<u64>,
+    /// Replicas of the NR methods (volatile and durable alike); default: min(threads, 2). 1 is
+    /// what a one-node machine's topology gives.
+    #[arg(long)]
+    replicas: Option<usize>,
     /// Tiny run (20 ms, 1k keys, 1-2 threads) so that CI keeps the binary working.
     #[arg(long)]
     smoke: bool,
@@ -91,9 +96,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
     let d = Duration::from_millis(a.duration_ms);
     println!(
-        "log directory: {} (file medium, baseline); region: {}",
+        "log directory: {} (file medium, baseline); region: {}; replicas: {}",
         dir.display(),
-        a.pmem_dir.display()
+        a.pmem_dir.display(),
+        a.replicas
+            .map_or_else(|| "min(threads, 2)".to_owned(), |r| r.to_string())
     );
     // The hash-map methods, then those on the `Pod` map that pcomb fits (a table each, each
     // row's ratio to the first row of its table).
@@ -145,7 +152,8 @@ fn table(
     for _ in 0..a.reps.max(1) {
         for (m, row) in methods.iter().zip(&mut rows) {
             let path = fresh_path(if m.uses_region() { &a.pmem_dir } else { dir }, m.name());
-            let subject = open(*m, threads, a.keys, &path)?;
+            let replicas = a.replicas.unwrap_or(threads.clamp(1, 2));
+            let subject = open_with_replicas(*m, threads, replicas, a.keys, &path)?;
             let (ops, writes, took) = match a.ops {
                 Some(n) => {
                     let took = run_ops(&*subject, threads, mix, a.keys, n)?;

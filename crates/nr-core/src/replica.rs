@@ -528,6 +528,24 @@ impl<D: Dispatch> Replica<D> {
         unsafe { self.apply_own_with(idx, |op| data.dispatch_mut(op)) }
     }
 
+    /// Combiner: the operation posted in slot `idx` of its current batch, borrowed (a commit
+    /// log gets it before it is applied; see `NodeReplicated::combine_committed`).
+    ///
+    /// # Safety
+    ///
+    /// - The caller holds this replica's combiner lock, and collected slot `idx` into its
+    ///   current batch under that lock (so the slot is `POSTED` and its owner waits for `DONE`);
+    /// - the reference is dropped before `apply_own` is called for `idx`, which takes the
+    ///   operation out of the slot.
+    pub(crate) unsafe fn posted_op(&self, idx: usize) -> &D::WriteOperation {
+        // SAFETY: slot `idx` is in the batch we collected under the combiner lock we hold (the
+        // caller's contract): its owner does not touch the cell before `DONE`, and nothing
+        // changes it before `apply_own`, which the caller does not call while this borrow lives.
+        let op = self.slot(idx).op.with(|p| unsafe { &*p });
+        op.as_ref()
+            .expect("invariant: a batched slot holds its op until it is applied")
+    }
+
     /// Like [`apply_own`](Self::apply_own), with `apply` in place of `dispatch_mut` (CNR applies
     /// operations to a concurrent structure through `&self`).
     ///

@@ -149,7 +149,8 @@ fn a_write_returns_after_its_commit() {
 /// option, with log growth, with `MIN_BATCH` and with dedicated combiners: the hook sees indexes 0, 1, 2, ... each once,
 /// in order, with every write once; every replica applied them in that order, and
 /// `with_replica_state` reports how many. Fails if a write skips the hook (with one replica: if
-/// the log-free single-replica path is not turned off) or if two combiners commit at once.
+/// the log-free single-replica path without a commit were taken) or if two combiners commit at
+/// once. (One replica: the commit path without the shared log, `commit.rs` "One replica".)
 #[test]
 fn commit_sees_every_index_once_in_order() {
     const THREADS: u64 = 6;
@@ -259,20 +260,21 @@ fn commits_are_grouped() {
     });
 }
 
-/// Threads write on 2 replicas until one writes `FAIL` (`Err` or panic in the hook): every
-/// thread stops with `Poisoned` (or, for the one that ran the panicking hook, the panic), no
-/// replica applies `FAIL` (`Seen` asserts it), and the object stays poisoned.
-fn failing_commit(on_fail: OnFail) {
+/// Threads write on `replicas` replicas until one writes `FAIL` (`Err` or panic in the hook):
+/// every thread stops with `Poisoned` (or, for the one that ran the panicking hook, the panic),
+/// no replica applies `FAIL` (`Seen` asserts it), and the object stays poisoned. (One replica:
+/// the commit path without the shared log.)
+fn failing_commit(on_fail: OnFail, replicas: usize) {
     with_deadlock_watchdog(120, move || {
         let log = Recorder::new(on_fail);
-        let nr = build(2, log.clone());
+        let nr = build(replicas, log.clone());
         let panics = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for t in 0..4u64 {
                 let (nr, panics) = (&nr, &panics);
                 s.spawn(move || {
                     // A thread that starts late may find the object poisoned already.
-                    let Ok(mut h) = nr.register(t as usize % 2) else {
+                    let Ok(mut h) = nr.register(t as usize % replicas) else {
                         return;
                     };
                     for i in 0.. {
@@ -300,7 +302,10 @@ fn failing_commit(on_fail: OnFail) {
             nr.register(0).map(|_| ()).err(),
             Some(nr_core::RegisterError::Poisoned)
         );
-        assert_eq!(nr.with_replica_state(1, |_, _| ()), Err(Poisoned));
+        assert_eq!(
+            nr.with_replica_state(replicas - 1, |_, _| ()),
+            Err(Poisoned)
+        );
         // What was committed before is a gap-free prefix.
         let mut next = 0;
         for (first, ops) in log.calls() {
@@ -312,12 +317,22 @@ fn failing_commit(on_fail: OnFail) {
 
 #[test]
 fn a_failing_commit_poisons_and_applies_nothing() {
-    failing_commit(OnFail::Err);
+    failing_commit(OnFail::Err, 2);
 }
 
 #[test]
 fn a_panicking_commit_poisons_without_hanging() {
-    failing_commit(OnFail::Panic);
+    failing_commit(OnFail::Panic, 2);
+}
+
+#[test]
+fn a_failing_commit_on_one_replica_poisons_and_applies_nothing() {
+    failing_commit(OnFail::Err, 1);
+}
+
+#[test]
+fn a_panicking_commit_on_one_replica_poisons_without_hanging() {
+    failing_commit(OnFail::Panic, 1);
 }
 
 /// A commit log that marks each value committed when `commit` is about to return.
@@ -393,16 +408,25 @@ impl CommitLog<u64> for Holding {
 
 /// While the commit of a write is held, readers on the writer's replica and on the other one
 /// poll for it: none sees it before the commit returned. Fails if a combiner applies (and so
-/// exposes) its batch before committing it.
+/// exposes) its batch before committing it. On one replica (the commit path without the
+/// shared log) both readers share the writer's replica, and the commit is held until they have
+/// polled 2,000 times: a combiner that kept readers out while it commits (the writer side
+/// taken before `commit`) hangs here, and the watchdog fails the test.
 #[test]
 fn no_read_sees_an_uncommitted_write() {
-    with_deadlock_watchdog(120, || {
+    for replicas in [1, 2] {
+        no_read_sees_an_uncommitted_write_on(replicas);
+    }
+}
+
+fn no_read_sees_an_uncommitted_write_on(replicas: usize) {
+    with_deadlock_watchdog(120, move || {
         let hook = Arc::new(Holding {
             polls: AtomicUsize::new(0),
             released: AtomicBool::new(false),
         });
         let nr = NodeReplicated::builder()
-            .replicas(2)
+            .replicas(replicas)
             .log_size(64)
             .threads_per_replica(4)
             .commit_log(hook.clone())
@@ -412,7 +436,7 @@ fn no_read_sees_an_uncommitted_write() {
             for r in 0..2 {
                 let (nr, hook) = (&nr, &hook);
                 s.spawn(move || {
-                    let mut h = nr.register(r).unwrap();
+                    let mut h = nr.register(r % replicas).unwrap();
                     loop {
                         if h.execute(Some(HELD)).unwrap() == 1 {
                             assert!(

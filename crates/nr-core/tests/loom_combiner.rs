@@ -7,6 +7,11 @@
 //! and no replica applies an entry, before the `commit` call that covered it returned; and that
 //! `commit` sees each index once, in order, one call at a time.
 //!
+//! On one replica (no room for more) writes are ordered by the commit log alone (nr-core's
+//! `combine_committed`): `commit_before_apply_on_one_replica` covers its hand-off, and
+//! `no_read_sees_an_uncommitted_write_on_one_replica` a reader on the writer's replica, which
+//! goes on reading while the write is committed and must never see it before the commit.
+//!
 //! Bounds: `commit_before_apply_*` (2 threads, one write each; 1 or 2 replicas) are pinned to a
 //! preemption bound of 3, whatever `LOOM_MAX_PREEMPTIONS` says (about 2 s together): the
 //! interleaving where a combiner finds its batch committed by another replica's combiner, and so
@@ -16,6 +21,8 @@
 //! `LOOM_MAX_PREEMPTIONS` (CI: 2). `every_op_applied_once_whoever_combines` (3 threads, one
 //! write each) is pinned to a preemption bound of 1: at 2, loom's stale re-reads in the spin
 //! loops make single paths exceed its branch limit (a liveness artefact of the model).
+//! `no_read_sees_an_uncommitted_write_on_one_replica` (2 threads, one write, one read) is
+//! pinned to a preemption bound of 3, as `commit_before_apply_*`.
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
@@ -137,6 +144,29 @@ impl CommitLog<u64> for Durable {
     }
 }
 
+/// A `CheckedSum` on `replicas` replicas (2 threads each, a 4-entry log) whose commit log is
+/// the returned `Durable`. A std `Arc` for the log: the type `Builder::commit_log` takes (only
+/// its count is shared, which orders nothing the models check).
+type CommittedSum = (
+    Arc<NodeReplicated<CheckedSum<Durable>>>,
+    std::sync::Arc<Durable>,
+);
+
+fn committed_sum(replicas: usize) -> CommittedSum {
+    let log = std::sync::Arc::new(Durable::default());
+    let nr = NodeReplicated::builder()
+        .replicas(replicas)
+        .log_size(4)
+        .threads_per_replica(2)
+        .commit_log(log.clone())
+        .build(|_| CheckedSum {
+            sum: 0,
+            log: log.clone(),
+        })
+        .unwrap();
+    (Arc::new(nr), log)
+}
+
 /// Two threads on replicas 0 and `replicas - 1` write 1 and 2; each checks that its write was
 /// committed when it returns, the replicas check every apply, and the hook checks order and
 /// exclusion. Then both replicas show both writes.
@@ -144,21 +174,7 @@ fn commit_before_apply(replicas: usize) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(3);
     builder.check(move || {
-        // A std `Arc`: the type `Builder::commit_log` takes (only its count is shared, which
-        // orders nothing the model checks).
-        let log = std::sync::Arc::new(Durable::default());
-        let nr = Arc::new(
-            NodeReplicated::builder()
-                .replicas(replicas)
-                .log_size(4)
-                .threads_per_replica(2)
-                .commit_log(log.clone())
-                .build(|_| CheckedSum {
-                    sum: 0,
-                    log: log.clone(),
-                })
-                .unwrap(),
-        );
+        let (nr, log) = committed_sum(replicas);
         let other = {
             let (nr, log) = (nr.clone(), log.clone());
             thread::spawn(move || {
@@ -188,4 +204,36 @@ fn commit_before_apply_on_two_replicas() {
 #[test]
 fn commit_before_apply_on_one_replica() {
     commit_before_apply(1);
+}
+
+/// One replica with a commit log: the writer commits write 1 while a reader on the same replica
+/// reads. The reader either sees the state before the write, or sees the write, and then its
+/// commit must have returned before (loom checks the read of the commit cell for a race). The
+/// writer checks its own answer, the replica every apply (`CheckedSum`). Fails if the
+/// combiner applies before it commits (`write 1 applied before its commit returned`), or lets
+/// the reader in while it applies.
+#[test]
+fn no_read_sees_an_uncommitted_write_on_one_replica() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(3);
+    builder.check(|| {
+        let (nr, log) = committed_sum(1);
+        let mut h = nr.register(0).unwrap();
+        // A second slot, ever registered: the writer's combiner then leaves the writer side
+        // to the apply, as with several threads (alone, it takes it with the lock).
+        drop(nr.register(0).unwrap());
+        let reader = {
+            let (nr, log) = (nr.clone(), log.clone());
+            thread::spawn(move || {
+                let mut h = nr.register(0).unwrap();
+                if h.execute(()).unwrap() == 1 {
+                    assert!(log.is_committed(1), "a read saw write 1 before its commit");
+                }
+            })
+        };
+        h.execute_mut(1).unwrap();
+        assert!(log.is_committed(1), "write 1 returned before its commit");
+        reader.join().unwrap();
+        assert_eq!(nr.with_replica_state(0, |c, n| (c.sum, n)).unwrap(), (1, 1));
+    });
 }

@@ -1,5 +1,6 @@
 //! Crash tests of a `Durable` `HashMap` store on pmem's simulated persistence domain: 2-3
-//! threads on 2 replicas write, thread 0 takes checkpoints (the 16 KiB region also takes them by
+//! threads on 1 or 2 replicas (every other crash point; one replica orders its writes by the
+//! commit log alone, nr-core's `combine_committed`) write, thread 0 takes checkpoints (the 16 KiB region also takes them by
 //! itself), the machine crashes at a random persistence event (evictions on), and the image is
 //! recovered. Checked for every thread: its surviving writes are a prefix holding every write
 //! that returned before the crash (by `Simulated::stamp`), and `last_applied` names the last.
@@ -25,13 +26,19 @@ const SIZE: u64 = 1 << 14;
 
 /// Runs the writers on a fresh simulated region; returns per thread the writes that returned
 /// before the crash (all of them when there was none), and the crash image.
-fn run(threads: u32, ops: u64, cfg: SimConfig, snaps: &std::path::Path) -> (Vec<u64>, Image, u64) {
+fn run(
+    threads: u32,
+    replicas: usize,
+    ops: u64,
+    cfg: SimConfig,
+    snaps: &std::path::Path,
+) -> (Vec<u64>, Image, u64) {
     // SAFETY: every write to the region is made under the log's lock by the thread that makes
     // the persistence calls that follow it; no other thread touches region memory.
     let region = unsafe { Region::simulated(PMEM_LAYOUT, SIZE, cfg) }.unwrap();
     let sim: Simulated = region.persist().clone();
     let kv = Durable::<Kv>::builder()
-        .replicas(2)
+        .replicas(replicas)
         .region(region, snaps)
         .open(Kv::default);
     let Ok(kv) = kv else {
@@ -105,10 +112,11 @@ fn acknowledged_writes_survive_random_crash_points() {
     let mut lost_some = 0;
     for p in 0..points {
         let threads = 2 + rng.below(2) as u32;
+        let replicas = 1 + (p % 2) as usize;
         let ops = 10 + rng.below(20);
         let snaps = tmp.path().join(format!("count{p}"));
         std::fs::create_dir_all(&snaps).unwrap();
-        let (_, _, events) = run(threads, ops, SimConfig::new(p), &snaps);
+        let (_, _, events) = run(threads, replicas, ops, SimConfig::new(p), &snaps);
         std::fs::remove_dir_all(&snaps).unwrap();
         let k = rng.below(events + 1);
         let snaps = tmp.path().join(format!("run{p}"));
@@ -117,12 +125,12 @@ fn acknowledged_writes_survive_random_crash_points() {
             .evictions(0.3)
             .crash_keeps(0.5)
             .crash_at(k);
-        let (acked, image, _) = run(threads, ops, cfg, &snaps);
+        let (acked, image, _) = run(threads, replicas, ops, cfg, &snaps);
         if acked.iter().sum::<u64>() < u64::from(threads) * ops {
             lost_some += 1;
         }
         check(&image, &snaps, &acked, ops)
-            .unwrap_or_else(|e| panic!("point {p}: {threads} threads x {ops} ops, crash at event {k} of about {events}: {e}"));
+            .unwrap_or_else(|e| panic!("point {p}: {threads} threads x {ops} ops on {replicas} replica(s), crash at event {k} of about {events}: {e}"));
         std::fs::remove_dir_all(&snaps).unwrap();
     }
     println!("{points} crash points, {lost_some} of them before the last write returned");

@@ -1,5 +1,5 @@
-//! A real crash: a child process writing to a durable `HashMap` store from 2 threads on 2
-//! replicas (thread 0 also takes checkpoints) is killed with SIGKILL after a random number of
+//! A real crash: a child process writing to a durable `HashMap` store from 2 threads on 1 or 2
+//! replicas (alternating rounds; thread 0 also takes checkpoints) is killed with SIGKILL after a random number of
 //! acknowledged writes; the parent reopens the store and checks that every acknowledged write
 //! survived, that each thread's writes are a prefix, and that `last_applied` says which. The
 //! next round's child resumes from `last_applied`, so rounds accumulate on one store.
@@ -23,15 +23,21 @@ use nr_durable::{Durable, Medium};
 const CHILD_ENV: &str = "NR_DURABLE_SIGKILL_CHILD";
 const THREADS: u32 = 2;
 
-fn medium(spec: &str) -> Medium {
-    let (kind, path) = spec.split_once('|').expect("kind|path");
-    match kind {
+/// The medium and the replica count of a spec `kind|replicas|path`.
+fn medium(spec: &str) -> (Medium, usize) {
+    let mut parts = spec.splitn(3, '|');
+    let (kind, replicas, path) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(k), Some(r), Some(p)) => (k, r.parse().expect("a replica count"), p),
+        _ => panic!("not kind|replicas|path: {spec}"),
+    };
+    let medium = match kind {
         "file" => Medium::File { dir: path.into() },
         _ => Medium::Pmem {
             path: path.into(),
             capacity: 1 << 16,
         },
-    }
+    };
+    (medium, replicas)
 }
 
 /// The child role: writes until killed, printing `ack <thread> <i>` after each acknowledged
@@ -40,9 +46,10 @@ fn medium(spec: &str) -> Medium {
 #[ignore = "child process of acknowledged_writes_survive_sigkill, which runs it with --ignored --exact"]
 fn sigkill_child() {
     let spec = testkit::child::child_spec(CHILD_ENV, "acknowledged_writes_survive_sigkill");
+    let (medium, replicas) = medium(&spec);
     let kv = Durable::<Kv>::builder()
-        .replicas(2)
-        .medium(medium(&spec))
+        .replicas(replicas)
+        .medium(medium)
         .open(Kv::default)
         .unwrap();
     std::thread::scope(|s| {
@@ -66,11 +73,11 @@ fn sigkill_child() {
 }
 
 fn rounds(kind: &str, path: &std::path::Path, rng: &mut Rng) {
-    let spec = format!("{kind}|{}", path.display());
     let rounds = env("NR_DURABLE_KILL_ROUNDS", 10);
     let mut acked = [0u64; THREADS as usize];
     let mut survived = [0u64; THREADS as usize];
     for round in 0..rounds {
+        let spec = format!("{kind}|{}|{}", 1 + round % 2, path.display());
         let mut child = testkit::child::child_command("sigkill_child")
             .env(CHILD_ENV, &spec)
             .stdout(Stdio::piped())
@@ -98,9 +105,10 @@ fn rounds(kind: &str, path: &std::path::Path, rng: &mut Rng) {
             &what,
             record,
         );
+        let (medium, replicas) = medium(&spec);
         let kv = Durable::<Kv>::builder()
-            .replicas(2)
-            .medium(medium(&spec))
+            .replicas(replicas)
+            .medium(medium)
             .open(Kv::default)
             .unwrap_or_else(|e| panic!("round {round}: recovery failed: {e}"));
         for t in 0..THREADS {

@@ -8,7 +8,7 @@ use crossbeam_utils::CachePadded;
 use std::sync::Arc;
 
 use super::commit::Commit;
-use super::{NodeReplicated, NO_WRITE_OPTIONS, SINGLE};
+use super::{NodeReplicated, COMMITS, NO_WRITE_OPTIONS, SINGLE};
 use crate::config::{DEFAULT_LOG_ENTRIES, DEFAULT_THREADS_PER_REPLICA};
 use crate::log::Log;
 use crate::replica::Replica;
@@ -416,9 +416,12 @@ impl<D: Dispatch> Builder<D> {
     /// writers return. Readers therefore never see a write that is not durable. An error or a
     /// panic in `commit` poisons the object.
     ///
-    /// Every write then goes through the shared log, with one replica too (the log-free
-    /// single-replica paths are off, so a single replica's writes cost what they cost with
-    /// several). [`writes_as_reads`](Self::writes_as_reads) stays available: a write answered
+    /// With several replicas (or room for more, [`max_replicas`](Self::max_replicas)) every
+    /// write goes through the shared log. A replica that stays alone does without it: its
+    /// combiner commits its batch (numbered by a counter of its own, the same index sequence)
+    /// while readers go on against the old state, then applies it, so a write costs the commit
+    /// plus what the log-free single-replica path costs. All other options work on both
+    /// paths. [`writes_as_reads`](Self::writes_as_reads) stays available: a write answered
     /// as a read changed nothing, so it needs no durability, and it gets no log index.
     /// [`NodeReplicated::with_replica_state`] gives a replica's state with the number of log
     /// indexes it has applied (a snapshot position). Without a commit log (the default) no
@@ -606,12 +609,15 @@ where
                 .collect(),
         };
         let mut state = 0;
-        // With a commit log a single replica goes through the log too, so that every write has
-        // a log index and is committed before it is applied (see `commit.rs`).
+        // A replica that stays alone needs no shared log; with a commit log its writes are
+        // ordered by the commit log alone (`commit.rs`, "One replica").
         let places = self.max_replicas.unwrap_or(0).max(replicas.len());
-        let single = places == 1 && self.commit_log.is_none();
+        let single = places == 1;
         if single {
             state |= SINGLE;
+        }
+        if self.commit_log.is_some() {
+            state |= COMMITS;
         }
         if !self.writes_as_reads
             && (self.min_batch <= 1 || self.min_batch_wait.is_zero())

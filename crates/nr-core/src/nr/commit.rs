@@ -1,9 +1,10 @@
 //! The commit hook (`Builder::commit_log`): write operations are made durable, in log order and
 //! in groups, before any replica applies them and before their writers return.
 //!
-//! With a commit log every write goes through the shared log, a single replica too (the
-//! log-free single-replica paths are off), so that every write has a log index. After a combiner
-//! has written its batch `start..end` into the log, it calls `commit_through(end)`:
+//! With a commit log and several replicas (or room for more) every write goes through the
+//! shared log, so that every write has a log index (one replica alone: see "One replica"
+//! below). After a combiner has written its batch `start..end` into the log, it calls
+//! `commit_through(end)`:
 //!
 //! 1. if `committed >= end`, another combiner's commit already covered the batch: done;
 //! 2. otherwise it takes the *commit turn* (one flag; others wait for it or for `committed`),
@@ -22,6 +23,25 @@
 //! An `Err` from `commit`, or a panic in it, poisons the object (the turn is given back in both
 //! cases): every combiner waiting for the turn or for `committed` sees the poisoning and returns
 //! [`Poisoned`], and no replica applies the entries.
+//!
+//! # One replica
+//!
+//! An object with one replica and no room for more (no [`Builder::max_replicas`] above 1, so
+//! no replica can be added and none goes dormant) has nothing to replicate, and its commit log
+//! alone orders the writes: the shared log, its replay and its completed tail are not used
+//! (`combine_committed`). The combiner, holding the combiner lock but not the writer side (so
+//! readers go on against the state before the batch), collects its batch (its own operation
+//! first, then the posted ones in slot order), numbers it from `committed` (the same index
+//! sequence: from 0, every write but those answered as reads), calls `CommitLog::commit` once
+//! for it, advances `committed`, and only then takes the writer side, applies the batch in
+//! that order and answers. Every promise above holds: commit before apply and before answer
+//! (readers see the replica only outside the writer side, after the apply), `Err` or panic
+//! poisons (nothing of the batch is applied), one call at a time in index order (the combiner
+//! lock serializes them). `writes_as_reads`, `min_batch` and dedicated combiners work as with
+//! the log-free single-replica path. `with_replica_state` reports `committed` as the applied
+//! count: under the combiner lock every committed write is applied.
+//!
+//! [`Builder::max_replicas`]: crate::Builder::max_replicas
 
 use std::sync::Arc;
 
@@ -29,6 +49,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{CombinerGuard, NodeReplicated};
 use crate::log::NO_REPLICA;
+use crate::replica::Replica;
 use crate::sync::{panicking, AtomicBool, AtomicUsize, Entered, Ordering};
 use crate::wait::Waiter;
 use crate::{CommitError, Dispatch, Poisoned};
@@ -115,11 +136,37 @@ pub trait CommitLog<Op>: Send + Sync {
 /// (longer ones are collected into a `Vec`).
 const INLINE_OPS: usize = 32;
 
+/// Calls `log.commit(first, ops)` with `ops = [op(0), .., op(n - 1)]`: from an array on the
+/// stack for up to `INLINE_OPS` operations (the common case: no allocation per commit), from a
+/// `Vec` for more, without any array for one (a write alone, nobody else's entry ready).
+/// `n > 0`.
+fn commit_batch<'a, W: 'a>(
+    log: &dyn CommitLog<W>,
+    first: usize,
+    n: usize,
+    op: impl Fn(usize) -> &'a W,
+) -> Result<(), CommitError> {
+    debug_assert!(n > 0, "an empty commit");
+    if n == 1 {
+        log.commit(first as u64, std::slice::from_ref(&op(0)))
+    } else if n <= INLINE_OPS {
+        let mut ops = [op(0); INLINE_OPS];
+        for (k, slot) in ops.iter_mut().enumerate().take(n).skip(1) {
+            *slot = op(k);
+        }
+        log.commit(first as u64, &ops[..n])
+    } else {
+        let ops: Vec<&W> = (0..n).map(op).collect();
+        log.commit(first as u64, &ops)
+    }
+}
+
 /// The commit state of an object built with a commit log (module docs).
 pub(super) struct Commit<W> {
     log: Arc<dyn CommitLog<W>>,
     /// Every log index below it is durable (`CommitLog::commit` returned `Ok` for it); no
-    /// replica applies an index at or above it. Written only by the holder of `turn`.
+    /// replica applies an index at or above it. Written only by the holder of `turn` (with one
+    /// replica, by the holder of its combiner lock, in `combine_committed`).
     committed: CachePadded<AtomicUsize>,
     /// The commit turn: set while one thread commits.
     turn: CachePadded<AtomicBool>,
@@ -200,6 +247,14 @@ where
         }
     }
 
+    /// A `CommitLog::commit` call returned `Err`: poisons the object (module docs) and gives
+    /// the `Poisoned` its caller returns.
+    #[cold]
+    fn commit_failed(&self) -> Poisoned {
+        self.poison();
+        Poisoned
+    }
+
     /// The turn holder's commit: every filled entry from `committed`, at least up to `end`.
     fn commit_turn(&self, commit: &Commit<D::WriteOperation>, end: usize) -> Result<(), Poisoned> {
         // Relaxed: only the turn holder stores `committed`, and the turn's Acquire CAS ordered
@@ -228,32 +283,73 @@ where
         // the references, which live only in this function, are dropped before we return and
         // give the lock back.
         let op = |idx: usize| unsafe { self.log.get(idx) };
-        let n = upto - from;
-        // A batch of up to `INLINE_OPS` entries (the common case) is handed over from the
-        // stack, a longer one from a `Vec`: no allocation per commit. A batch of one (a
-        // write alone on its replica, nobody else's entry ready) needs no array at all.
-        let result = if n == 1 {
-            commit
-                .log
-                .commit(from as u64, std::slice::from_ref(&op(from)))
-        } else if n <= INLINE_OPS {
-            let mut ops = [op(from); INLINE_OPS];
-            for (slot, idx) in ops.iter_mut().zip(from..upto).skip(1) {
-                *slot = op(idx);
-            }
-            commit.log.commit(from as u64, &ops[..n])
-        } else {
-            let ops: Vec<&D::WriteOperation> = (from..upto).map(op).collect();
-            commit.log.commit(from as u64, &ops)
-        };
+        let result = commit_batch(&*commit.log, from, upto - from, |k| op(from + k));
         if result.is_err() {
-            self.poison();
-            return Err(Poisoned);
+            return Err(self.commit_failed());
         }
         // Release: pairs with the Acquire in `Commit::committed` (the combiners that find their
         // batch committed, and the replay gate).
         commit.committed.store(upto, Ordering::Release);
         Ok(())
+    }
+
+    /// The combiner's work with one replica (no room for more) and a commit log: writes are
+    /// ordered by the commit log alone, without nr-core's shared log (module docs, "One
+    /// replica"). Serves the operations posted in the slots, plus `own` (the combiner's
+    /// operation, if it did not post it, first); returns the response to `own`.
+    ///
+    /// The caller holds `replica`'s combiner lock, and may hold its writer side too (the fast
+    /// path takes it with the lock when the caller is the replica's only registered thread).
+    /// Readers go on against the old state while `commit` runs unless it does; the writer side
+    /// is taken only for the apply.
+    pub(super) fn combine_committed(
+        &self,
+        commit: &Commit<D::WriteOperation>,
+        replica: &Replica<D>,
+        own: Option<D::WriteOperation>,
+    ) -> Result<Option<D::Response>, Poisoned> {
+        // SAFETY: the batch scratch is only used under the combiner lock, which the caller holds.
+        let batch = replica.batch.with_mut(|p| unsafe { &mut *p });
+        // No clones: `commit` borrows the operations where they are (slots and `own`).
+        // SAFETY: the caller holds the combiner lock.
+        let posted = unsafe { replica.collect(batch, false) };
+        let mine = usize::from(own.is_some());
+        let n = posted + mine;
+        if n == 0 {
+            return Ok(None);
+        }
+        // Relaxed: `committed` is read and written only under this replica's combiner lock
+        // here; the lock's Acquire CAS ordered the previous holder's store before this load.
+        let first = commit.committed.load(Ordering::Relaxed);
+        let (own_op, slots) = (own.as_ref(), &batch.slots);
+        let op = |k: usize| match own_op {
+            Some(op) if k == 0 => op,
+            // SAFETY: we hold the combiner lock and collected `slots` into this batch above; the
+            // borrows end with the `commit` call, before `apply_own` below.
+            _ => unsafe { replica.posted_op(slots[k - mine]) },
+        };
+        let outcome = commit_batch(&*commit.log, first, n, op);
+        if outcome.is_err() {
+            // Nothing of the batch is applied or answered; its writers see the poisoning.
+            return Err(self.commit_failed());
+        }
+        // Relaxed: as the load above (the combiner lock orders it for the next holder and for
+        // `with_replica_state`).
+        commit.committed.store(first + n, Ordering::Relaxed);
+        // Only now, durable, may the batch become visible: take the writer side (waits for the
+        // readers inside to leave) and apply, in the order committed.
+        replica.lock.lock_writer();
+        // SAFETY: we hold the combiner lock and the writer side of the only replica: no reader
+        // and no other writer touches `data` until we unlock.
+        let data = replica.data.with_mut(|p| unsafe { &mut *p });
+        let response = own.map(|op| data.dispatch_mut(op));
+        for &slot in &batch.slots {
+            // SAFETY: we hold the combiner lock and collected `slot` into this batch above;
+            // each slot appears once in it.
+            unsafe { replica.apply_own(data, slot) };
+        }
+        replica.respond(&batch.slots);
+        Ok(response)
     }
 
     /// Runs `f` on replica `r`'s state and the number of log entries that state has applied
@@ -350,7 +446,13 @@ where
             waiter.snooze();
         };
         let applied = if self.single() {
-            0
+            // Without a shared log: the writes committed so far, all applied (each combiner
+            // commits and applies under the combiner lock we hold). Relaxed: as in
+            // `combine_committed`. No commit log: nothing counts writes, 0.
+            match &self.commit {
+                Some(commit) => commit.committed.load(Ordering::Relaxed),
+                None => 0,
+            }
         } else {
             let completed = self.log.completed_tail();
             if self.log.local_tail(r) < completed {
@@ -463,6 +565,55 @@ mod tests {
         ] {
             let expected: Vec<u64> = (0..n as u64).map(|k| 100 + k).collect();
             assert_eq!(commit_written(n), vec![(0, expected)], "a batch of {n}");
+        }
+    }
+
+    /// One replica with no room for more orders its writes by the commit log alone: several
+    /// threads' writes (posted ones batched with their combiner's) are committed at indexes
+    /// 0, 1, 2, ... each once, applied in that order, and `with_replica_state` counts them, while
+    /// the shared log stays empty. With room for a second replica the log is used. Fails if the
+    /// one-replica commit path is off (the shared log's tail then counts every write).
+    #[test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "real threads drive the object; this module is never built under loom"
+    )]
+    fn one_replica_orders_writes_by_the_commit_log_alone() {
+        const THREADS: u64 = 4;
+        const WRITES: u64 = 200;
+        for places in [1, 2] {
+            let record = Arc::new(Record::default());
+            let nr = NodeReplicated::<Seen>::builder()
+                .replicas(1)
+                .max_replicas(places)
+                .commit_log(Arc::clone(&record) as Arc<dyn CommitLog<u64>>)
+                .build(|_| Seen::default())
+                .expect("build");
+            std::thread::scope(|s| {
+                for t in 0..THREADS {
+                    let nr = &nr;
+                    s.spawn(move || {
+                        let mut h = nr.register(0).expect("register");
+                        for i in 0..WRITES {
+                            h.execute_mut(t * 1000 + i).expect("write");
+                        }
+                    });
+                }
+            });
+            let calls = record.0.lock().expect("not poisoned").clone();
+            let mut order = Vec::new();
+            for (first, ops) in calls {
+                assert_eq!(first, order.len() as u64, "a gap or a repeat");
+                order.extend(ops);
+            }
+            let n = THREADS * WRITES;
+            assert_eq!(order.len() as u64, n);
+            let (state, applied) = nr
+                .with_replica_state(0, |s, applied| (s.0.clone(), applied))
+                .expect("not poisoned");
+            assert_eq!((state, applied), (order, n), "applied in commit order");
+            let logged = if places == 1 { 0 } else { n as usize };
+            assert_eq!(nr.log.tail(), logged, "{places} place(s)");
         }
     }
 

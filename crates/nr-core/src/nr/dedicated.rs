@@ -100,10 +100,11 @@ where
                 return Err(RegisterError::Poisoned);
             }
             let behind = !single && self.log.local_tail(replica) < self.log.completed_tail();
-            if (rep.has_pending() || behind) && rep.try_lock_combiner(single) {
+            if (rep.has_pending() || behind) && rep.try_lock_combiner(self.writer_with_lock()) {
                 let combiner = CombinerGuard::new(self, rep);
                 if single {
-                    self.serve_posted_single(rep);
+                    self.serve_posted_alone(rep)
+                        .map_err(|_| RegisterError::Poisoned)?;
                 } else {
                     self.combine(replica, None)
                         .map_err(|_| RegisterError::Poisoned)?;

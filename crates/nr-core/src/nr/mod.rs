@@ -98,11 +98,12 @@ pub struct NodeReplicated<D: Dispatch> {
     /// | bit | name | set by | meaning |
     /// |---|---|---|---|
     /// | 0 | `POISONED` | `poison`, never cleared | see [Poisoning](#poisoning) |
-    /// | 1 | `SINGLE` | the builder, never changed | one replica, no room for more and no commit log: no log (reads need not catch up) |
+    /// | 1 | `SINGLE` | the builder, never changed | one replica and no room for more: no shared log (reads need not catch up) |
     /// | 2 | `NO_WRITE_OPTIONS` | the builder, never changed | none of `writes_as_reads`, `min_batch`, `dedicated` |
+    /// | 3 | `COMMITS` | the builder, never changed | a commit log (`Builder::commit_log`) |
     ///
     /// A write takes the inlined path of `execute_mut` only when the word is exactly
-    /// `INLINED_WRITE` (`SINGLE | NO_WRITE_OPTIONS`, not poisoned).
+    /// `INLINED_WRITE` (`SINGLE | NO_WRITE_OPTIONS`: no commit log, not poisoned).
     state: CachePadded<AtomicU8>,
     topology: Option<Topology>,
     /// Try each write as a read first (`Builder::writes_as_reads`).
@@ -113,8 +114,9 @@ pub struct NodeReplicated<D: Dispatch> {
     min_batch_wait: Duration,
     /// `Builder::dedicated_combiners`: `run_combiner` may attach a dedicated combiner.
     dedicated: bool,
-    /// One replica and no commit log: the combiner applies its batch directly, without the log
-    /// (the `SINGLE` bit of `state`, as a plain field for the out-of-line paths).
+    /// One replica and no room for more: the combiner applies its batch directly, without the
+    /// shared log, after committing it if there is a commit log (the `SINGLE` bit of `state`,
+    /// as a plain field for the out-of-line paths).
     single: bool,
     /// `Builder::commit_log`: the commit hook and its state (see `commit.rs`).
     commit: Option<Commit<D::WriteOperation>>,
@@ -125,10 +127,12 @@ pub struct NodeReplicated<D: Dispatch> {
 
 /// `NodeReplicated::state`: a panic in user code poisoned the object.
 const POISONED: u8 = 1;
-/// `NodeReplicated::state`: one replica (set at build).
+/// `NodeReplicated::state`: one replica, no room for more (set at build).
 const SINGLE: u8 = 2;
 /// `NodeReplicated::state`: no option that changes the write path is on (set at build).
 const NO_WRITE_OPTIONS: u8 = 4;
+/// `NodeReplicated::state`: a commit log (set at build).
+const COMMITS: u8 = 8;
 /// `NodeReplicated::state` when a write may take the inlined path: one replica, no write option,
 /// not poisoned.
 const INLINED_WRITE: u8 = SINGLE | NO_WRITE_OPTIONS;
@@ -322,13 +326,51 @@ where
         }
     }
 
-    /// With a single replica and no commit log there is nothing to replicate: the combiner
-    /// applies its batch directly, without the log, and takes the writer side together with the
-    /// combiner lock (`combine_single` and `serve_posted_single`; several replicas, or a commit
-    /// log, go through `combine`).
+    /// With a single replica (and no room for more) there is nothing to replicate: the combiner
+    /// applies its batch directly, without the shared log (`combine_single` and
+    /// `serve_posted_single`; with a commit log, `combine_committed`, which commits the batch
+    /// first). Several replicas go through `combine`.
     #[inline]
     fn single(&self) -> bool {
         self.single
+    }
+
+    /// Whether a combiner takes the writer side together with the combiner lock: a single
+    /// replica without a commit log (it applies at once). With a commit log the writer side
+    /// waits for the commit, so that readers go on meanwhile.
+    #[inline]
+    fn writer_with_lock(&self) -> bool {
+        self.single && self.commit.is_none()
+    }
+
+    /// A single replica's combiner, holding the combiner lock (and the writer side without a
+    /// commit log): applies `op` and whatever else is posted, committing the batch first with a
+    /// commit log.
+    #[inline]
+    fn combine_alone(
+        &self,
+        replica: &Replica<D>,
+        op: D::WriteOperation,
+    ) -> Result<D::Response, Poisoned> {
+        match &self.commit {
+            None => Ok(self.combine_single(replica, op)),
+            Some(commit) => Ok(self
+                .combine_committed(commit, replica, Some(op))?
+                .expect("invariant: the combiner's own operation is answered")),
+        }
+    }
+
+    /// A single replica's combiner, holding the combiner lock (and the writer side without a
+    /// commit log), with no operation of its own: serves the posted ones.
+    #[cold]
+    fn serve_posted_alone(&self, replica: &Replica<D>) -> Result<(), Poisoned> {
+        match &self.commit {
+            None => {
+                self.serve_posted_single(replica);
+                Ok(())
+            }
+            Some(commit) => self.combine_committed(commit, replica, None).map(drop),
+        }
     }
 
     /// A write, from the thread registered in `slot` of replica `r` (`replica` is
@@ -424,7 +466,7 @@ where
         // that registers meanwhile waits one write at most; `help_laggards` gives the side back
         // while it waits for log space, as always.
         if !(self.dedicated && replica.dedicated_attached())
-            && replica.try_lock_combiner(self.single() || replica.registered() == 1)
+            && replica.try_lock_combiner(self.writer_with_lock() || replica.registered() == 1)
         {
             if self.poisoned_under_lock() {
                 return Err(self.unlock_poisoned(replica));
@@ -434,7 +476,7 @@ where
                 self.wait_for_batch(r, 1)?;
             }
             let response = if self.single() {
-                self.combine_single(replica, op)
+                self.combine_alone(replica, op)?
             } else {
                 self.combine_own(r, replica, op)?
             };
@@ -458,13 +500,13 @@ where
         if self.single()
             && self.min_batch <= 1
             && !self.dedicated
-            && retry_lock(|| replica.try_lock_combiner(true))
+            && retry_lock(|| replica.try_lock_combiner(self.writer_with_lock()))
         {
             if self.poisoned_under_lock() {
                 return Err(self.unlock_poisoned(replica));
             }
             let combiner = CombinerGuard::new_released_on_success(self, replica);
-            let response = self.combine_single(replica, op);
+            let response = self.combine_alone(replica, op)?;
             combiner.release();
             return Ok(response);
         }
@@ -500,7 +542,7 @@ where
                 waiter.snooze_or(|micros| replica.park_owner_dedicated(slot, micros));
                 continue;
             }
-            if replica.try_lock_combiner(self.single()) {
+            if replica.try_lock_combiner(self.writer_with_lock()) {
                 let _combiner = CombinerGuard::new(self, replica);
                 if self.min_batch > 1 {
                     self.wait_for_batch(r, 0)?;
@@ -508,7 +550,7 @@ where
                 // Our own operation was posted before we took the lock, so this batch serves it
                 // (unless an earlier combiner already did).
                 if self.single() {
-                    self.serve_posted_single(replica);
+                    self.serve_posted_alone(replica)?;
                 } else {
                     self.combine(r, None)?;
                 }
@@ -611,8 +653,8 @@ where
     /// writer side here; it refreshes its replica from the log up to `completed_tail` while it
     /// waits (the paper's "rather than idle waiting"), under the writer side only for the
     /// replay, which also serves local readers waiting in `catch_up`. With a single replica
-    /// the combiner took the writer side with the lock; it gives it back for the wait and takes
-    /// it again before returning.
+    /// there is nothing to replay; without a commit log the combiner took the writer side with
+    /// the lock, and gives it back for the wait and takes it again before returning.
     ///
     /// Adds no hand-off of its own: posters wait on their slots as they do for any busy
     /// combiner, and the bound on the wait makes it end even when fewer than `min_batch`
@@ -629,7 +671,10 @@ where
             return Ok(());
         }
         let single = self.single();
-        if single {
+        // Given back for the wait if taken with the lock (taken as the only registered thread,
+        // it stays held: we returned above, or one registered since and waits a bounded time).
+        let holds_writer = self.writer_with_lock();
+        if holds_writer {
             // SAFETY: we hold the combiner lock (the caller's contract) and have changed nothing
             // in the replica under it, so readers may see it as it is; we take the writer side
             // back below before anything changes it.
@@ -657,7 +702,7 @@ where
             }
             waiter.snooze_without_parking();
         }
-        if single {
+        if holds_writer {
             replica.lock.lock_writer();
         }
         Ok(())
