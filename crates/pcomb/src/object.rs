@@ -172,7 +172,8 @@ impl<I: Protocol, P: Persist> Object<I, P> {
         if !obj.inst.valid(obj.mem.words(), obj.mem.persist()) {
             return Err(mismatch(
                 "the current record is not well formed: its index or a per-thread Index flag \
-                 is out of range (corrupt)",
+                 is out of range, or (PWFComb1) no record is valid or the newest one's pass \
+                 leaves no room for the next (corrupt)",
             ));
         }
         Ok(obj)
