@@ -873,7 +873,7 @@ mod tests {
     /// not. Without the scrub at `open`, crash 2 finds the old stamp valid again, pass 4,
     /// beating (same pass, larger slot) the durable pass 4 another thread installed and
     /// returned from: its +100 is lost. With the scrub, the old stamp was overwritten
-    /// durably at recovery 1. For 3, 4 and 8 threads (one or two lines per record).
+    /// durably at recovery 1. For 3, 4 and 8 threads (records of two, two and three lines).
     #[test]
     fn a_stale_stamp_completed_after_a_crash_is_not_recovered() {
         for n in [3, 4, 8] {
