@@ -34,6 +34,10 @@ pub(crate) const LINE_WORDS: usize = 8;
 pub(crate) const INDEX_WORD: usize = LINE_WORDS;
 /// Word index of the first record.
 pub(crate) const RECORDS_AT: usize = 2 * LINE_WORDS;
+/// The check word of a record scrubbed at `open` ([`Record::unstamp`]): top bit clear, so
+/// never a check (`expected_check` sets it), and above every pass, so never a mark. Not 0,
+/// which is pass 0's mark.
+pub(crate) const UNSTAMPED: u64 = u64::MAX >> 1;
 
 /// Header word indices.
 pub(crate) mod header {
@@ -298,6 +302,17 @@ impl<'a, D: Pod, R: Pod> Record<'a, D, R> {
         // AcqRel: the Acquire half pairs with `begin`'s Release store of a later mark; the
         // Release half with the Acquire loads of the check.
         let _ = word.compare_exchange(pass, check, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Invalidates the record for good (the scrub at `open`, single-threaded):
+    /// `check :=` [`UNSTAMPED`], which is no record's check (its top bit is clear) and no
+    /// build's mark (it exceeds every pass `S` can hold, so no helper's CAS expects it).
+    /// Returns the check word, for its write-back.
+    pub(crate) fn unstamp(&self) -> &'a AtomicU64 {
+        let c = self.stamp_words().1;
+        // Relaxed: single-threaded reopening; handing the object over publishes it.
+        c.store(UNSTAMPED, Ordering::Relaxed);
+        c
     }
 
     /// Whether the stamp matches the record (single-threaded use: `open`).

@@ -16,6 +16,8 @@ mod recovered;
 mod slots;
 pub mod structures;
 mod sync;
+#[cfg(all(test, not(loom)))]
+mod test_media;
 mod unlock;
 mod volatile;
 mod wait;

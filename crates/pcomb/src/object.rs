@@ -31,8 +31,9 @@ pub(crate) trait Protocol: Sized {
     /// Writes the initial record holding `init` (the header write persists it).
     fn init(&self, words: &[AtomicU64], init: &Self::State);
     /// Whether the persisted index and the current record's flags are in range (PWFComb1:
-    /// after finding the current record, the valid one with the largest pass).
-    fn valid(&self, words: &[AtomicU64]) -> bool;
+    /// after finding the current record, the valid one with the largest pass, and scrubbing
+    /// the others' checks through `persist`).
+    fn valid<P: Persist>(&self, words: &[AtomicU64], persist: &P) -> bool;
     /// `max_threads`.
     fn threads(&self) -> usize;
 }
@@ -59,7 +60,7 @@ where
     fn init(&self, words: &[AtomicU64], init: &S) {
         Instance::init(self, words, init);
     }
-    fn valid(&self, words: &[AtomicU64]) -> bool {
+    fn valid<P: Persist>(&self, words: &[AtomicU64], _persist: &P) -> bool {
         Instance::valid(self, words)
     }
     fn threads(&self) -> usize {
@@ -93,8 +94,8 @@ where
     fn init(&self, words: &[AtomicU64], init: &S) {
         WfInstance::init(self, words, init);
     }
-    fn valid(&self, words: &[AtomicU64]) -> bool {
-        WfInstance::valid(self, words)
+    fn valid<P: Persist>(&self, words: &[AtomicU64], persist: &P) -> bool {
+        WfInstance::valid(self, words, persist)
     }
     fn threads(&self) -> usize {
         WfInstance::threads(self)
@@ -168,10 +169,11 @@ impl<I: Protocol, P: Persist> Object<I, P> {
             Self::layout_for(threads).map_err(|_| mismatch("bad max_threads in the header"))?;
         mem.check_header(I::KIND, &layout, sizes, type_id)?;
         let obj = Self::with_memory(mem, threads);
-        if !obj.inst.valid(obj.mem.words()) {
+        if !obj.inst.valid(obj.mem.words(), obj.mem.persist()) {
             return Err(mismatch(
                 "the current record is not well formed: its index or a per-thread Index flag \
-                 is out of range (corrupt)",
+                 is out of range, or (PWFComb1) no record is valid or the newest one's pass \
+                 leaves no room for the next (corrupt)",
             ));
         }
         Ok(obj)

@@ -314,9 +314,25 @@ struct Request<Op> {
 ///    slot, any mix of its words and pass `k - 1`'s (only aligned 8-byte words are
 ///    failure-atomic): either exactly the new record (valid, and the newest: pass `k + 1` may
 ///    take effect, its operations were not acknowledged yet), or a mix that the checksum
-///    rejects (probability of a false accept: about 2^-64 per torn record), or the old record
+///    rejects (probability of a false accept: about 2^-64 per torn record: a full 64-bit hash
+///    here, where `PWFComb1`'s forces a bit), or the old record
 ///    (valid, older than `k`);
 /// 3. so the slots always hold pass `k` (durable, valid) and `k - 1` or `k + 1` or garbage.
+/// 4. *across crashes*: the first pass after a recovery to pass `k` reuses pass `k + 1`'s slot
+///    and number, and may leave that slot's check word alone until its `seal`. If the crash
+///    left there a torn pass `k + 1` whose check line was persisted (a record of two lines or
+///    more), a rebuild whose lines all equal the pre-crash ones (a re-run pending operation
+///    does that) could be validated by the old check while the rebuild's own check line is not
+///    yet written back, and a second crash would recover the pre-crash batch: operations that
+///    the first recovery reported as not applied, among them those of threads that did not
+///    re-run them (a thread that went on from `seq()`, its next number reused: `recover` then
+///    says `Applied` for an operation that never took effect). So `open` *scrubs* the other
+///    slot first: its check becomes one its words do not call for, written back and fenced,
+///    before any pass (one store, one pwb, one psync per `open`; nothing per pass). Every
+///    check on the media is then the recovered record's, the scrubbed one, or one sealed since
+///    the last `open`, after any number of crashes; a crash during the scrub leaves the
+///    recovered record as it was (the next `open` chooses it again).
+///    `tests::a_check_left_by_a_crash_does_not_validate_a_later_rebuild` is that case.
 ///
 /// # Design: hand-off
 ///
@@ -655,9 +671,11 @@ where
             return Err(mismatch("the object is not cache-line aligned"));
         }
         let backing = Backing::Region { region, ptr, len };
-        let pass = newest_valid::<D, D::Response>(backing.words(), &layout).ok_or(mismatch(
-            "no valid state record (both slots torn or corrupt)",
-        ))?;
+        let pass =
+            recover_current::<D, D::Response, P>(backing.words(), &layout, backing.persist())
+                .ok_or(mismatch(
+                    "no valid state record (both slots torn or corrupt)",
+                ))?;
         Ok(Self::with_backing(backing, layout, pass))
     }
 
@@ -1340,6 +1358,25 @@ fn full_seq(low: u16, base: u64) -> u64 {
     from.wrapping_add(u64::from(low.wrapping_sub(from as u16)))
 }
 
+/// Recovery at `open`: the pass of the newest valid record, after the scrub of the other slot
+/// (see [`PBComb1`], *Design: record*, item 4): its check becomes one that its words do not
+/// call for, written back and fenced, so that no check written before the crash is left on
+/// the media to validate a later rebuild of that slot. `None` if no record is valid.
+fn recover_current<D: Pod, R: Pod, P: Persist>(
+    all: &[AtomicU64],
+    layout: &Layout,
+    persist: &P,
+) -> Option<u64> {
+    let pass = newest_valid::<D, R>(all, layout)?;
+    let other = Rec::<D, R>::at(all, layout, (pass.wrapping_add(1) % 2) as usize);
+    let check = &other.words[layout.check_at];
+    // Relaxed: single-threaded reopening; handing the object over publishes it.
+    check.store(!other.expected_check(), Ordering::Relaxed); // scrub: write
+    persist.pwb_val(check); // scrub: pwb
+    persist.psync(); // scrub: psync
+    Some(pass)
+}
+
 /// The pass of the newest valid record of the two slots, if any.
 fn newest_valid<D: Pod, R: Pod>(all: &[AtomicU64], layout: &Layout) -> Option<u64> {
     (0..2)
@@ -1395,6 +1432,8 @@ fn region_err(e: pmem::RegionError) -> CombBuildError {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::objects::Counter;
+    use crate::test_media::MediaModel;
     use crate::words::seal;
 
     #[test]
@@ -1434,6 +1473,94 @@ mod tests {
         }
         // A fresh slot: Seq 0, Base 0.
         assert_eq!(full_seq(0, 0), 0);
+    }
+
+    /// An object reopened from `image` as `open` does (the scrub through a media model),
+    /// 5 threads: a counter's record takes two lines.
+    fn reopen(image: &[u64]) -> PBComb1<Counter, MediaModel> {
+        let model = MediaModel::new(image);
+        let obj = PBComb1::with_persist(Counter::default(), 5, model).expect("5 threads");
+        let w = obj.backing.words();
+        for (word, &v) in w.iter().zip(image) {
+            // Relaxed: one thread.
+            word.store(v, Ordering::Relaxed);
+        }
+        obj.backing.persist().bind(w);
+        let pass = recover_current::<Counter, u64, _>(w, &obj.layout, obj.backing.persist());
+        // Relaxed: one thread.
+        obj.current
+            .store(pass.expect("a valid record"), Ordering::Relaxed);
+        obj
+    }
+
+    fn snapshot<D: Dispatch + Pod, P: Persist>(obj: &PBComb1<D, P>) -> Vec<u64>
+    where
+        D::Response: Pod,
+    {
+        // Relaxed: one thread.
+        obj.backing
+            .words()
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Found in review (issue 23). Crash 1 tears pass 2 (threads 0 and 4, both adding 0): its
+    /// second line (Seq[4] and the check) reaches the media, its first does not; recovery 1
+    /// takes pass 1, where thread 4's operation 2 is not applied. Thread 4 goes on from
+    /// `seq()`: its next operation (add 5) is number 2 again, announced and not yet served.
+    /// Thread 0 re-runs its pending operation: pass 2 again, the first line equal to the torn
+    /// one's; that line is evicted, and crash 2 comes before the psync. Without the scrub, the
+    /// old check validates the slot: recovery 2 takes pass 2 and `recover(add 5, 2)` says
+    /// `Applied`, but 5 was never added.
+    #[test]
+    fn a_check_left_by_a_crash_does_not_validate_a_later_rebuild() {
+        let lay = Layout::new::<Counter, u64>(5);
+        assert_eq!(lay.len, 2 * LINE_WORDS);
+        let slot0 = SLOTS_AT..SLOTS_AT + lay.len;
+        let (line0, line1) = (
+            slot0.start..slot0.start + LINE_WORDS,
+            slot0.start + LINE_WORDS..slot0.end,
+        );
+        // Era 1.
+        let obj = PBComb1::with_persist(Counter::default(), 5, NoPersist).expect("5 threads");
+        let (mut h0, mut h4) = (
+            obj.register_as(0).expect("free"),
+            obj.register_as(4).expect("free"),
+        );
+        assert_eq!(h4.execute_mut(0), 0); // pass 1, slot 1
+        let mut media = snapshot(&obj);
+        obj.announce(4, 0, 2);
+        assert_eq!(h0.execute_mut(0), 0); // pass 2, slot 0: threads 0 and 4
+        let words = snapshot(&obj);
+        media[line1.clone()].copy_from_slice(&words[line1.clone()]);
+        drop((h0, h4));
+        // Crash 1.
+        let obj = reopen(&media);
+        let mut media = obj.backing.persist().image();
+        let h4 = obj.register_as(4).expect("free");
+        assert_eq!(
+            h4.last_applied(),
+            (1, 0),
+            "recovery 1: thread 4's operation 2 not applied"
+        );
+        // Era 2.
+        let mut h0 = obj.register_as(0).expect("free");
+        assert_eq!(h0.recover(0, 1), Recovered::Reexecuted(0));
+        assert_eq!(h4.seq(), 1);
+        obj.announce(4, 5, 2);
+        let words = snapshot(&obj);
+        media[line0.clone()].copy_from_slice(&words[line0]);
+        drop((h0, h4));
+        // Crash 2, before thread 0's psync.
+        let obj = reopen(&media);
+        let mut h4 = obj.register_as(4).expect("free");
+        assert_eq!(
+            h4.recover(5, 2),
+            Recovered::Reexecuted(0),
+            "thread 4's add 5 (number 2) never took effect"
+        );
+        assert_eq!(h4.execute(()), 5);
     }
 
     #[test]

@@ -49,8 +49,31 @@ where
     for<'a> D: Dispatch<ReadOperation<'a> = ()>,
 {
     fn run(region: Region<Simulated>, threads: usize) -> (Vec<ThreadLog>, Simulated);
+    /// The era after a crash: reopens, and each thread of `logs` re-runs its pending
+    /// operation with `recover(op, seq)`, then runs operations up to `OPS` in all, until the
+    /// simulator crashes. Returns the logs of both eras together (settled against this era's
+    /// crash) and the simulator; `None` if the image does not open (no root yet).
+    fn resume(region: Region<Simulated>, logs: &[ThreadLog])
+        -> Option<(Vec<ThreadLog>, Simulated)>;
     /// Reopens, checks and recovers; `Err` describes a violation.
     fn recover(region: Region<Simulated>, logs: &[ThreadLog]) -> Result<(), String>;
+}
+
+/// Thread `t`'s operations `$from..OPS` on handle `$h`, each return stamped into `$log`,
+/// until the simulator crashes; evaluates to the log.
+macro_rules! ops {
+    ($h:ident, $sim:ident, $t:ident, $log:ident, $from:expr) => {{
+        for i in $from..D::OPS {
+            let r = $h.execute_mut(D::op($t));
+            $log.stamps.push($sim.stamp());
+            assert_eq!(D::count(r, $t), i, "response of op {i} of {}", $t);
+            if $sim.is_crashed() {
+                $log.crashed_after_last = true;
+                return $log;
+            }
+        }
+        $log
+    }};
 }
 
 macro_rules! protocol {
@@ -74,22 +97,65 @@ macro_rules! protocol {
                                     first_seq: h.seq() + 1,
                                     ..ThreadLog::default()
                                 };
-                                for i in 0..D::OPS {
-                                    let r = h.execute_mut(D::op(t));
-                                    log.stamps.push(sim.stamp());
-                                    assert_eq!(D::count(r, t), i, "response of op {i} of {t}");
-                                    if sim.is_crashed() {
-                                        log.crashed_after_last = true;
-                                        return log;
-                                    }
-                                }
-                                log
+                                ops!(h, sim, t, log, 0)
                             })
                         })
                         .collect();
                     handles.into_iter().map(|h| h.join().expect("no panic")).collect()
                 });
                 (logs, sim)
+            }
+
+            fn resume(
+                region: Region<Simulated>,
+                logs: &[ThreadLog],
+            ) -> Option<(Vec<ThreadLog>, Simulated)> {
+                let sim = region.persist().clone();
+                let obj = $obj::<D, Simulated>::open(region).ok()?;
+                let era2: Vec<ThreadLog> = std::thread::scope(|s| {
+                    let handles: Vec<_> = logs
+                        .iter()
+                        .enumerate()
+                        .map(|(t, old)| {
+                            let (obj, sim) = (&obj, &sim);
+                            s.spawn(move || {
+                                let mut h = obj.register_as(t).expect("free slot");
+                                let mut log = ThreadLog {
+                                    first_seq: old.first_seq + old.completed,
+                                    ..ThreadLog::default()
+                                };
+                                if let Some(seq) = old.pending {
+                                    let r = match h.recover(D::op(t), seq) {
+                                        Recovered::Applied(r) | Recovered::Reexecuted(r) => r,
+                                    };
+                                    log.stamps.push(sim.stamp());
+                                    assert_eq!(D::count(r, t), old.completed, "response of {t}'s recovered op");
+                                    if sim.is_crashed() {
+                                        log.crashed_after_last = true;
+                                        return log;
+                                    }
+                                }
+                                let from = old.completed + u64::from(old.pending.is_some());
+                                ops!(h, sim, t, log, from)
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().expect("no panic")).collect()
+                });
+                let c = sim.crash_stamp();
+                let both = logs
+                    .iter()
+                    .zip(era2)
+                    .map(|(old, mut new)| {
+                        new.settle(c);
+                        ThreadLog {
+                            completed: old.completed + new.completed,
+                            first_seq: old.first_seq,
+                            ..new
+                        }
+                    })
+                    .collect();
+                Some((both, sim))
             }
 
             fn recover(region: Region<Simulated>, logs: &[ThreadLog]) -> Result<(), String> {
@@ -230,6 +296,62 @@ fn pbcomb_atomic_float_random_crashes() {
 #[test]
 fn pwfcomb_atomic_float_random_crashes() {
     random_crashes::<AtomicFloat, Pwf>("PWFComb AtomicFloat", 4);
+}
+
+/// Nested crashes: a run crashes at a random event; the image is reopened (`open` and its
+/// scrub are events too), every thread re-runs its pending operation with `recover(op, seq)`
+/// and runs on, and that era crashes again at a random event. The second image must hold every
+/// operation that returned in either era, and recover the pending ones detectably (the checks
+/// of `Protocol::recover`). `PCOMB_NESTED_CRASH_POINTS` (default 300) points.
+fn nested_crashes<D, P: Protocol<D>>(name: &str, seed: u64)
+where
+    for<'a> D: Subject + Dispatch<ReadOperation<'a> = ()>,
+{
+    let points = std::env::var("PCOMB_NESTED_CRASH_POINTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300u64);
+    let region = sim_region::simulated(LAYOUT, SIZE, SimConfig::new(seed)).expect("region");
+    let (_, sim) = P::run(region, 3);
+    let events = sim.events().max(1);
+    let mix = |x: u64| {
+        (x ^ seed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29)
+    };
+    let mut reopened_twice = 0;
+    for i in 0..points {
+        let (k1, k2) = (mix(i) % events, mix(i ^ 0x2E57) % events);
+        let cfg = SimConfig::new(seed ^ i).crash_at(k1);
+        let region = sim_region::simulated(LAYOUT, SIZE, cfg).expect("region");
+        let (mut logs, sim) = P::run(region, 2 + (i % 2) as usize);
+        let first = sim.crash_image().unwrap_or_else(|| sim.crash());
+        settle(&mut logs, &sim);
+        let cfg = SimConfig::new(i).crash_at(k2);
+        let region = sim_region::from_image(&first, LAYOUT, cfg).expect("image opens");
+        let Some((logs, sim)) = P::resume(region, &logs) else {
+            continue; // crashed before `create` persisted the root
+        };
+        let second = sim.crash_image().unwrap_or_else(|| sim.crash());
+        let region = sim_region::from_image(&second, LAYOUT, SimConfig::new(i)).expect("opens");
+        if let Err(e) = P::recover(region, &logs) {
+            panic!("{name}: nested crash point {i} (events {k1}, then {k2}): {e}");
+        }
+        reopened_twice += 1;
+    }
+    eprintln!(
+        "{name}: {points} nested crash points ({reopened_twice} reopened twice), 0 violations"
+    );
+}
+
+#[test]
+fn pwfcomb1_counter_nested_crashes() {
+    nested_crashes::<Counter, Pwf1>("PWFComb1 counter", 7);
+}
+
+#[test]
+fn pwfcomb1_atomic_float_nested_crashes() {
+    nested_crashes::<AtomicFloat, Pwf1>("PWFComb1 AtomicFloat", 8);
 }
 
 /// Crashes a single-threaded run at every one of its persistence events.

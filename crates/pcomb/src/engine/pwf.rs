@@ -60,10 +60,31 @@
 //!   installed one, and a pass is installed once, so it has one content. A torn record (any
 //!   word mix of two builds of the slot) or a build whose SC failed (its check still a mark
 //!   or an older stamp over a different pass word) fails the check (false accept about
-//!   2^-64).
+//!   2^-63: the check's top bit is forced, so it has 63 free bits). "Installed" means
+//!   installed *since the last `open`*: see the scrub below.
 //! - *Recovery* (`open`): the valid record with the largest pass is the state; `S` and every
 //!   `Durable[q]` are set from it. Each record is a copy of the state installed before it plus
-//!   a batch, so the newest valid record holds every operation of every older one.
+//!   a batch, so the newest valid record holds every operation of every older one. A largest
+//!   pass of `2^48 - 1` (a damaged image: the next pass would not fit in `S`) is refused.
+//! - *The scrub* (`open`, before the object is handed out): every record but the chosen one
+//!   gets the check `UNSTAMPED` (`Record::unstamp`: top bit clear, so no check; above every
+//!   pass, so no mark), written back, one psync. Without it a stamp from before the crash
+//!   outlives recovery: a record torn by the crash (its check line, stamp of pass `K`,
+//!   persisted; a content line old) is invalid at recovery, passes restart at `P + 1 <= K`,
+//!   and the owner may rebuild that slot at pass `K` with the same content (it re-runs its
+//!   pending operation through `recover`); if its content lines reach the media and its check
+//!   line (the new mark) does not, a second crash finds the old stamp valid again, at pass
+//!   `K`, tying with or beating a durable install of pass `K` whose operations returned
+//!   (`tests::a_stale_stamp_completed_after_a_crash_is_not_recovered`). Raising the pass at
+//!   `open` is no fix: `K` may exist only inside the torn record's check line. What holds
+//!   across any number of crashes: *every check on the media is the recovered record's,
+//!   `UNSTAMPED`, a mark, or a stamp written since the last completed `open`* (by induction
+//!   on crashes: the scrub's psync leaves only the recovered record's check and sentinels,
+//!   and after it only this era's installs stamp, at passes above the recovered one).
+//!   Within an era, passes are installed once each, so the items above hold. A crash during
+//!   the scrub leaves the chosen record untouched and still the largest valid one (the scrub
+//!   only invalidates), so the next `open` chooses it again and scrubs again. Cost: `2n + 1`
+//!   word stores, as many pwbs and one psync per `open`; nothing per operation.
 //! - *The newest durable record is never overwritten.* A thread builds only in the slot that
 //!   `Index[p]` of the current record names, which it flipped when it last installed: so it
 //!   rebuilds the slot holding its install of pass `j` only after installing its other slot
@@ -126,6 +147,9 @@ const VERSION_SHIFT: u32 = 3;
 /// Bits of `S` holding the record number.
 const RECORD_BITS: u32 = 16;
 const RECORD_MASK: u64 = (1 << RECORD_BITS) - 1;
+/// The largest pass `S` can hold (48 bits): a recovered pass must be below it, so that the
+/// next install's `pass << RECORD_BITS` keeps every bit (stamped records).
+const LAST_PASS: u64 = (1 << (64 - RECORD_BITS)) - 1;
 
 /// The sequential part a structure plugs into a [`WfInstance`].
 pub(crate) trait WfBatch {
@@ -287,9 +311,10 @@ impl<S: Pod, O: Pod, R: Pod, const STAMPED: bool> WfInstance<S, O, R, STAMPED> {
 
     /// Whether the persisted `S` names a record whose flags are 0 or 1 (checked by `open`).
     /// Stamped: first sets `S` (and every `Durable[q]`) to the valid record with the largest
-    /// pass (module docs, "Stamped records"); false if no record is valid.
-    pub(crate) fn valid(&self, words: &[AtomicU64]) -> bool {
-        if STAMPED && !self.find_current(words) {
+    /// pass and scrubs every other record's check, durably (module docs, "Stamped records");
+    /// false if no record is valid or the largest pass has no successor `S` can hold.
+    pub(crate) fn valid<P: Persist>(&self, words: &[AtomicU64], persist: &P) -> bool {
+        if STAMPED && !self.find_current(words, persist) {
             return false;
         }
         // Relaxed: single-threaded reopening.
@@ -299,10 +324,15 @@ impl<S: Pod, O: Pod, R: Pod, const STAMPED: bool> WfInstance<S, O, R, STAMPED> {
     }
 
     /// Stamped recovery: `S :=` the valid record with the largest pass, `Durable[q] :=` its
-    /// pass; false if no record is valid (single-threaded: `open`).
-    fn find_current(&self, words: &[AtomicU64]) -> bool {
+    /// pass, then the scrub: every other record's check becomes [`Record::unstamp`]'s
+    /// sentinel, written back, one psync (module docs, "Stamped records"). False if no record
+    /// is valid, or if the largest pass is [`LAST_PASS`] or more (a damaged image: the next
+    /// install's pass would not fit in `S`). Single-threaded: `open`, before the object is
+    /// handed out.
+    fn find_current<P: Persist>(&self, words: &[AtomicU64], persist: &P) -> bool {
         let w = self.mine(words);
-        let best = (0..Self::records(self.layout.threads))
+        let records = Self::records(self.layout.threads);
+        let best = (0..records)
             .map(|id| (id, Record::<S, R>::at(w, &self.layout, id)))
             .filter(|(_, rec)| rec.is_sealed() && rec.flags_valid(true))
             .map(|(id, rec)| (rec.pass(), id))
@@ -310,10 +340,17 @@ impl<S: Pod, O: Pod, R: Pod, const STAMPED: bool> WfInstance<S, O, R, STAMPED> {
         let Some((pass, id)) = best else {
             return false;
         };
-        if pass >> (64 - RECORD_BITS) != 0 {
-            return false; // not a pass `S` can hold (a damaged image)
+        if pass >= LAST_PASS {
+            return false; // no successor `S` can hold (a damaged image)
         }
-        // Relaxed: single-threaded reopening; handing the object over publishes it.
+        // The scrub. A crash before the psync leaves the chosen record as it was and still the
+        // largest valid one, so the next `open` chooses it again and scrubs again.
+        for other in (0..records).filter(|&o| o != id) {
+            let check = Record::<S, R>::at(w, &self.layout, other).unstamp(); // scrub: write
+            persist.pwb_val(check); // scrub: pwb
+        }
+        persist.psync(); // scrub: psync
+                         // Relaxed: single-threaded reopening; handing the object over publishes it.
         w[INDEX_WORD].store(pass << RECORD_BITS | id as u64, Ordering::Relaxed);
         for d in self.flush.iter() {
             // Relaxed: as above.
@@ -662,7 +699,8 @@ fn pwb_record<P: Persist, S: Pod, R: Pod>(persist: &P, rec: &Record<'_, S, R>) {
 mod tests {
     use super::*;
     use crate::engine::tests::Add;
-    use pmem::Hardware;
+    use crate::test_media::MediaModel;
+    use pmem::{Hardware, NoPersist};
 
     type Inst<const STAMPED: bool = false> = WfInstance<u64, u64, u64, STAMPED>;
 
@@ -796,24 +834,175 @@ mod tests {
         for seq in 1..=3 {
             inst.execute(&words, &hw, &Add, 0, 1, seq);
         }
+        // Relaxed: one thread.
+        let image: Vec<u64> = words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+        let copy = || -> Box<[AtomicU64]> { image.iter().map(|&v| AtomicU64::new(v)).collect() };
+        let words = copy();
         let fresh = Inst::<true>::new(0, 1);
         // Relaxed: one thread. S is not persisted: a reopened image holds anything there.
         fresh.mine(&words)[INDEX_WORD].store(0, Ordering::Relaxed);
-        assert!(fresh.valid(&words));
+        assert!(fresh.valid(&words, &NoPersist));
         assert_eq!(current_stamped(&fresh, &words), (3, true, 3));
         assert_eq!(fresh.state_now(&words), 3);
+        // The scrub: pass 3's record is the only valid one left.
+        let sealed = (0..Inst::<true>::records(1) as u64)
+            .filter(|&id| fresh.record(&words, id).is_sealed())
+            .collect::<Vec<_>>();
+        assert_eq!(sealed, [fresh.current(&words).0 & RECORD_MASK]);
         // The recovered record is durable: a read after `open` persists nothing.
         pmem::reset_stats();
         assert_eq!(fresh.read(&words, &hw), 3);
         let s = pmem::stats();
         assert_eq!((s.pwbs, s.pfences, s.psyncs), (0, 0, 0), "{s:?}");
-        // Tear pass 3's record: its state word changes, its check no longer matches.
+        // The image before that `open`, pass 3's record torn: its state word changes, its
+        // check no longer matches.
+        let words = copy();
         let (_, rec) = fresh.current(&words);
         rec.set_state(&7);
         let fresh = Inst::<true>::new(0, 1);
-        assert!(fresh.valid(&words));
+        assert!(fresh.valid(&words, &NoPersist));
         assert_eq!(current_stamped(&fresh, &words), (2, true, 2));
         assert_eq!(fresh.state_now(&words), 2);
         assert_eq!(fresh.last_applied(&words, 0).0, 2);
+    }
+
+    /// Found in review (issue 23). A record that crash 1 left torn, its stamp line (pass 4)
+    /// persisted and its content line old, is invalid at recovery 1 (pass 2), so passes
+    /// restart at 3. The owner rebuilds that slot at pass 4 with the same content (it re-runs
+    /// its pending operation); its content line is evicted, its check line (the new mark) is
+    /// not. Without the scrub at `open`, crash 2 finds the old stamp valid again, pass 4,
+    /// beating (same pass, larger slot) the durable pass 4 another thread installed and
+    /// returned from: its +100 is lost. With the scrub, the old stamp was overwritten
+    /// durably at recovery 1. For 3, 4 and 8 threads (records of two, two and three lines).
+    #[test]
+    fn a_stale_stamp_completed_after_a_crash_is_not_recovered() {
+        for n in [3, 4, 8] {
+            stale_stamp_case(n);
+        }
+    }
+
+    fn stale_stamp_case(n: usize) {
+        use crate::layout::{LINE_WORDS, RECORDS_AT};
+        type I = Inst<true>;
+        let (d, e, p) = (0usize, 1usize, 2usize);
+        let hw = Hardware::new();
+        let lay = I::layout(n);
+        let stamp_at = lay.stamp_at.expect("a stamped layout");
+        let stamp_line = (stamp_at + 1) / LINE_WORDS; // the check's line
+        let rec_words = |id: usize| RECORDS_AT + id * lay.len..RECORDS_AT + (id + 1) * lay.len;
+        // Relaxed: one thread.
+        let load = |w: &AtomicU64| w.load(Ordering::Relaxed);
+        let snap = |w: &[AtomicU64]| -> Vec<u64> { w.iter().map(load).collect() };
+        let from =
+            |m: &[u64]| -> Box<[AtomicU64]> { m.iter().map(|&v| AtomicU64::new(v)).collect() };
+        // Evictions: line `l` of record `id` (or the whole record) reaches the media.
+        let persist_line = |media: &mut Vec<u64>, w: &[AtomicU64], id: usize, l: usize| {
+            let r = rec_words(id);
+            for i in r.start + l * LINE_WORDS..(r.start + (l + 1) * LINE_WORDS).min(r.end) {
+                media[i] = load(&w[i]);
+            }
+        };
+        let persist_rec = |media: &mut Vec<u64>, w: &[AtomicU64], id: usize| {
+            for i in rec_words(id) {
+                media[i] = load(&w[i]);
+            }
+        };
+        // Era 1.
+        let inst = I::new(0, n);
+        let w = words::zeroed(I::words(n));
+        inst.init(&w, &0);
+        for t in 0..n {
+            inst.seed(&w, t);
+        }
+        assert_eq!(inst.execute(&w, &hw, &Add, p, 10, 1), 0); // pass 1, slot 2p
+        assert_eq!(inst.execute(&w, &hw, &Add, d, 1, 1), 10); // pass 2, slot 0
+        let mut media = snap(&w); // all durable: P = 2
+                                  // d installs pass 3 (slot 1) and stalls after its SC: nothing of it persisted.
+        assert_eq!(inst.execute(&w, &hw, &Add, d, 2, 2), 11);
+        // p installs pass 4 (slot 2p + 1), stamps, and crashes before its psync: only the
+        // check's line reached the media.
+        assert_eq!(inst.execute(&w, &hw, &Add, p, 20, 2), 13);
+        assert_eq!(inst.current(&w).0, 4 << RECORD_BITS | (2 * p + 1) as u64);
+        persist_line(&mut media, &w, 2 * p + 1, stamp_line);
+        // Crash 1; recovery 1 (through the media model, so the scrub's write-backs count).
+        let inst = I::new(0, n);
+        let w = from(&media);
+        let model = MediaModel::new(&media);
+        model.bind(&w);
+        assert!(inst.valid(&w, &model));
+        let mut media = model.image();
+        assert_eq!(
+            inst.current(&w).0 >> RECORD_BITS,
+            2,
+            "recovery 1 finds pass 2"
+        );
+        assert_eq!(inst.state_now(&w), 11);
+        for t in 0..n {
+            inst.seed(&w, t);
+        }
+        // Era 2. d re-runs its pending operation: pass 3 again, the same content.
+        assert!(matches!(
+            inst.recover(&w, &hw, &Add, d, 2, 2),
+            Recovered::Reexecuted(11)
+        ));
+        persist_rec(&mut media, &w, 1);
+        // p re-runs its operation: it builds pass 4 in slot 2p + 1 (as before the crash, the
+        // same content) and is preempted before its SC.
+        assert_eq!(inst.current(&w).1.seq(p), 1);
+        inst.announce(p, &20, 2);
+        {
+            let (ll, src) = inst.current(&w);
+            let ind = usize::from(src.index(p));
+            assert_eq!(2 * p + ind, 2 * p + 1);
+            let dst = inst.record(&w, (2 * p + ind) as u64);
+            dst.begin((ll >> RECORD_BITS) + 1);
+            dst.copy_from(&src);
+            dst.set_pid(p);
+            let (act, seq, op) = inst.read_request(p).expect("p's request");
+            assert_ne!(act, dst.deact(p));
+            let st = dst.state();
+            dst.set_ret(p, &st);
+            dst.set_seq(p, seq);
+            dst.set_state(&(st + op));
+            dst.set_index(p, 1 - ind as u8);
+        }
+        // e's operation (+100) serves p's too: pass 4 in slot 2e, durable; e returns.
+        assert_eq!(inst.execute(&w, &hw, &Add, e, 100, 1), 13);
+        persist_rec(&mut media, &w, 2 * e);
+        assert_eq!(inst.current(&w).0, 4 << RECORD_BITS | (2 * e) as u64);
+        assert_eq!(inst.state_now(&w), 133);
+        // p's SC fails; its second attempt finds itself served, and returns.
+        assert_eq!(inst.perform(&w, &hw, &Add, p, 2), 113);
+        // Evictions: slot 2p + 1's lines but the check's.
+        for l in (0..lay.len.div_ceil(LINE_WORDS)).filter(|&l| l != stamp_line) {
+            persist_line(&mut media, &w, 2 * p + 1, l);
+        }
+        // Crash 2.
+        let inst = I::new(0, n);
+        let w = from(&media);
+        assert!(inst.valid(&w, &NoPersist));
+        assert_eq!(
+            inst.state_now(&w),
+            133,
+            "{n} threads: e's returned +100 is lost (recovered S = pass {}, record {})",
+            inst.current(&w).0 >> RECORD_BITS,
+            inst.current(&w).0 & RECORD_MASK
+        );
+    }
+
+    /// A damaged image whose largest valid pass is the largest `S` can hold: the next
+    /// install's pass would lose its top bit in `S` (`pass << 16`), so `open` refuses it.
+    #[test]
+    fn open_refuses_a_pass_without_successor() {
+        let inst = Inst::<true>::new(0, 1);
+        let words = words::zeroed(Inst::<true>::words(1));
+        inst.init(&words, &7);
+        let rec = inst.record(&words, 2);
+        for (pass, ok) in [(LAST_PASS - 1, true), (LAST_PASS, false)] {
+            rec.begin(pass);
+            rec.set_state(&7);
+            rec.stamp(rec.expected_check());
+            assert_eq!(inst.valid(&words, &NoPersist), ok, "pass {pass}");
+        }
     }
 }

@@ -440,7 +440,8 @@ impl<P: Persist> PWFQueue<P> {
         let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let q = Self::assemble(o.store, o.capacity, o.threads, o.options);
         let w = q.shared.store.words();
-        if !q.enq.valid(w) || !q.deq.valid(w) {
+        let p = q.shared.store.persist();
+        if !q.enq.valid(w, p) || !q.deq.valid(w, p) {
             return Err(mismatch("S names no record (corrupt)"));
         }
         let enq = q.enq.state_now(w);

@@ -365,7 +365,10 @@ impl<P: Persist> PWFStack<P> {
         let o = open_header(region, MAGIC, KIND, Self::total_words)?;
         let mismatch = |detail| CombBuildError::LayoutMismatch { kind: KIND, detail };
         let stack = Self::assemble(o.store, o.capacity, o.threads, o.options);
-        if !stack.inst.valid(stack.core.store.words()) {
+        if !stack
+            .inst
+            .valid(stack.core.store.words(), stack.core.store.persist())
+        {
             return Err(mismatch("S names no record (corrupt)"));
         }
         let on_list = stack

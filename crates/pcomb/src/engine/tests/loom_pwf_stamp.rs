@@ -72,7 +72,10 @@ impl Media {
         let image = self.image.lock().unwrap().clone();
         let words: Box<[AtomicU64]> = image.into_iter().map(AtomicU64::new).collect();
         let inst = Inst::new(0, 2);
-        assert!(inst.valid(&words), "no valid record in the media");
+        assert!(
+            inst.valid(&words, &pmem::NoPersist),
+            "no valid record in the media"
+        );
         inst.state_now(&words)
     }
 }
