@@ -368,8 +368,9 @@ fn recovery(dir: &Path, sizes: &[u64]) {
             dir,
             "skip list",
             n,
-            // A node's block follows its height: 64 bytes for 15 in 16 nodes, 128 or 224 for
-            // the rest (about 69 bytes on average); 2x the one-level block leaves room.
+            // A node's block follows its height: 64 bytes for 63 in 64 nodes (1-3 levels), 128
+            // or 224 for the rest (about 65 bytes on average); 2x the one-level block leaves
+            // room.
             2 * mirror_atomic::block_size::<SkipNode<Mirror>>() as u64,
             |h| SkipList::new(h).expect("skip list"),
             |s, k| {

@@ -413,10 +413,15 @@ impl<P: Persist> Space<P> {
 
     /// Reads the header `{tag, block}` of the chunk at `chunk` in the region.
     pub(crate) fn read_chunk_header(&self, chunk: u64) -> (u64, u64) {
-        // SAFETY: `chunk + 16 <= len` (the caller walks chunks below the high-water mark,
-        // checked against the region size by pmem); 8-aligned words read atomically.
+        // SAFETY: `chunk + 16 <= len` (recovery walks chunks below the high-water mark, checked
+        // against the region size by pmem; `Heap::class_at` passes the chunk of a block of
+        // this heap); 8-aligned words read atomically.
         let words = unsafe { &*self.region_at(chunk).cast::<[AtomicWord; 2]>() };
-        // Relaxed: recovery runs single-threaded on the freshly opened region.
+        // Relaxed: in recovery, single-threaded on the freshly opened region; in `class_at`
+        // (any thread, on retire or free), the header was written by `write_chunk_header`
+        // under the claiming shard's lock before any block of the chunk was handed out, and
+        // the block reached this thread through that lock or through the load of the pointer
+        // that published it, which orders the header's stores before this load.
         (
             words[0].load(Ordering::Relaxed),
             words[1].load(Ordering::Relaxed),

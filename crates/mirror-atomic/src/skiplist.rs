@@ -20,7 +20,9 @@
 //! level-0 CAS is durable before it is visible, and a new node is durable before the CAS that
 //! links it. The upper levels are shortcuts with DRAM semantics: 8-byte words ([`VAtomic`]) in
 //! every flavor, read and CASed by [`Volatile`]'s plain operations, never written back nor
-//! fenced (issue 23, lever L4, and then its second skip-list lever: no Mirror pair for them).
+//! fenced after the node is published (their first values go out once with the node's bytes,
+//! which recovery does not read; issue 23, lever L4, and then its second skip-list lever: no
+//! Mirror pair for them).
 //! Recovery ([`SkipList::recover`]) therefore traces level 0 only, unlinks the nodes marked
 //! at level 0, rebuilds every upper level from level 0 and the heights, resets the handshake,
 //! and rebuilds the free space from what is linked after that, so nothing a crash left behind
@@ -63,7 +65,7 @@ type Link<F> = <F as Flavor>::Atomic<PPtr<SkipNode<F>>>;
 type UpLink<F> = VAtomic<PPtr<SkipNode<F>>>;
 
 /// A skip-list node's header and level 0: an immutable key and height, the handshake counter
-/// (DRAM semantics: never written back, reset by recovery), the flavor's zero [`Flavor::Pad`]
+/// (DRAM semantics: not written back after the node is published, reset by recovery), the flavor's zero [`Flavor::Pad`]
 /// (in Mirror the 8 bytes before the 16-aligned link, written as zeros) and the level-0
 /// forward pointer. Levels 1 to `height - 1` follow it in the same block, 8 bytes each (the
 /// block is of the smallest class that holds them: [`block_size`](crate::block_size) of this
