@@ -388,6 +388,8 @@ fn the_batch_of_one_commits_before_it_applies_and_answers() {
 /// A commit log that holds the commit of `HELD` until readers have polled for it many times.
 struct Holding {
     polls: AtomicUsize,
+    /// Set when the commit of `HELD` starts.
+    started: AtomicBool,
     released: AtomicBool,
 }
 
@@ -396,6 +398,7 @@ const HELD: u64 = 7;
 impl CommitLog<u64> for Holding {
     fn commit(&self, _first: u64, ops: &[&u64]) -> Result<(), CommitError> {
         if ops.iter().any(|&&v| v == HELD) {
+            self.started.store(true, Ordering::SeqCst);
             let start = self.polls.load(Ordering::SeqCst);
             while self.polls.load(Ordering::SeqCst) < start + 2_000 {
                 std::thread::yield_now();
@@ -411,7 +414,10 @@ impl CommitLog<u64> for Holding {
 /// exposes) its batch before committing it. On one replica (the commit path without the
 /// shared log) both readers share the writer's replica, and the commit is held until they have
 /// polled 2,000 times: a combiner that kept readers out while it commits (the writer side
-/// taken before `commit`) hangs here, and the watchdog fails the test.
+/// taken before `commit`) hangs here, and the watchdog fails the test. The readers register
+/// only once that commit has started, so the writer was its replica's only registered thread
+/// when it took the combiner lock (the case where the fast path used to take the writer side
+/// with the lock).
 #[test]
 fn no_read_sees_an_uncommitted_write() {
     for replicas in [1, 2] {
@@ -423,6 +429,7 @@ fn no_read_sees_an_uncommitted_write_on(replicas: usize) {
     with_deadlock_watchdog(120, move || {
         let hook = Arc::new(Holding {
             polls: AtomicUsize::new(0),
+            started: AtomicBool::new(false),
             released: AtomicBool::new(false),
         });
         let nr = NodeReplicated::builder()
@@ -432,10 +439,15 @@ fn no_read_sees_an_uncommitted_write_on(replicas: usize) {
             .commit_log(hook.clone())
             .build(|_| Seen::default())
             .expect("build");
+        let mut h = nr.register(0).unwrap();
+        h.execute_mut(1).unwrap();
         std::thread::scope(|s| {
             for r in 0..2 {
                 let (nr, hook) = (&nr, &hook);
                 s.spawn(move || {
+                    while !hook.started.load(Ordering::SeqCst) {
+                        std::thread::yield_now();
+                    }
                     let mut h = nr.register(r % replicas).unwrap();
                     loop {
                         if h.execute(Some(HELD)).unwrap() == 1 {
@@ -449,8 +461,6 @@ fn no_read_sees_an_uncommitted_write_on(replicas: usize) {
                     }
                 });
             }
-            let mut h = nr.register(0).unwrap();
-            h.execute_mut(1).unwrap();
             h.execute_mut(HELD).unwrap();
             assert!(
                 hook.released.load(Ordering::SeqCst),
