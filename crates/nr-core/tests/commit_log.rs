@@ -57,7 +57,12 @@ enum OnFail {
 
 /// A commit log that records every call and checks that calls never overlap.
 struct Recorder {
+    /// The calls that returned `Ok`.
     calls: Mutex<Vec<(u64, Vec<u64>)>>,
+    /// Set by the call that failed (`FAIL`).
+    failed: AtomicBool,
+    /// Every call made after the failed one (none may be: the object is poisoned).
+    after_failure: Mutex<Vec<(u64, Vec<u64>)>>,
     in_call: AtomicBool,
     on_fail: OnFail,
     /// While set, a call holding the write `HOLD` waits inside the hook (with the commit turn)
@@ -70,6 +75,8 @@ impl Recorder {
     fn new(on_fail: OnFail) -> Arc<Self> {
         Arc::new(Self {
             calls: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
+            after_failure: Mutex::new(Vec::new()),
             in_call: AtomicBool::new(false),
             on_fail,
             hold: AtomicBool::new(false),
@@ -90,6 +97,12 @@ impl CommitLog<u64> for Recorder {
         );
         assert!(!ops.is_empty(), "an empty commit");
         let ops: Vec<u64> = ops.iter().map(|&&v| v).collect();
+        if self.failed.load(Ordering::SeqCst) {
+            self.after_failure
+                .lock()
+                .unwrap()
+                .push((first, ops.clone()));
+        }
         if ops.contains(&HOLD) {
             self.held.store(true, Ordering::SeqCst);
             while self.hold.load(Ordering::SeqCst) {
@@ -97,7 +110,9 @@ impl CommitLog<u64> for Recorder {
             }
         }
         let failed = ops.contains(&FAIL);
-        if !failed {
+        if failed {
+            self.failed.store(true, Ordering::SeqCst);
+        } else {
             self.calls.lock().unwrap().push((first, ops));
         }
         self.in_call.store(false, Ordering::SeqCst);
@@ -305,6 +320,14 @@ fn failing_commit(on_fail: OnFail, replicas: usize) {
         assert_eq!(
             nr.with_replica_state(replicas - 1, |_, _| ()),
             Err(Poisoned)
+        );
+        // Nothing was committed after the failed call (a combiner that passed its poison check
+        // before the failure must check again once it holds the commit turn or the lock).
+        assert!(log.failed.load(Ordering::SeqCst), "no commit failed");
+        let after = log.after_failure.lock().unwrap().clone();
+        assert!(
+            after.is_empty(),
+            "commit called after a failed commit: {after:?}"
         );
         // What was committed before is a gap-free prefix.
         let mut next = 0;

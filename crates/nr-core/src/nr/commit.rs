@@ -253,6 +253,12 @@ where
                     nr: self,
                     turn: &commit.turn,
                 };
+                // The holder before us may have failed (`Err` or panic), poisoned and given the
+                // turn back after our `check`: commit nothing after it. Relaxed: the turn's
+                // Acquire CAS read its Release store in `Turn::drop`, which follows `poison`.
+                if self.poisoned_under_lock() {
+                    return Err(Poisoned);
+                }
                 self.commit_turn(commit, end)?;
                 continue;
             }
