@@ -41,6 +41,14 @@
 //! the log-free single-replica path. `with_replica_state` reports `committed` as the applied
 //! count: under the combiner lock every committed write is applied.
 //!
+//! A combiner checks for poisoning again once it holds the combiner lock (or, on the log path,
+//! the commit turn): a holder that failed poisons and unlocks with its batch's posted
+//! operations still in their slots, and serving them would call `commit` after its `Err` (or
+//! commit them a second time, after a panicking apply). The commit runs under a guard that
+//! poisons on a panic even in a combiner that locked while its thread was already unwinding.
+//! The writer side is never taken with the lock on this path, not even by a replica's only
+//! thread, so a thread that registers during a commit reads meanwhile.
+//!
 //! [`Builder::max_replicas`]: crate::Builder::max_replicas
 
 use std::sync::Arc;
@@ -509,9 +517,11 @@ where
 mod tests {
     use super::*;
 
-    /// The values written, in the order applied.
+    /// The values written, in the order applied; writing `PANICS` panics (a user panic).
     #[derive(Default)]
     struct Seen(Vec<u64>);
+
+    const PANICS: u64 = u64::MAX;
 
     impl Dispatch for Seen {
         type ReadOperation<'a> = ();
@@ -523,6 +533,7 @@ mod tests {
         }
 
         fn dispatch_mut(&mut self, v: u64) -> usize {
+            assert_ne!(v, PANICS, "user panic");
             self.0.push(v);
             self.0.len()
         }
@@ -739,28 +750,6 @@ mod tests {
         );
     }
 
-    /// Panics in `dispatch_mut` on `PANICS`; otherwise the values in the order applied.
-    #[derive(Default)]
-    struct Panicky(Vec<u64>);
-
-    const PANICS: u64 = 13;
-
-    impl Dispatch for Panicky {
-        type ReadOperation<'a> = ();
-        type WriteOperation = u64;
-        type Response = usize;
-
-        fn dispatch(&self, _: ()) -> usize {
-            self.0.len()
-        }
-
-        fn dispatch_mut(&mut self, v: u64) -> usize {
-            assert_ne!(v, PANICS, "user panic");
-            self.0.push(v);
-            self.0.len()
-        }
-    }
-
     /// A combiner A commits its batch (own write `PANICS`, P's posted write 1) at 0..2, then
     /// the apply panics: its guard poisons and unlocks; Q posts 2; P (checked before) takes the
     /// lock and serves the posted writes. Write 1 must not be committed a second time (a
@@ -769,12 +758,7 @@ mod tests {
     #[test]
     fn no_second_commit_after_a_panicking_apply() {
         let record = Arc::new(Record::default());
-        let nr = NodeReplicated::<Panicky>::builder()
-            .replicas(1)
-            .threads_per_replica(4)
-            .commit_log(Arc::clone(&record) as Arc<dyn CommitLog<u64>>)
-            .build(|_| Panicky::default())
-            .expect("build");
+        let nr = one_replica(&record);
         let replica = &nr.replicas[0];
         let (_a, p, q) = (
             replica.register().expect("room"),
