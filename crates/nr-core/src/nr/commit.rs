@@ -699,15 +699,14 @@ mod tests {
             .expect("build")
     }
 
-    /// A combiner A (own write 100, P's posted write 1) whose commit fails poisons and
-    /// unlocks; Q posts 2; P, whose poison check passed before the poisoning, takes the lock
-    /// and serves the posted writes. Nothing may be committed again, applied or answered.
-    /// Fails without the poison check under the lock in `combine_committed` (commit called a
-    /// second time at index 0, P's write applied and answered).
-    #[test]
-    fn no_commit_or_apply_after_a_failed_commit() {
-        let log = Arc::new(FailFirst::default());
-        let nr = one_replica(&log);
+    /// Three threads A, P, Q on `nr`'s one replica: P posts 1; `holder` (A, holding nothing)
+    /// combines and must leave the object poisoned; Q posts 2; then P, whose poison check
+    /// passed before the poisoning, takes the lock and serves the posted writes. Returns P's
+    /// slot and what serving returned.
+    fn serve_after_a_failed_holder(
+        nr: &NodeReplicated<Seen>,
+        holder: impl FnOnce(&Commit<u64>, &Replica<Seen>),
+    ) -> (usize, Result<(), Poisoned>) {
         let replica = &nr.replicas[0];
         let (_a, p, q) = (
             replica.register().expect("room"),
@@ -716,14 +715,7 @@ mod tests {
         );
         // SAFETY: `p` is registered above and empty.
         unsafe { replica.post(p, 1) };
-        let commit = nr.commit.as_ref().expect("a commit log");
-        assert!(replica.try_lock_combiner(nr.writer_with_lock()));
-        assert_eq!(
-            nr.combine_committed(commit, replica, Some(100)),
-            Err(Poisoned)
-        );
-        // SAFETY: taken just above.
-        unsafe { replica.unlock_combiner() };
+        holder(nr.commit.as_ref().expect("a commit log"), replica);
         assert!(nr.is_poisoned());
         // SAFETY: `q` is registered above and empty.
         unsafe { replica.post(q, 2) };
@@ -731,12 +723,28 @@ mod tests {
         let served = nr.serve_posted_alone(replica);
         // SAFETY: taken just above.
         unsafe { replica.unlock_combiner() };
-        assert_eq!(
-            log.calls().len(),
-            1,
-            "commit called after its Err: {:?}",
-            log.calls()
-        );
+        (p, served)
+    }
+
+    /// A combiner A (own write 100, P's posted write 1) whose commit fails poisons and
+    /// unlocks; then P serves the posted writes (`serve_after_a_failed_holder`). Nothing may
+    /// be committed again, applied or answered. Fails without the poison check under the lock
+    /// in `combine_committed` (commit called a second time at index 0, P's write applied and
+    /// answered).
+    #[test]
+    fn no_commit_or_apply_after_a_failed_commit() {
+        let log = Arc::new(FailFirst::default());
+        let nr = one_replica(&log);
+        let (p, served) = serve_after_a_failed_holder(&nr, |commit, replica| {
+            assert!(replica.try_lock_combiner(nr.writer_with_lock()));
+            let combined = nr.combine_committed(commit, replica, Some(100));
+            // SAFETY: taken just above.
+            unsafe { replica.unlock_combiner() };
+            assert_eq!(combined, Err(Poisoned));
+        });
+        let calls = log.calls();
+        assert_eq!(calls.len(), 1, "commit called after its Err: {calls:?}");
+        let replica = &nr.replicas[0];
         assert!(
             !replica.slot(p).is_done(),
             "a writer of the failed batch was answered"
@@ -751,36 +759,22 @@ mod tests {
     }
 
     /// A combiner A commits its batch (own write `PANICS`, P's posted write 1) at 0..2, then
-    /// the apply panics: its guard poisons and unlocks; Q posts 2; P (checked before) takes the
-    /// lock and serves the posted writes. Write 1 must not be committed a second time (a
-    /// durable log would replay it twice). Fails without the poison check under the lock in
+    /// the apply panics: its guard poisons and unlocks; then P serves the posted writes
+    /// (`serve_after_a_failed_holder`). Write 1 must not be committed a second time (a durable
+    /// log would replay it twice). Fails without the poison check under the lock in
     /// `combine_committed` (a second call commits 1 and 2 at 2..4).
     #[test]
     fn no_second_commit_after_a_panicking_apply() {
         let record = Arc::new(Record::default());
         let nr = one_replica(&record);
-        let replica = &nr.replicas[0];
-        let (_a, p, q) = (
-            replica.register().expect("room"),
-            replica.register().expect("room"),
-            replica.register().expect("room"),
-        );
-        // SAFETY: `p` is registered above and empty.
-        unsafe { replica.post(p, 1) };
-        let commit = nr.commit.as_ref().expect("a commit log");
-        let combined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            assert!(replica.try_lock_combiner(nr.writer_with_lock()));
-            let _guard = CombinerGuard::new_released_on_success(&nr, replica);
-            nr.combine_committed(commit, replica, Some(PANICS))
-        }));
-        assert!(combined.is_err(), "the apply did not panic");
-        assert!(nr.is_poisoned());
-        // SAFETY: `q` is registered above and empty.
-        unsafe { replica.post(q, 2) };
-        assert!(replica.try_lock_combiner(nr.writer_with_lock()));
-        let served = nr.serve_posted_alone(replica);
-        // SAFETY: taken just above.
-        unsafe { replica.unlock_combiner() };
+        let (_, served) = serve_after_a_failed_holder(&nr, |commit, replica| {
+            let combined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                assert!(replica.try_lock_combiner(nr.writer_with_lock()));
+                let _guard = CombinerGuard::new_released_on_success(&nr, replica);
+                nr.combine_committed(commit, replica, Some(PANICS))
+            }));
+            assert!(combined.is_err(), "the apply did not panic");
+        });
         let calls = record.0.lock().expect("not poisoned").clone();
         assert_eq!(calls, vec![(0, vec![PANICS, 1])], "committed twice");
         assert_eq!(served, Err(Poisoned));
