@@ -57,7 +57,12 @@ enum OnFail {
 
 /// A commit log that records every call and checks that calls never overlap.
 struct Recorder {
+    /// The calls that returned `Ok`.
     calls: Mutex<Vec<(u64, Vec<u64>)>>,
+    /// Set by the call that failed (`FAIL`).
+    failed: AtomicBool,
+    /// Every call made after the failed one (none may be: the object is poisoned).
+    after_failure: Mutex<Vec<(u64, Vec<u64>)>>,
     in_call: AtomicBool,
     on_fail: OnFail,
     /// While set, a call holding the write `HOLD` waits inside the hook (with the commit turn)
@@ -70,6 +75,8 @@ impl Recorder {
     fn new(on_fail: OnFail) -> Arc<Self> {
         Arc::new(Self {
             calls: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
+            after_failure: Mutex::new(Vec::new()),
             in_call: AtomicBool::new(false),
             on_fail,
             hold: AtomicBool::new(false),
@@ -90,6 +97,12 @@ impl CommitLog<u64> for Recorder {
         );
         assert!(!ops.is_empty(), "an empty commit");
         let ops: Vec<u64> = ops.iter().map(|&&v| v).collect();
+        if self.failed.load(Ordering::SeqCst) {
+            self.after_failure
+                .lock()
+                .unwrap()
+                .push((first, ops.clone()));
+        }
         if ops.contains(&HOLD) {
             self.held.store(true, Ordering::SeqCst);
             while self.hold.load(Ordering::SeqCst) {
@@ -97,7 +110,9 @@ impl CommitLog<u64> for Recorder {
             }
         }
         let failed = ops.contains(&FAIL);
-        if !failed {
+        if failed {
+            self.failed.store(true, Ordering::SeqCst);
+        } else {
             self.calls.lock().unwrap().push((first, ops));
         }
         self.in_call.store(false, Ordering::SeqCst);
@@ -306,6 +321,14 @@ fn failing_commit(on_fail: OnFail, replicas: usize) {
             nr.with_replica_state(replicas - 1, |_, _| ()),
             Err(Poisoned)
         );
+        // Nothing was committed after the failed call (a combiner that passed its poison check
+        // before the failure must check again once it holds the commit turn or the lock).
+        assert!(log.failed.load(Ordering::SeqCst), "no commit failed");
+        let after = log.after_failure.lock().unwrap().clone();
+        assert!(
+            after.is_empty(),
+            "commit called after a failed commit: {after:?}"
+        );
         // What was committed before is a gap-free prefix.
         let mut next = 0;
         for (first, ops) in log.calls() {
@@ -388,6 +411,8 @@ fn the_batch_of_one_commits_before_it_applies_and_answers() {
 /// A commit log that holds the commit of `HELD` until readers have polled for it many times.
 struct Holding {
     polls: AtomicUsize,
+    /// Set when the commit of `HELD` starts.
+    started: AtomicBool,
     released: AtomicBool,
 }
 
@@ -396,6 +421,7 @@ const HELD: u64 = 7;
 impl CommitLog<u64> for Holding {
     fn commit(&self, _first: u64, ops: &[&u64]) -> Result<(), CommitError> {
         if ops.iter().any(|&&v| v == HELD) {
+            self.started.store(true, Ordering::SeqCst);
             let start = self.polls.load(Ordering::SeqCst);
             while self.polls.load(Ordering::SeqCst) < start + 2_000 {
                 std::thread::yield_now();
@@ -411,7 +437,10 @@ impl CommitLog<u64> for Holding {
 /// exposes) its batch before committing it. On one replica (the commit path without the
 /// shared log) both readers share the writer's replica, and the commit is held until they have
 /// polled 2,000 times: a combiner that kept readers out while it commits (the writer side
-/// taken before `commit`) hangs here, and the watchdog fails the test.
+/// taken before `commit`) hangs here, and the watchdog fails the test. The readers register
+/// only once that commit has started, so the writer was its replica's only registered thread
+/// when it took the combiner lock (the case where the fast path used to take the writer side
+/// with the lock).
 #[test]
 fn no_read_sees_an_uncommitted_write() {
     for replicas in [1, 2] {
@@ -423,6 +452,7 @@ fn no_read_sees_an_uncommitted_write_on(replicas: usize) {
     with_deadlock_watchdog(120, move || {
         let hook = Arc::new(Holding {
             polls: AtomicUsize::new(0),
+            started: AtomicBool::new(false),
             released: AtomicBool::new(false),
         });
         let nr = NodeReplicated::builder()
@@ -432,10 +462,15 @@ fn no_read_sees_an_uncommitted_write_on(replicas: usize) {
             .commit_log(hook.clone())
             .build(|_| Seen::default())
             .expect("build");
+        let mut h = nr.register(0).unwrap();
+        h.execute_mut(1).unwrap();
         std::thread::scope(|s| {
             for r in 0..2 {
                 let (nr, hook) = (&nr, &hook);
                 s.spawn(move || {
+                    while !hook.started.load(Ordering::SeqCst) {
+                        std::thread::yield_now();
+                    }
                     let mut h = nr.register(r % replicas).unwrap();
                     loop {
                         if h.execute(Some(HELD)).unwrap() == 1 {
@@ -449,8 +484,6 @@ fn no_read_sees_an_uncommitted_write_on(replicas: usize) {
                     }
                 });
             }
-            let mut h = nr.register(0).unwrap();
-            h.execute_mut(1).unwrap();
             h.execute_mut(HELD).unwrap();
             assert!(
                 hook.released.load(Ordering::SeqCst),

@@ -41,6 +41,14 @@
 //! the log-free single-replica path. `with_replica_state` reports `committed` as the applied
 //! count: under the combiner lock every committed write is applied.
 //!
+//! A combiner checks for poisoning again once it holds the combiner lock (or, on the log path,
+//! the commit turn): a holder that failed poisons and unlocks with its batch's posted
+//! operations still in their slots, and serving them would call `commit` after its `Err` (or
+//! commit them a second time, after a panicking apply). The commit runs under a guard that
+//! poisons on a panic even in a combiner that locked while its thread was already unwinding.
+//! The writer side is never taken with the lock on this path, not even by a replica's only
+//! thread, so a thread that registers during a commit reads meanwhile.
+//!
 //! [`Builder::max_replicas`]: crate::Builder::max_replicas
 
 use std::sync::Arc;
@@ -209,6 +217,19 @@ impl<D: Dispatch + Send + Sync> Drop for Turn<'_, D> {
     }
 }
 
+/// Poisons the object if dropped while a panic unwinds; forgotten on the normal path. Held
+/// across `commit` on the one-replica path, whose caller's `CombinerGuard` does not poison when
+/// the thread was already unwinding as it took the lock (a write from a `Drop`).
+struct PoisonOnUnwind<'a, D: Dispatch + Send + Sync>(&'a NodeReplicated<D>);
+
+impl<D: Dispatch + Send + Sync> Drop for PoisonOnUnwind<'_, D> {
+    fn drop(&mut self) {
+        if panicking() {
+            self.0.poison();
+        }
+    }
+}
+
 impl<D> NodeReplicated<D>
 where
     D: Dispatch + Send + Sync,
@@ -240,6 +261,12 @@ where
                     nr: self,
                     turn: &commit.turn,
                 };
+                // The holder before us may have failed (`Err` or panic), poisoned and given the
+                // turn back after our `check`: commit nothing after it. Relaxed: the turn's
+                // Acquire CAS read its Release store in `Turn::drop`, which follows `poison`.
+                if self.poisoned_under_lock() {
+                    return Err(Poisoned);
+                }
                 self.commit_turn(commit, end)?;
                 continue;
             }
@@ -298,16 +325,21 @@ where
     /// replica"). Serves the operations posted in the slots, plus `own` (the combiner's
     /// operation, if it did not post it, first); returns the response to `own`.
     ///
-    /// The caller holds `replica`'s combiner lock, and may hold its writer side too (the fast
-    /// path takes it with the lock when the caller is the replica's only registered thread).
-    /// Readers go on against the old state while `commit` runs unless it does; the writer side
-    /// is taken only for the apply.
+    /// The caller holds `replica`'s combiner lock, not its writer side: readers go on against
+    /// the old state while `commit` runs; the writer side is taken only for the apply.
     pub(super) fn combine_committed(
         &self,
         commit: &Commit<D::WriteOperation>,
         replica: &Replica<D>,
         own: Option<D::WriteOperation>,
     ) -> Result<Option<D::Response>, Poisoned> {
+        // A holder before us may have poisoned the object (its commit failed or panicked, or
+        // an apply panicked) and unlocked after the caller's own check: the slots may still
+        // hold operations of its batch, already handed to `commit`. Committing them again, or
+        // applying anything, would break `CommitLog`'s index sequence and the poisoning.
+        if self.poisoned_under_lock() {
+            return Err(Poisoned);
+        }
         // SAFETY: the batch scratch is only used under the combiner lock, which the caller holds.
         let batch = replica.batch.with_mut(|p| unsafe { &mut *p });
         // No clones: `commit` borrows the operations where they are (slots and `own`).
@@ -328,7 +360,11 @@ where
             // borrows end with the `commit` call, before `apply_own` below.
             _ => unsafe { replica.posted_op(slots[k - mine]) },
         };
+        // A panic in `commit` poisons even when the caller's guard does not (a combiner that
+        // took the lock while its thread was already unwinding, as `Turn` does for the log path).
+        let unwinding = PoisonOnUnwind(self);
         let outcome = commit_batch(&*commit.log, first, n, op);
+        std::mem::forget(unwinding);
         if outcome.is_err() {
             // Nothing of the batch is applied or answered; its writers see the poisoning.
             return Err(self.commit_failed());
@@ -481,9 +517,11 @@ where
 mod tests {
     use super::*;
 
-    /// The values written, in the order applied.
+    /// The values written, in the order applied; writing `PANICS` panics (a user panic).
     #[derive(Default)]
     struct Seen(Vec<u64>);
+
+    const PANICS: u64 = u64::MAX;
 
     impl Dispatch for Seen {
         type ReadOperation<'a> = ();
@@ -495,6 +533,7 @@ mod tests {
         }
 
         fn dispatch_mut(&mut self, v: u64) -> usize {
+            assert_ne!(v, PANICS, "user panic");
             self.0.push(v);
             self.0.len()
         }
@@ -615,6 +654,169 @@ mod tests {
             let logged = if places == 1 { 0 } else { n as usize };
             assert_eq!(nr.log.tail(), logged, "{places} place(s)");
         }
+    }
+
+    /// Records every `commit` call, failed ones too; fails (`Err`, or a panic with `panics`)
+    /// its first call.
+    #[derive(Default)]
+    #[allow(
+        clippy::disallowed_types,
+        reason = "a test-only recorder; this module is never built under loom"
+    )]
+    struct FailFirst {
+        calls: std::sync::Mutex<Vec<(u64, Vec<u64>)>>,
+        panics: bool,
+    }
+
+    impl FailFirst {
+        fn calls(&self) -> Vec<(u64, Vec<u64>)> {
+            self.calls.lock().expect("not poisoned").clone()
+        }
+    }
+
+    impl CommitLog<u64> for FailFirst {
+        fn commit(&self, first: u64, ops: &[&u64]) -> Result<(), CommitError> {
+            let n = {
+                let mut calls = self.calls.lock().expect("not poisoned");
+                calls.push((first, ops.iter().map(|&&op| op).collect()));
+                calls.len()
+            };
+            match (n, self.panics) {
+                (1, false) => Err(CommitError::new(std::io::Error::other("medium failed"))),
+                (1, true) => panic!("commit exploded"),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    /// One replica (no room for more) with `log` and places for four threads.
+    fn one_replica<C: CommitLog<u64> + 'static>(log: &Arc<C>) -> NodeReplicated<Seen> {
+        NodeReplicated::<Seen>::builder()
+            .replicas(1)
+            .threads_per_replica(4)
+            .commit_log(Arc::clone(log) as Arc<dyn CommitLog<u64>>)
+            .build(|_| Seen::default())
+            .expect("build")
+    }
+
+    /// Three threads A, P, Q on `nr`'s one replica: P posts 1; `holder` (A, holding nothing)
+    /// combines and must leave the object poisoned; Q posts 2; then P, whose poison check
+    /// passed before the poisoning, takes the lock and serves the posted writes. Returns P's
+    /// slot and what serving returned.
+    fn serve_after_a_failed_holder(
+        nr: &NodeReplicated<Seen>,
+        holder: impl FnOnce(&Commit<u64>, &Replica<Seen>),
+    ) -> (usize, Result<(), Poisoned>) {
+        let replica = &nr.replicas[0];
+        let (_a, p, q) = (
+            replica.register().expect("room"),
+            replica.register().expect("room"),
+            replica.register().expect("room"),
+        );
+        // SAFETY: `p` is registered above and empty.
+        unsafe { replica.post(p, 1) };
+        holder(nr.commit.as_ref().expect("a commit log"), replica);
+        assert!(nr.is_poisoned());
+        // SAFETY: `q` is registered above and empty.
+        unsafe { replica.post(q, 2) };
+        assert!(replica.try_lock_combiner(nr.writer_with_lock()));
+        let served = nr.serve_posted_alone(replica);
+        // SAFETY: taken just above.
+        unsafe { replica.unlock_combiner() };
+        (p, served)
+    }
+
+    /// A combiner A (own write 100, P's posted write 1) whose commit fails poisons and
+    /// unlocks; then P serves the posted writes (`serve_after_a_failed_holder`). Nothing may
+    /// be committed again, applied or answered. Fails without the poison check under the lock
+    /// in `combine_committed` (commit called a second time at index 0, P's write applied and
+    /// answered).
+    #[test]
+    fn no_commit_or_apply_after_a_failed_commit() {
+        let log = Arc::new(FailFirst::default());
+        let nr = one_replica(&log);
+        let (p, served) = serve_after_a_failed_holder(&nr, |commit, replica| {
+            assert!(replica.try_lock_combiner(nr.writer_with_lock()));
+            let combined = nr.combine_committed(commit, replica, Some(100));
+            // SAFETY: taken just above.
+            unsafe { replica.unlock_combiner() };
+            assert_eq!(combined, Err(Poisoned));
+        });
+        let calls = log.calls();
+        assert_eq!(calls.len(), 1, "commit called after its Err: {calls:?}");
+        let replica = &nr.replicas[0];
+        assert!(
+            !replica.slot(p).is_done(),
+            "a writer of the failed batch was answered"
+        );
+        assert_eq!(served, Err(Poisoned));
+        // SAFETY: no combiner runs; the state is read alone.
+        let applied = replica.data.with(|d| unsafe { (*d).0.clone() });
+        assert!(
+            applied.is_empty(),
+            "applied after the poisoning: {applied:?}"
+        );
+    }
+
+    /// A combiner A commits its batch (own write `PANICS`, P's posted write 1) at 0..2, then
+    /// the apply panics: its guard poisons and unlocks; then P serves the posted writes
+    /// (`serve_after_a_failed_holder`). Write 1 must not be committed a second time (a durable
+    /// log would replay it twice). Fails without the poison check under the lock in
+    /// `combine_committed` (a second call commits 1 and 2 at 2..4).
+    #[test]
+    fn no_second_commit_after_a_panicking_apply() {
+        let record = Arc::new(Record::default());
+        let nr = one_replica(&record);
+        let (_, served) = serve_after_a_failed_holder(&nr, |commit, replica| {
+            let combined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                assert!(replica.try_lock_combiner(nr.writer_with_lock()));
+                let _guard = CombinerGuard::new_released_on_success(&nr, replica);
+                nr.combine_committed(commit, replica, Some(PANICS))
+            }));
+            assert!(combined.is_err(), "the apply did not panic");
+        });
+        let calls = record.0.lock().expect("not poisoned").clone();
+        assert_eq!(calls, vec![(0, vec![PANICS, 1])], "committed twice");
+        assert_eq!(served, Err(Poisoned));
+    }
+
+    /// A posted-path combiner (`CombinerGuard::new`) that takes the lock while its thread is
+    /// already unwinding (a write from a `Drop`, inside `catch_unwind`), whose `commit`
+    /// panics: the object must be poisoned (else the poster waits forever for a batch that
+    /// will never be answered). Fails without `PoisonOnUnwind` around `commit`.
+    #[test]
+    fn a_commit_panic_during_an_unwinding_poisons() {
+        struct CombineOnDrop<'a>(&'a NodeReplicated<Seen>);
+
+        impl Drop for CombineOnDrop<'_> {
+            fn drop(&mut self) {
+                let nr = self.0;
+                let replica = &nr.replicas[0];
+                let combined = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    assert!(replica.try_lock_combiner(nr.writer_with_lock()));
+                    let _guard = CombinerGuard::new(nr, replica);
+                    nr.serve_posted_alone(replica)
+                }));
+                assert!(combined.is_err(), "the commit did not panic");
+            }
+        }
+
+        let log = Arc::new(FailFirst {
+            panics: true,
+            ..FailFirst::default()
+        });
+        let nr = one_replica(&log);
+        let replica = &nr.replicas[0];
+        let p = replica.register().expect("room");
+        // SAFETY: `p` is registered above and empty.
+        unsafe { replica.post(p, 1) };
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _combine = CombineOnDrop(&nr);
+            panic!("unrelated");
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(log.calls(), vec![(0, vec![1])]);
+        assert!(nr.is_poisoned(), "a panicking commit did not poison");
     }
 
     /// Three writes on replica 0 of two; replica 1 has applied none of them.

@@ -102,6 +102,10 @@ where
             let behind = !single && self.log.local_tail(replica) < self.log.completed_tail();
             if (rep.has_pending() || behind) && rep.try_lock_combiner(self.writer_with_lock()) {
                 let combiner = CombinerGuard::new(self, rep);
+                // Poisoned since the check above: serve nothing (as `execute_mut_posted`).
+                if self.poisoned_under_lock() {
+                    return Err(RegisterError::Poisoned);
+                }
                 if single {
                     self.serve_posted_alone(rep)
                         .map_err(|_| RegisterError::Poisoned)?;

@@ -464,9 +464,13 @@ where
         // other reader on it is kept waiting while the combiner appends, and `combine_own`'s
         // `lock_writer` finds the side held (one read-modify-write fewer per write). A thread
         // that registers meanwhile waits one write at most; `help_laggards` gives the side back
-        // while it waits for log space, as always.
+        // while it waits for log space, as always. Never with one replica and a commit log: its
+        // commit runs without the writer side, so that readers, even ones that register during
+        // the commit, read the old state meanwhile (`combine_committed` takes the side after).
         if !(self.dedicated && replica.dedicated_attached())
-            && replica.try_lock_combiner(self.writer_with_lock() || replica.registered() == 1)
+            && replica.try_lock_combiner(
+                self.writer_with_lock() || (replica.registered() == 1 && !self.single()),
+            )
         {
             if self.poisoned_under_lock() {
                 return Err(self.unlock_poisoned(replica));
@@ -544,6 +548,11 @@ where
             }
             if replica.try_lock_combiner(self.writer_with_lock()) {
                 let _combiner = CombinerGuard::new(self, replica);
+                // Poisoned since `check` above (a holder panicked or its commit failed, then
+                // unlocked): serve nothing; the slots may hold that holder's batch.
+                if self.poisoned_under_lock() {
+                    return Err(Poisoned);
+                }
                 if self.min_batch > 1 {
                     self.wait_for_batch(r, 0)?;
                 }
