@@ -356,7 +356,9 @@ fn recovery(dir: &Path, sizes: &[u64]) {
             dir,
             "hash set (sized)",
             n,
-            mirror_atomic::block_size::<Node<Mirror>>() as u64,
+            // A node per key plus a bucket's sentinel node per bucket (up to one per key after
+            // the capacity's rounding to a power of two): 2x the node block.
+            2 * mirror_atomic::block_size::<Node<Mirror>>() as u64,
             |h| HashSet::<Mirror, _>::with_capacity(h, n as usize).expect("set"),
             |s, k| {
                 s.insert(k).expect("room");
