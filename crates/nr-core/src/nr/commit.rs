@@ -235,8 +235,11 @@ where
     D: Dispatch + Send + Sync,
 {
     /// Makes every log index below `end` durable (module docs, steps 1-3). The caller is a
-    /// combiner that holds its replica's combiner lock (not its writer side) and has written
-    /// its batch, which ends at `end`, into the log.
+    /// combiner that holds its replica's combiner lock and has written its batch, which ends
+    /// at `end`, into the log. It holds the writer side too when it is its replica's only
+    /// registered thread (`execute_mut`'s fast path takes both in one CAS; no reader of that
+    /// replica is waiting then, and one that registers meanwhile waits for this one write);
+    /// otherwise not, and the replica's readers go on while `commit` runs.
     #[cold]
     pub(super) fn commit_through(
         &self,
