@@ -124,8 +124,7 @@ impl Alloc {
         &self.shards[thread_hint() % SHARDS]
     }
 
-    /// A free block of `class`: from this thread's shard, its current chunk, a new chunk, or,
-    /// when the region has no chunk left, another shard.
+    /// A free block of `class`: from this thread's shard, its current chunk, or a new chunk.
     pub(crate) fn alloc<P: Persist>(
         &self,
         class: usize,
@@ -140,6 +139,17 @@ impl Alloc {
                 return Ok(off);
             }
         }
+        // Before a new chunk, a block of another shard (recovery hands each chunk's free
+        // blocks to one shard, and the skip list's nodes use several classes, so a small heap
+        // would otherwise run out of chunks with room left in others). One lock at a time: no
+        // lock order to keep. The cost: while any shard has room in a class, a shard without
+        // it takes that class's blocks under the other shard's lock instead of claiming a chunk
+        // of its own. Stealing only when the region has no chunk left was tried (review of
+        // 2026-11-28): the two-thread Izraelevitz skip-list crash test's small heap then ran
+        // out ("heap has room: Exhausted"), since every shard claims a chunk per class.
+        if let Some(off) = self.steal(own, class) {
+            return Ok(off);
+        }
         let mut shard = lock(own);
         // Another thread of this shard may have claimed a chunk meanwhile.
         if let Some(off) = shard.take(class) {
@@ -151,16 +161,7 @@ impl Alloc {
             None => match space.region().allocator(CHUNK).alloc_bytes(CHUNK, 64) {
                 Ok(off) => off.0,
                 Err(source) => {
-                    drop(shard);
-                    // No chunk left: a block of another shard (recovery hands each chunk's
-                    // free blocks to one shard, and the skip list's nodes use several
-                    // classes, so a full region may still have room in other shards). Only
-                    // then, so that shards keep to their own chunks (and locks) while the
-                    // region has room. One lock at a time: no lock order to keep.
-                    if let Some(off) = self.steal(own, class) {
-                        return Ok(off);
-                    }
-                    lock(own).live -= 1;
+                    shard.live -= 1;
                     return Err(HeapAllocError::Exhausted {
                         requested: block as usize,
                         source,
@@ -233,11 +234,11 @@ mod tests {
     use super::*;
 
     /// Recovery hands each chunk's free blocks to one shard (chunk `i` to shard `i % SHARDS`);
-    /// a thread of another shard must find them when the region has no chunk left (a small
-    /// heap would otherwise run out with free blocks left). The same holds for the rest of
-    /// another shard's current chunk.
+    /// a thread of another shard must find them before it claims a new chunk (a small heap
+    /// would otherwise run out of chunks with free blocks left). The same holds for the rest
+    /// of another shard's current chunk.
     #[test]
-    fn a_shard_takes_free_blocks_of_another_when_no_chunk_is_left() {
+    fn a_shard_takes_free_blocks_of_another_before_a_new_chunk() {
         let class = class_of_block(64).expect("a 64-byte class");
         let alloc = Alloc::rebuild(0, &[64], |_| false);
         let off = alloc
